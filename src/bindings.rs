@@ -1,0 +1,306 @@
+//! Key bindings: the actions a key can trigger after the prefix, their names (as written in
+//! config.toml and shown in the help overlay), and the default table.
+//!
+//! One table in one place: `ACTIONS` names and describes every action; `DEFAULTS` binds
+//! keys. The config may rebind or unbind ("none") any key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::config::{Config, Diagnostic};
+use crate::input::keys::Key;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    SplitRight,
+    SplitDown,
+    FocusLeft,
+    FocusDown,
+    FocusUp,
+    FocusRight,
+    ResizeLeft,
+    ResizeDown,
+    ResizeUp,
+    ResizeRight,
+    Zoom,
+    ClosePane,
+    NewTab,
+    NextTab,
+    PrevTab,
+    SelectTab(u8),
+    NewWorkspace,
+    NextWorkspace,
+    PrevWorkspace,
+    Detach,
+    Help,
+    ScrollMode,
+    SendPrefix,
+    ToggleSidebar,
+}
+
+/// (name, action, description) for every action.
+const ACTIONS: &[(&str, Action, &str)] = &[
+    (
+        "split_right",
+        Action::SplitRight,
+        "split the pane side by side",
+    ),
+    ("split_down", Action::SplitDown, "split the pane stacked"),
+    (
+        "focus_left",
+        Action::FocusLeft,
+        "focus the pane to the left",
+    ),
+    ("focus_down", Action::FocusDown, "focus the pane below"),
+    ("focus_up", Action::FocusUp, "focus the pane above"),
+    (
+        "focus_right",
+        Action::FocusRight,
+        "focus the pane to the right",
+    ),
+    (
+        "resize_left",
+        Action::ResizeLeft,
+        "move the pane's left border left",
+    ),
+    (
+        "resize_down",
+        Action::ResizeDown,
+        "move the pane's lower border down",
+    ),
+    (
+        "resize_up",
+        Action::ResizeUp,
+        "move the pane's upper border up",
+    ),
+    (
+        "resize_right",
+        Action::ResizeRight,
+        "move the pane's right border right",
+    ),
+    (
+        "zoom",
+        Action::Zoom,
+        "zoom the pane to the full tab and back",
+    ),
+    (
+        "close_pane",
+        Action::ClosePane,
+        "close the pane (ends its program)",
+    ),
+    ("new_tab", Action::NewTab, "new tab"),
+    ("next_tab", Action::NextTab, "next tab"),
+    ("prev_tab", Action::PrevTab, "previous tab"),
+    ("select_tab_1", Action::SelectTab(1), "go to tab 1"),
+    ("select_tab_2", Action::SelectTab(2), "go to tab 2"),
+    ("select_tab_3", Action::SelectTab(3), "go to tab 3"),
+    ("select_tab_4", Action::SelectTab(4), "go to tab 4"),
+    ("select_tab_5", Action::SelectTab(5), "go to tab 5"),
+    ("select_tab_6", Action::SelectTab(6), "go to tab 6"),
+    ("select_tab_7", Action::SelectTab(7), "go to tab 7"),
+    ("select_tab_8", Action::SelectTab(8), "go to tab 8"),
+    ("select_tab_9", Action::SelectTab(9), "go to tab 9"),
+    ("new_workspace", Action::NewWorkspace, "new workspace"),
+    ("next_workspace", Action::NextWorkspace, "next workspace"),
+    (
+        "prev_workspace",
+        Action::PrevWorkspace,
+        "previous workspace",
+    ),
+    (
+        "detach",
+        Action::Detach,
+        "detach (everything keeps running)",
+    ),
+    ("help", Action::Help, "show this help"),
+    (
+        "scroll_mode",
+        Action::ScrollMode,
+        "scroll/copy mode over the scrollback",
+    ),
+    (
+        "send_prefix",
+        Action::SendPrefix,
+        "send the prefix key to the program",
+    ),
+    (
+        "toggle_sidebar",
+        Action::ToggleSidebar,
+        "show or hide the sidebar",
+    ),
+];
+
+const DEFAULTS: &[(&str, &str)] = &[
+    ("%", "split_right"),
+    ("|", "split_right"),
+    ("\"", "split_down"),
+    ("-", "split_down"),
+    ("h", "focus_left"),
+    ("Left", "focus_left"),
+    ("j", "focus_down"),
+    ("Down", "focus_down"),
+    ("k", "focus_up"),
+    ("Up", "focus_up"),
+    ("l", "focus_right"),
+    ("Right", "focus_right"),
+    ("H", "resize_left"),
+    ("J", "resize_down"),
+    ("K", "resize_up"),
+    ("L", "resize_right"),
+    ("C-Left", "resize_left"),
+    ("C-Down", "resize_down"),
+    ("C-Up", "resize_up"),
+    ("C-Right", "resize_right"),
+    ("z", "zoom"),
+    ("x", "close_pane"),
+    ("c", "new_tab"),
+    ("n", "next_tab"),
+    ("p", "prev_tab"),
+    ("1", "select_tab_1"),
+    ("2", "select_tab_2"),
+    ("3", "select_tab_3"),
+    ("4", "select_tab_4"),
+    ("5", "select_tab_5"),
+    ("6", "select_tab_6"),
+    ("7", "select_tab_7"),
+    ("8", "select_tab_8"),
+    ("9", "select_tab_9"),
+    ("W", "new_workspace"),
+    (")", "next_workspace"),
+    ("(", "prev_workspace"),
+    ("q", "detach"),
+    ("d", "detach"),
+    ("?", "help"),
+    ("[", "scroll_mode"),
+    ("b", "toggle_sidebar"),
+];
+
+impl Action {
+    pub fn from_name(name: &str) -> Option<Action> {
+        ACTIONS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, a, _)| *a)
+    }
+
+    pub fn name(self) -> &'static str {
+        ACTIONS
+            .iter()
+            .find(|(_, a, _)| *a == self)
+            .map(|(n, _, _)| *n)
+            .unwrap_or("?")
+    }
+
+    pub fn description(self) -> &'static str {
+        ACTIONS
+            .iter()
+            .find(|(_, a, _)| *a == self)
+            .map(|(_, _, d)| *d)
+            .unwrap_or("")
+    }
+}
+
+/// The live binding table of a server.
+#[derive(Debug, Clone)]
+pub struct Bindings {
+    pub prefix: Key,
+    map: BTreeMap<Key, Action>,
+}
+
+impl Bindings {
+    /// Builds the table from the defaults plus the config; every bad entry becomes a
+    /// diagnostic and is skipped (the rest still applies).
+    pub fn from_config(config: &Config, path: &Path) -> (Bindings, Vec<Diagnostic>) {
+        let mut diags = Vec::new();
+        let default_prefix = Key::parse("C-b").unwrap_or_else(|_| unreachable_key());
+        let prefix = match Key::parse(&config.prefix) {
+            Ok(k) => k,
+            Err(e) => {
+                diags.push(Diagnostic {
+                    path: path.to_path_buf(),
+                    line: None,
+                    key: Some("prefix".into()),
+                    message: format!("{e}; using C-b"),
+                });
+                default_prefix
+            }
+        };
+        let mut map = BTreeMap::new();
+        for (k, a) in DEFAULTS {
+            if let (Ok(k), Some(a)) = (Key::parse(k), Action::from_name(a)) {
+                map.insert(k, a);
+            }
+        }
+        for setting in &config.keys {
+            let key = match Key::parse(&setting.key) {
+                Ok(k) => k,
+                Err(e) => {
+                    diags.push(Diagnostic {
+                        path: path.to_path_buf(),
+                        line: Some(setting.line),
+                        key: Some(format!("keys.{}", setting.key)),
+                        message: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if setting.action == "none" {
+                map.remove(&key);
+                continue;
+            }
+            match Action::from_name(&setting.action) {
+                Some(a) => {
+                    map.insert(key, a);
+                }
+                None => diags.push(Diagnostic {
+                    path: path.to_path_buf(),
+                    line: Some(setting.line),
+                    key: Some(format!("keys.{}", setting.key)),
+                    message: format!(
+                        "unknown action {:?}; known actions: {}, or \"none\" to unbind",
+                        setting.action,
+                        ACTIONS
+                            .iter()
+                            .map(|(n, _, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }),
+            }
+        }
+        (Bindings { prefix, map }, diags)
+    }
+
+    pub fn lookup(&self, key: &Key) -> Option<Action> {
+        self.map.get(key).copied()
+    }
+
+    /// (keys, action) rows for the help overlay, grouped by action in table order.
+    pub fn help_rows(&self) -> Vec<(String, Action)> {
+        let mut rows: Vec<(String, Action)> = Vec::new();
+        for (_, action, _) in ACTIONS {
+            let keys: Vec<String> = self
+                .map
+                .iter()
+                .filter(|(_, a)| *a == action)
+                .map(|(k, _)| k.to_string())
+                .collect();
+            if !keys.is_empty() {
+                rows.push((keys.join(" "), *action));
+            }
+        }
+        rows.push((self.prefix.to_string(), Action::SendPrefix));
+        rows
+    }
+}
+
+fn unreachable_key() -> Key {
+    // C-b always parses; this only satisfies the type checker without a panic path.
+    Key::parse("b").unwrap_or_else(|_| unreachable_key())
+}
+
+impl Default for Bindings {
+    fn default() -> Self {
+        Bindings::from_config(&Config::default(), Path::new("config.toml")).0
+    }
+}

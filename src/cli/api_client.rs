@@ -1,0 +1,74 @@
+//! A minimal synchronous API client for the CLI: one connection, one request, one reply.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use crate::paths::SessionName;
+use crate::protocol::Role;
+
+pub struct ApiClient {
+    writer: UnixStream,
+    reader: BufReader<UnixStream>,
+    next_id: u64,
+}
+
+/// A reply with an error object, kept typed so callers can show code and message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} ({code})")]
+pub struct RemoteError {
+    pub code: String,
+    pub message: String,
+}
+
+impl ApiClient {
+    /// Connects to a running server; `Ok(None)` if none runs.
+    pub fn connect(session: &SessionName) -> anyhow::Result<Option<ApiClient>> {
+        let Some(stream) = crate::client::connect::connect(session, Role::Api, None)? else {
+            return Ok(None);
+        };
+        Ok(Some(ApiClient::from_stream(stream)?))
+    }
+
+    pub fn from_stream(stream: UnixStream) -> anyhow::Result<ApiClient> {
+        Ok(ApiClient {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+            next_id: 0,
+        })
+    }
+
+    pub fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        self.next_id += 1;
+        let mut line =
+            json!({ "id": self.next_id, "method": method, "params": params }).to_string();
+        line.push('\n');
+        self.writer
+            .write_all(line.as_bytes())
+            .context("the server connection closed")?;
+        let mut answer = String::new();
+        if self.reader.read_line(&mut answer)? == 0 {
+            anyhow::bail!("the server closed the connection before answering {method}");
+        }
+        let v: Value =
+            serde_json::from_str(&answer).context("the server sent a malformed reply")?;
+        if let Some(err) = v.get("error") {
+            return Err(RemoteError {
+                code: err
+                    .get("code")
+                    .and_then(|c| c.as_str())
+                    .unwrap_or("error")
+                    .into(),
+                message: err
+                    .get("message")
+                    .and_then(|c| c.as_str())
+                    .unwrap_or("unknown error")
+                    .into(),
+            }
+            .into());
+        }
+        Ok(v.get("result").cloned().unwrap_or(Value::Null))
+    }
+}

@@ -1,0 +1,140 @@
+//! Reaching a session's server: connect, or start it (a daemon in its own session, stdio to
+//! its log) and wait until it answers; then the hello.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::paths::{self, SessionName};
+use crate::protocol::{Hello, HelloReply, Role};
+
+/// How long a freshly started server may take to listen.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Connects and says hello. `Ok(None)` when no server listens.
+pub fn connect(
+    session: &SessionName,
+    role: Role,
+    size: Option<(u16, u16)>,
+) -> anyhow::Result<Option<UnixStream>> {
+    let socket = paths::socket_path(session);
+    let stream = match UnixStream::connect(&socket) {
+        Ok(s) => s,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot connect to {}", socket.display())),
+    };
+    hello(stream, role, size).map(Some)
+}
+
+pub fn hello(
+    mut stream: UnixStream,
+    role: Role,
+    size: Option<(u16, u16)>,
+) -> anyhow::Result<UnixStream> {
+    let mut line = serde_json::to_string(&Hello::new(role, size))?;
+    line.push('\n');
+    stream.write_all(line.as_bytes())?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let answer =
+        read_line_unbuffered(&mut stream).context("the server did not answer the hello")?;
+    stream.set_read_timeout(None)?;
+    let reply: HelloReply = serde_json::from_str(answer.trim()).with_context(|| {
+        format!(
+            "the server answered something that is not a herdr hello: {:?}",
+            answer.trim()
+        )
+    })?;
+    if !reply.ok {
+        anyhow::bail!(
+            "{}",
+            reply
+                .error
+                .unwrap_or_else(|| "the server refused the connection".into())
+        );
+    }
+    Ok(stream)
+}
+
+/// Reads one line byte by byte, so no byte after it (the first frame) is consumed.
+fn read_line_unbuffered(stream: &mut UnixStream) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < crate::protocol::MAX_HELLO_LEN {
+        match stream.read(&mut byte)? {
+            0 => break,
+            _ if byte[0] == b'\n' => break,
+            _ => line.push(byte[0]),
+        }
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// Connects, starting the server first if none runs. Returns whether it was started.
+pub fn connect_or_start(
+    session: &SessionName,
+    role: Role,
+    size: Option<(u16, u16)>,
+) -> anyhow::Result<(UnixStream, bool)> {
+    if let Some(s) = connect(session, role, size)? {
+        return Ok((s, false));
+    }
+    let mut child = start_server(session)?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Some(s) = connect(session, role, size)? {
+            return Ok((s, true));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            anyhow::bail!(
+                "the herdr server for session {session} failed to start ({status}):\n{}",
+                log_tail(session)
+            );
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "the herdr server for session {session} did not start listening within {}s; see {}",
+                START_TIMEOUT.as_secs(),
+                paths::log_path(session).display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Starts `herdr server run` detached: no stdin, stdout/stderr appended to the log. The
+/// server calls setsid itself, so it survives this terminal closing.
+pub fn start_server(session: &SessionName) -> anyhow::Result<std::process::Child> {
+    let exe =
+        std::env::current_exe().context("cannot find the herdr binary to start the server")?;
+    paths::ensure_state_dir(session).context("cannot create the state folder")?;
+    let log_path = paths::log_path(session);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("cannot open the server log {}", log_path.display()))?;
+    let child = Command::new(exe)
+        .args(["server", "run", "--session", session.as_str()])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("cannot start the herdr server")?;
+    Ok(child)
+}
+
+fn log_tail(session: &SessionName) -> String {
+    let text = std::fs::read_to_string(paths::log_path(session)).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}

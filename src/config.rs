@@ -1,0 +1,542 @@
+//! Loader for herdr's config file, `$XDG_CONFIG_HOME/herdr/config.toml`.
+//!
+//! Invariant: loading never fails: every problem becomes a [`Diagnostic`] and
+//! the default is used for what was wrong. A typo in one key must never cost
+//! the user their whole configuration (or their session), so everything that
+//! is valid still applies.
+//!
+//! The accepted keys are described by a small schema (`ROOT_FIELDS`); adding
+//! a key, or a nested section such as `[persistence]`, is one entry there.
+//! The document is parsed with toml's span-preserving [`DeTable`] so that
+//! every diagnostic can point at a line.
+
+use std::env::var_os;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeString, DeTable, DeValue};
+use toml::Spanned;
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Prefix key in tmux notation; the caller validates it.
+    pub prefix: String,
+    /// Default shell for new panes.
+    pub shell: String,
+    /// Scrollback lines kept per pane.
+    pub scrollback_lines: usize,
+    /// Whether the workspace sidebar is shown.
+    pub sidebar: bool,
+    /// Sidebar width in columns.
+    pub sidebar_width: u16,
+    /// `[keys]` bindings in file order; they override the built-in table.
+    pub keys: Vec<KeySetting>,
+}
+
+/// One `[keys]` entry. Names are not validated here because the key parser
+/// and action table live elsewhere; `line` lets the caller report problems.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySetting {
+    pub key: String,
+    /// Action name, passed through verbatim (`"none"` means unbind).
+    pub action: String,
+    /// 1-based line of the entry.
+    pub line: usize,
+}
+
+/// A problem found while loading; the config falls back to defaults for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub path: PathBuf,
+    /// 1-based line, when the problem can be located.
+    pub line: Option<usize>,
+    /// Dotted key, e.g. `"keys.x"` or `"scrollback_lines"`.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    /// `<path>:<line>: <key>: <message>`, omitting the parts that are unknown,
+    /// so editors and terminals can jump to the location.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": {key}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl Diagnostic {
+    fn new(path: &Path, line: Option<usize>, key: Option<&str>, message: String) -> Self {
+        let (path, key) = (path.to_path_buf(), key.map(str::to_string));
+        Diagnostic {
+            path,
+            line,
+            key,
+            message,
+        }
+    }
+}
+
+impl Default for Config {
+    /// The defaults; ranges live in the schema (`ROOT_FIELDS`).
+    fn default() -> Self {
+        Config {
+            prefix: "C-b".to_string(),
+            shell: shell_from(var_os("SHELL")),
+            scrollback_lines: 10_000,
+            sidebar: true,
+            sidebar_width: 24,
+            keys: Vec::new(),
+        }
+    }
+}
+
+/// `$SHELL` if usable, else `/bin/sh`. Split out so tests need not mutate the
+/// process environment (racy with parallel tests).
+fn shell_from(shell: Option<OsString>) -> String {
+    shell
+        .and_then(|s| s.into_string().ok())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".to_string())
+}
+
+/// `$XDG_CONFIG_HOME/herdr/config.toml`, else `$HOME/.config/herdr/config.toml`;
+/// `None` when neither variable gives a usable directory.
+pub fn default_path() -> Option<PathBuf> {
+    path_from(var_os("XDG_CONFIG_HOME"), var_os("HOME"))
+}
+
+fn path_from(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    // The XDG spec says relative values are invalid and must be ignored.
+    let base = match xdg.map(PathBuf::from).filter(|p| p.is_absolute()) {
+        Some(dir) => dir,
+        None => PathBuf::from(home.filter(|h| !h.is_empty())?).join(".config"),
+    };
+    Some(base.join("herdr").join("config.toml"))
+}
+
+/// Reads and parses `path`. A missing file is the normal case (no config
+/// written yet), so it yields the defaults silently.
+pub fn load(path: &Path) -> (Config, Vec<Diagnostic>) {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Config::default(), Vec::new()),
+        Err(e) => {
+            let message = format!("cannot read the config file: {e}; using the defaults");
+            let diag = Diagnostic::new(path, None, None, message);
+            (Config::default(), vec![diag])
+        }
+    }
+}
+
+/// Parses config text; `path` is only used to label diagnostics.
+pub fn parse(text: &str, path: &Path) -> (Config, Vec<Diagnostic>) {
+    parse_with(&ROOT, text, path)
+}
+
+/// [`parse`] against any schema, so tests can exercise nested sections
+/// before the real schema has any.
+fn parse_with(schema: &Kind, text: &str, path: &Path) -> (Config, Vec<Diagnostic>) {
+    let mut walker = Walker {
+        text,
+        path,
+        config: Config::default(),
+        diags: Vec::new(),
+    };
+    match DeTable::parse(text) {
+        Ok(root) => walker.value(schema, "", 1, &DeValue::Table(root.into_inner())),
+        // A syntax error leaves no trustworthy structure, so nothing applies.
+        Err(e) => {
+            let line = e.span().map(|s| line_of(text, s.start));
+            let message = format!("invalid TOML: {}; using the defaults", e.message());
+            let diag = Diagnostic::new(path, line, None, message);
+            walker.diags.push(diag);
+        }
+    }
+    (walker.config, walker.diags)
+}
+
+/// What a key accepts and where its value goes. Accessors are plain fn
+/// pointers so the schema can be a `const` table.
+enum Kind {
+    /// A section whose keys are described by a nested schema.
+    Table(&'static [Field]),
+    /// A non-empty string (an empty prefix or shell is never meaningful).
+    Str(fn(&mut Config) -> &mut String),
+    Bool(fn(&mut Config) -> &mut bool),
+    /// An integer in `min..=max`; `get`/`set` bridge the field's own type.
+    UInt {
+        min: u64,
+        max: u64,
+        get: fn(&Config) -> u64,
+        set: fn(&mut Config, u64),
+    },
+    /// A table of free-form `key = "action"` pairs kept in file order.
+    Bindings(fn(&mut Config) -> &mut Vec<KeySetting>),
+}
+
+/// A known key: its name within its section and what it accepts.
+struct Field(&'static str, Kind);
+
+/// The whole document is a section like any other.
+const ROOT: Kind = Kind::Table(ROOT_FIELDS);
+
+/// The top-level keys. Add a key here; add a section as
+/// `Field("persistence", Kind::Table(PERSISTENCE_FIELDS))`.
+const ROOT_FIELDS: &[Field] = &[
+    Field("prefix", Kind::Str(|c| &mut c.prefix)),
+    Field("shell", Kind::Str(|c| &mut c.shell)),
+    Field(
+        "scrollback_lines",
+        Kind::UInt {
+            min: 0,
+            max: 1_000_000,
+            get: |c| u64::try_from(c.scrollback_lines).unwrap_or(u64::MAX),
+            // In range by construction; the fallback only keeps this panic-free.
+            set: |c, v| c.scrollback_lines = usize::try_from(v).unwrap_or(c.scrollback_lines),
+        },
+    ),
+    Field("sidebar", Kind::Bool(|c| &mut c.sidebar)),
+    Field(
+        "sidebar_width",
+        Kind::UInt {
+            min: 10,
+            max: 80,
+            get: |c| u64::from(c.sidebar_width),
+            set: |c, v| c.sidebar_width = u16::try_from(v).unwrap_or(c.sidebar_width),
+        },
+    ),
+    Field("keys", Kind::Bindings(|c| &mut c.keys)),
+];
+
+/// Applies a parsed document to `config`, collecting diagnostics. Because each
+/// key can appear only once in valid TOML, a field still holds its default
+/// when we report a problem with it, so the message can quote that default.
+struct Walker<'a> {
+    text: &'a str,
+    path: &'a Path,
+    config: Config,
+    diags: Vec<Diagnostic>,
+}
+
+impl Walker<'_> {
+    fn table(&mut self, fields: &[Field], table: &DeTable<'_>, prefix: &str) {
+        for (key, value) in in_file_order(table) {
+            let dotted = join(prefix, key.get_ref());
+            let line = line_of(self.text, key.span().start);
+            match fields.iter().find(|f| f.0 == key.get_ref().as_ref()) {
+                Some(field) => self.value(&field.1, &dotted, line, value.get_ref()),
+                None => {
+                    let known: Vec<&str> = fields.iter().map(|f| f.0).collect();
+                    let message = format!("unknown key; known keys are {}", known.join(", "));
+                    self.report(&dotted, line, message);
+                }
+            }
+        }
+    }
+
+    fn value(&mut self, kind: &Kind, key: &str, line: usize, value: &DeValue<'_>) {
+        match (kind, value) {
+            (Kind::Table(fields), DeValue::Table(t)) => self.table(fields, t, key),
+            (Kind::Table(_), v) => self.wrong(key, line, "a table", v, "using its defaults"),
+            (Kind::Str(slot), DeValue::String(s)) if !s.is_empty() => {
+                *slot(&mut self.config) = s.to_string();
+            }
+            (Kind::Str(slot), v) => {
+                let default = format!("using the default {:?}", slot(&mut self.config));
+                self.wrong(key, line, "a non-empty string", v, &default);
+            }
+            (Kind::Bool(slot), DeValue::Boolean(b)) => *slot(&mut self.config) = *b,
+            (Kind::Bool(slot), v) => {
+                let default = format!("using the default {}", slot(&mut self.config));
+                self.wrong(key, line, "true or false", v, &default);
+            }
+            (Kind::UInt { min, max, get, set }, v) => {
+                // Parse as i128 so negative and huge literals are "out of
+                // range" rather than a confusing type error.
+                let parsed = match v {
+                    DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix()).ok(),
+                    _ => None,
+                };
+                match parsed.and_then(|n| u64::try_from(n).ok()) {
+                    Some(n) if (*min..=*max).contains(&n) => set(&mut self.config, n),
+                    _ => {
+                        let expected = format!("an integer between {min} and {max}");
+                        let default = format!("using the default {}", get(&self.config));
+                        self.wrong(key, line, &expected, v, &default);
+                    }
+                }
+            }
+            (Kind::Bindings(slot), DeValue::Table(t)) => {
+                for (k, v) in in_file_order(t) {
+                    let line = line_of(self.text, k.span().start);
+                    match v.get_ref() {
+                        DeValue::String(action) => slot(&mut self.config).push(KeySetting {
+                            key: k.get_ref().to_string(),
+                            action: action.to_string(),
+                            line,
+                        }),
+                        other => {
+                            let (key, what) = (join(key, k.get_ref()), "an action name string");
+                            self.wrong(&key, line, what, other, "ignoring this binding");
+                        }
+                    }
+                }
+            }
+            (Kind::Bindings(_), v) => {
+                let what = "a table of key = \"action\" bindings";
+                self.wrong(key, line, what, v, "using the default bindings");
+            }
+        }
+    }
+
+    fn wrong(
+        &mut self,
+        key: &str,
+        line: usize,
+        expected: &str,
+        found: &DeValue<'_>,
+        fallback: &str,
+    ) {
+        let message = format!("expected {expected}, found {}; {fallback}", describe(found));
+        self.report(key, line, message);
+    }
+
+    fn report(&mut self, key: &str, line: usize, message: String) {
+        let diag = Diagnostic::new(self.path, Some(line), Some(key), message);
+        self.diags.push(diag);
+    }
+}
+
+type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
+
+/// Without toml's `preserve_order` feature tables iterate alphabetically;
+/// sorting by span restores file order for bindings and diagnostics.
+fn in_file_order<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
+    let mut entries: Vec<Entry<'t, 'i>> = table.iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    entries
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// 1-based line containing byte `offset`; counts bytes so an offset that is
+/// out of range or inside a character cannot panic.
+fn line_of(text: &str, offset: usize) -> usize {
+    let newlines = text.bytes().take(offset).filter(|&b| b == b'\n').count();
+    newlines + 1
+}
+
+/// Shows the offending value the way the user wrote it, where that is short.
+fn describe(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::String(s) => format!("{s:?}"),
+        DeValue::Integer(i) => i.to_string(),
+        DeValue::Float(f) => f.to_string(),
+        DeValue::Boolean(b) => b.to_string(),
+        DeValue::Datetime(d) => d.to_string(),
+        DeValue::Array(_) => "an array".to_string(),
+        DeValue::Table(_) => "a table".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATH: &str = "/home/u/.config/herdr/config.toml";
+    const ALL_VALID: &str = "prefix = \"C-a\"\nshell = \"/bin/zsh\"\nscrollback_lines = 500\n\
+                             sidebar = false\nsidebar_width = 30\n";
+
+    fn parse_str(text: &str) -> (Config, Vec<Diagnostic>) {
+        parse(text, Path::new(PATH))
+    }
+
+    fn binding(key: &str, action: &str, line: usize) -> KeySetting {
+        let (key, action) = (key.to_string(), action.to_string());
+        KeySetting { key, action, line }
+    }
+
+    /// Asserts exactly one diagnostic at `line` for `key`, and returns its message.
+    fn one(diags: &[Diagnostic], line: usize, key: &str) -> String {
+        assert_eq!(diags.len(), 1, "{diags:#?}");
+        assert_eq!(diags[0].line, Some(line), "{diags:#?}");
+        assert_eq!(diags[0].key.as_deref(), Some(key), "{diags:#?}");
+        diags[0].message.clone()
+    }
+
+    #[test]
+    fn missing_file_gives_defaults_silently() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (config, diags) = load(&dir.path().join("nope.toml"));
+        assert!(diags.is_empty());
+        assert_eq!(config, Config::default());
+        assert_eq!((&*config.prefix, config.scrollback_lines), ("C-b", 10_000));
+        assert_eq!((config.sidebar, config.sidebar_width), (true, 24));
+    }
+
+    #[test]
+    fn unreadable_file_gives_defaults_and_one_diagnostic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Reading a directory fails even as root, unlike permission bits.
+        let (config, diags) = load(dir.path());
+        assert_eq!(config, Config::default());
+        assert_eq!((diags.len(), diags[0].line), (1, None));
+        assert!(diags[0].message.starts_with("cannot read"), "{}", diags[0]);
+    }
+
+    #[test]
+    fn loads_all_valid_keys_from_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, format!("{ALL_VALID}[keys]\nx = \"close_pane\"\n")).expect("write");
+        let (config, diags) = load(&path);
+        assert!(diags.is_empty(), "{diags:#?}");
+        let want = Config {
+            prefix: "C-a".into(),
+            shell: "/bin/zsh".into(),
+            scrollback_lines: 500,
+            sidebar: false,
+            sidebar_width: 30,
+            keys: vec![binding("x", "close_pane", 7)],
+        };
+        assert_eq!(config, want);
+    }
+
+    #[test]
+    fn bad_values_keep_their_default_and_others_apply() {
+        let cases = [
+            ("prefix = 3", "found 3; using the default \"C-b\""),
+            ("prefix = \"\"", "expected a non-empty string"),
+            ("shell = [\"zsh\"]", "found an array"),
+            ("sidebar = \"yes\"", "true or false, found \"yes\""),
+            ("scrollback_lines = \"x\"", "found \"x\""),
+            ("scrollback_lines = -1", "found -1"),
+            ("scrollback_lines = 1000001", "1000000, found 1000001"),
+            ("scrollback_lines = 1.5", "found 1.5"),
+            ("sidebar_width = 9", "between 10 and 80, found 9"),
+            ("sidebar_width = 81", "found 81; using the default 24"),
+            ("keys = 5", "found 5; using the default bindings"),
+        ];
+        for (bad, fragment) in cases {
+            let key = bad.split(' ').next().unwrap_or_default();
+            // The file minus this key parses to exactly what we want: the
+            // default for `key`, every other valid key applied.
+            let rest: String = ALL_VALID
+                .lines()
+                .filter(|l| !l.starts_with(&format!("{key} ")))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let (want, none) = parse_str(&rest);
+            assert!(none.is_empty(), "{none:#?}");
+            let (config, diags) = parse_str(&format!("# herdr\n\n{bad}\n{rest}"));
+            let message = one(&diags, 3, key);
+            assert!(message.contains(fragment), "{bad}: {message}");
+            assert_eq!(config, want, "{bad}");
+        }
+    }
+
+    #[test]
+    fn integer_bounds_are_inclusive() {
+        for (text, want) in [
+            ("0\nsidebar_width = 80", (0, 80)),
+            ("1_000_000\nsidebar_width = 10", (1_000_000, 10)),
+        ] {
+            let (c, diags) = parse_str(&format!("scrollback_lines = {text}"));
+            assert!(diags.is_empty(), "{diags:#?}");
+            assert_eq!((c.scrollback_lines, c.sidebar_width), want);
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_reported_with_line_and_known_keys() {
+        let (config, diags) = parse_str("sidebar = false\nsidbar_width = 30\n");
+        let message = one(&diags, 2, "sidbar_width");
+        assert!(message.contains("known keys are prefix, shell, scrollback_lines"));
+        assert!(!config.sidebar, "valid keys still apply");
+        let (_, diags) = parse_str("prefix = \"C-a\"\n\n[persistence]\nhistory = true\n");
+        one(&diags, 3, "persistence");
+    }
+
+    #[test]
+    fn syntax_error_gives_defaults_and_one_diagnostic_with_line() {
+        let (config, diags) = parse_str("prefix = \"C-a\"\nsidebar = \nshell = \"/bin/zsh\"\n");
+        assert_eq!(config, Config::default());
+        assert_eq!(
+            (diags.len(), diags[0].line, &diags[0].key),
+            (1, Some(2), &None)
+        );
+        assert!(diags[0].message.starts_with("invalid TOML: "), "{diags:?}");
+    }
+
+    #[test]
+    fn keys_keep_file_order_lines_and_none() {
+        let text =
+            "[keys]\n\"%\" = \"split_right\"\nx = \"close_pane\"\n# c\nb = \"none\"\na = 7\n";
+        let (config, diags) = parse_str(text);
+        let want = [
+            binding("%", "split_right", 2),
+            binding("x", "close_pane", 3),
+            binding("b", "none", 5),
+        ];
+        assert_eq!(config.keys, want);
+        assert!(one(&diags, 6, "keys.a").contains("found 7"));
+    }
+
+    #[test]
+    fn diagnostic_display_format() {
+        let (_, diags) = parse_str("\n\nscrollback_lines = \"lots\"\n");
+        assert_eq!(
+            diags[0].to_string(),
+            "/home/u/.config/herdr/config.toml:3: scrollback_lines: expected an integer \
+             between 0 and 1000000, found \"lots\"; using the default 10000"
+        );
+        let bare = Diagnostic::new(Path::new(PATH), None, None, "m".into());
+        assert_eq!(bare.to_string(), format!("{PATH}: m"));
+    }
+
+    #[test]
+    fn nested_sections_are_walked_with_dotted_keys() {
+        // Stand-in for a future `[persistence] history = true` section.
+        const HISTORY: &[Field] = &[Field("history", Kind::Bool(|c| &mut c.sidebar))];
+        const SCHEMA: Kind = Kind::Table(&[Field("persistence", Kind::Table(HISTORY))]);
+        let run = |text: &str| parse_with(&SCHEMA, text, Path::new(PATH));
+        let (c, diags) = run("[persistence]\nhistory = false\n");
+        assert!(diags.is_empty() && !c.sidebar, "{diags:#?}");
+        let (_, diags) = run("[persistence]\nhistroy = false\n");
+        let message = one(&diags, 2, "persistence.histroy");
+        assert!(message.ends_with("known keys are history"), "{message}");
+        let (_, diags) = run("persistence.history = 1\n");
+        one(&diags, 1, "persistence.history");
+        one(&run("\npersistence = 1\n").1, 2, "persistence");
+    }
+
+    #[test]
+    fn default_path_and_shell_from_env_values() {
+        let pf = |x: Option<&str>, h: Option<&str>| path_from(x.map(Into::into), h.map(Into::into));
+        let want = |s: &str| Some(PathBuf::from(s));
+        let home = want("/h/.config/herdr/config.toml");
+        assert_eq!(pf(Some("/x"), Some("/h")), want("/x/herdr/config.toml"));
+        assert_eq!(pf(Some("rel"), Some("/h")), home);
+        assert_eq!(pf(None, Some("/h")), home);
+        assert_eq!(pf(None, None), None);
+        assert_eq!(shell_from(Some("/bin/fish".into())), "/bin/fish");
+        assert_eq!(shell_from(Some("".into())), "/bin/sh");
+        assert_eq!(shell_from(None), "/bin/sh");
+    }
+}

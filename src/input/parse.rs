@@ -1,0 +1,512 @@
+//! Tokenizer for the raw bytes typed in the user's terminal (as forwarded by the
+//! client): keys, mouse reports, bracketed pastes, focus changes, other sequences.
+//!
+//! Invariants:
+//! * Never panics and never buffers without bound: a pending sequence longer than
+//!   64 bytes (4 KiB for OSC/DCS/APC strings) is emitted as [`Token::Unknown`]; a paste
+//!   is emitted in pieces of at most about 64 MiB.
+//! * `Key` and `Unknown` tokens carry exactly the bytes that produced them, so
+//!   forwarding them in order reproduces the input byte for byte.
+//! * Chunking does not matter, except right after an ESC byte or an `ESC ]`, `ESC P`,
+//!   `ESC _` (see below): a sequence, UTF-8 character, paste or its end marker split
+//!   across `feed` calls is kept pending.
+//!
+//! ESC decisions (there is no timer in here; the caller owns timing):
+//! * A lone ESC at the very end of a chunk is the Escape key, emitted at once, so Esc
+//!   in vim never waits. The price: a sequence split right after its ESC decodes as
+//!   Escape followed by plain characters (their bytes still reach the pane unchanged).
+//! * `ESC ESC` is one token, M-Escape (raw: both bytes). If the second ESC starts a
+//!   complete key sequence, the token is that key plus alt (`ESC ESC [ A` is M-Up, as
+//!   rxvt sends it); if it starts a mouse report, paste or other non-key sequence, the
+//!   first ESC is a plain Escape.
+//! * `ESC [` and `ESC O` at the end of a chunk may still become sequences and stay
+//!   pending. Call [`InputParser::flush`] when no input arrived for a short while
+//!   (tmux's escape-time, ~10-50 ms) to resolve them as M-[ / M-O.
+//! * `ESC ]` / `ESC P` / `ESC _` start a string only when the next byte looks like a
+//!   real reply (digit for OSC; digit or `$+>=|!` for DCS; `G` for APC), otherwise
+//!   (also at the end of a chunk) they are M-], M-P, M-_ at once. Any C0 control other
+//!   than BEL or `ESC \` ends a string early, so a broken reply can never swallow the
+//!   prefix key or Enter.
+//!
+//! Other decisions: 0x08 and 0x7f are both Backspace (a `C-h` binding therefore never
+//! matches); X10 mouse reports are read as three raw bytes (UTF-8 mode 1005 coordinates
+//! are not decoded: the client should enable SGR mode 1006); invalid UTF-8 bytes become
+//! one-byte `Unknown` tokens. A paste in progress is not cut by `flush`.
+
+use super::keys::{Key, KeyCode, Mods};
+use super::mouse::MouseEvent;
+use super::sequences::{parse_csi, parse_ss3, parse_string, scan_string, StrEnd};
+
+/// One unit of terminal input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Token {
+    /// A key; `raw` is exactly the bytes that produced it (forwarded to the pane as is).
+    Key { key: Key, raw: Vec<u8> },
+    /// A mouse report (SGR `ESC [ < b ; x ; y M/m` or X10 `ESC [ M cb cx cy`).
+    Mouse(MouseEvent),
+    /// Bracketed paste contents, without the `ESC [ 200~` / `ESC [ 201~` markers.
+    Paste(Vec<u8>),
+    /// Focus in (`ESC [ I`, true) or out (`ESC [ O`, false).
+    Focus(bool),
+    /// Any other complete sequence, or bytes that cannot be decoded, passed through raw.
+    Unknown(Vec<u8>),
+}
+
+pub(super) const ESC: u8 = 0x1b;
+const MAX_SEQ: usize = 64;
+const MAX_STRING: usize = 4096;
+const MAX_PASTE: usize = 64 << 20;
+const PASTE_END: &[u8] = b"\x1b[201~";
+
+/// Incremental tokenizer; see the module doc for the rules.
+#[derive(Clone, Debug)]
+pub struct InputParser {
+    /// Bytes of an incomplete sequence (or partial paste end marker), re-read with the
+    /// next chunk. Bounded by `MAX_STRING`.
+    pending: Vec<u8>,
+    /// Contents so far while inside a bracketed paste.
+    paste: Option<Vec<u8>>,
+    /// Set after an over-long OSC/DCS/APC was cut: the rest of it, up to its end, is
+    /// passed through as `Unknown` instead of being read as typed keys.
+    in_string: bool,
+    /// Paste piece size; a field so tests can use a small one.
+    paste_cap: usize,
+}
+
+impl Default for InputParser {
+    fn default() -> Self {
+        InputParser::new()
+    }
+}
+
+/// What one parse step found: a token, or the start of a bracketed paste.
+pub(super) enum Item {
+    Token(Token),
+    PasteStart,
+}
+
+pub(super) enum Parsed {
+    /// An item and how many bytes it used (at least 1).
+    Done(Item, usize),
+    /// Incomplete; `string` tells which length cap applies.
+    Pending { string: bool },
+}
+
+pub(super) const PENDING: Parsed = Parsed::Pending { string: false };
+
+impl InputParser {
+    pub fn new() -> Self {
+        InputParser {
+            pending: Vec::new(),
+            paste: None,
+            in_string: false,
+            paste_cap: MAX_PASTE,
+        }
+    }
+
+    /// Tokenizes the next chunk of input; incomplete trailing sequences stay pending.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Token> {
+        self.pending.extend_from_slice(bytes);
+        self.run(false)
+    }
+
+    /// Resolves pending bytes as if no more input were coming (call after a short idle
+    /// time): `ESC [` becomes M-[, a partial sequence becomes `Unknown`, an unfinished
+    /// OSC/DCS ends. A bracketed paste in progress keeps waiting for its end marker.
+    pub fn flush(&mut self) -> Vec<Token> {
+        self.run(true)
+    }
+
+    /// Bytes held back outside a paste (tests check the bound).
+    #[cfg(test)]
+    pub(super) fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// True when bytes are held back (incomplete sequence, paste or string).
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty() || self.paste.is_some() || self.in_string
+    }
+
+    fn run(&mut self, eof: bool) -> Vec<Token> {
+        let buf = std::mem::take(&mut self.pending);
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while let Some(rest) = buf.get(pos..).filter(|r| !r.is_empty()) {
+            if self.paste.is_some() {
+                let used = self.paste_step(rest, &mut out);
+                if used == 0 {
+                    // Only a possible start of the end marker is left: wait for more.
+                    self.pending = rest.to_vec();
+                    break;
+                }
+                pos += used;
+            } else if self.in_string {
+                match scan_string(rest, 0) {
+                    StrEnd::Ended(n) => {
+                        push_unknown(&mut out, head(rest, n));
+                        self.in_string = false;
+                        pos += n;
+                    }
+                    StrEnd::Open => {
+                        push_unknown(&mut out, rest);
+                        self.in_string = !eof;
+                        pos += rest.len();
+                    }
+                    StrEnd::OpenEsc => {
+                        // The final ESC may begin the `ESC \` terminator.
+                        let n = rest.len() - 1;
+                        push_unknown(&mut out, head(rest, n));
+                        pos += n;
+                        if eof {
+                            self.in_string = false;
+                        } else {
+                            self.pending = vec![ESC];
+                            break;
+                        }
+                    }
+                }
+            } else {
+                match parse_one(rest, eof) {
+                    Parsed::Done(item, n) => {
+                        pos += n.max(1);
+                        match item {
+                            Item::Token(t) => out.push(t),
+                            Item::PasteStart => self.paste = Some(Vec::new()),
+                        }
+                    }
+                    Parsed::Pending { string } => {
+                        let cap = if string { MAX_STRING } else { MAX_SEQ };
+                        if !eof && rest.len() <= cap {
+                            self.pending = rest.to_vec();
+                            break;
+                        }
+                        out.push(Token::Unknown(rest.to_vec()));
+                        self.in_string = string && !eof;
+                        pos += rest.len();
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Consumes paste bytes from `rest`; returns how many were used (0 when `rest` is
+    /// only a prefix of the end marker).
+    fn paste_step(&mut self, rest: &[u8], out: &mut Vec<Token>) -> usize {
+        let Some(paste) = self.paste.as_mut() else {
+            return 0;
+        };
+        let (content, used, ended) = match find(rest, PASTE_END) {
+            Some(i) => (head(rest, i), i + PASTE_END.len(), true),
+            None => {
+                let n = rest.len() - marker_prefix_len(rest, PASTE_END);
+                (head(rest, n), n, false)
+            }
+        };
+        paste.extend_from_slice(content);
+        if ended {
+            out.push(Token::Paste(std::mem::take(paste)));
+            self.paste = None;
+        } else if paste.len() >= self.paste_cap {
+            out.push(Token::Paste(std::mem::take(paste)));
+        }
+        used
+    }
+}
+
+pub(super) fn head(buf: &[u8], n: usize) -> &[u8] {
+    buf.get(..n).unwrap_or(buf)
+}
+
+fn push_unknown(out: &mut Vec<Token>, raw: &[u8]) {
+    if !raw.is_empty() {
+        out.push(Token::Unknown(raw.to_vec()));
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Length of the longest proper prefix of `marker` that `buf` ends with.
+fn marker_prefix_len(buf: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len())
+        .rev()
+        .find(|&k| buf.ends_with(head(marker, k)))
+        .unwrap_or(0)
+}
+
+pub(super) fn key_of(key: Key, raw: &[u8]) -> Parsed {
+    Parsed::Done(
+        Item::Token(Token::Key {
+            key,
+            raw: raw.to_vec(),
+        }),
+        raw.len(),
+    )
+}
+
+pub(super) fn key(code: KeyCode, mods: Mods, raw: &[u8]) -> Parsed {
+    key_of(Key::new(code, mods), raw)
+}
+
+pub(super) fn unknown(raw: &[u8]) -> Parsed {
+    Parsed::Done(Item::Token(Token::Unknown(raw.to_vec())), raw.len())
+}
+
+/// Alt + the byte after ESC as a plain character (`ESC [` → M-[ when it is not a CSI).
+pub(super) fn alt_char(buf: &[u8]) -> Parsed {
+    let c = buf.get(1).map_or('[', |&b| char::from(b));
+    key(KeyCode::Char(c), Mods::ALT, head(buf, 2))
+}
+
+pub(super) fn control_key(b: u8) -> Key {
+    let (code, mods) = match b {
+        b'\r' => (KeyCode::Enter, Mods::NONE),
+        b'\t' => (KeyCode::Tab, Mods::NONE),
+        0x08 | 0x7f => (KeyCode::Backspace, Mods::NONE),
+        ESC => (KeyCode::Esc, Mods::NONE),
+        0 => (KeyCode::Char(' '), Mods::CTRL),
+        0x01..=0x1a => (KeyCode::Char(char::from(b + 0x60)), Mods::CTRL),
+        0x1c..=0x1f => (KeyCode::Char(char::from(b + 0x40)), Mods::CTRL),
+        _ => (KeyCode::Char(char::from(b)), Mods::NONE),
+    };
+    Key::new(code, mods)
+}
+
+fn parse_one(buf: &[u8], eof: bool) -> Parsed {
+    match buf.first() {
+        None => PENDING,
+        Some(&ESC) => parse_esc(buf, eof),
+        Some(&b @ 0x20..=0x7e) => key(KeyCode::Char(char::from(b)), Mods::NONE, head(buf, 1)),
+        Some(&b @ (0x00..=0x1f | 0x7f)) => key_of(control_key(b), head(buf, 1)),
+        Some(_) => parse_utf8(buf, eof),
+    }
+}
+
+fn parse_utf8(buf: &[u8], eof: bool) -> Parsed {
+    let width = match buf.first() {
+        Some(0xc2..=0xdf) => 2,
+        Some(0xe0..=0xef) => 3,
+        Some(0xf0..=0xf4) => 4,
+        _ => return unknown(head(buf, 1)),
+    };
+    let avail = head(buf, width);
+    if avail.iter().skip(1).any(|&c| c & 0xc0 != 0x80) {
+        return unknown(head(buf, 1));
+    }
+    if avail.len() < width {
+        return if eof { unknown(avail) } else { PENDING };
+    }
+    match std::str::from_utf8(avail)
+        .ok()
+        .and_then(|s| s.chars().next())
+    {
+        Some(c) => key(KeyCode::Char(c), Mods::NONE, avail),
+        None => unknown(head(buf, 1)), // overlong or surrogate: resync on the next byte
+    }
+}
+
+fn parse_esc(buf: &[u8], eof: bool) -> Parsed {
+    let Some(&next) = buf.get(1) else {
+        // Lone ESC at the end of the chunk: the Escape key, now.
+        return key(KeyCode::Esc, Mods::NONE, head(buf, 1));
+    };
+    let tail = buf.get(1..).unwrap_or_default();
+    match next {
+        b'[' => parse_csi(buf, eof),
+        b'O' => parse_ss3(buf, eof),
+        b']' | b'P' | b'_' => parse_string(buf, eof),
+        ESC => match buf.get(2) {
+            Some(b'[' | b'O' | b']' | b'P' | b'_') => match parse_esc(tail, eof) {
+                Parsed::Done(Item::Token(Token::Key { key, .. }), n) if n > 2 => {
+                    key_of(Key::new(key.code, key.mods | Mods::ALT), head(buf, n + 1))
+                }
+                Parsed::Done(Item::Token(Token::Key { .. }), _) => {
+                    key(KeyCode::Esc, Mods::ALT, head(buf, 2))
+                }
+                Parsed::Done(..) => key(KeyCode::Esc, Mods::NONE, head(buf, 1)),
+                pending => pending,
+            },
+            _ => key(KeyCode::Esc, Mods::ALT, head(buf, 2)),
+        },
+        // ESC + any other single key (printable, UTF-8 or control) is that key + alt.
+        _ => match parse_one(tail, eof) {
+            Parsed::Done(Item::Token(Token::Key { key, .. }), n) => {
+                key_of(Key::new(key.code, key.mods | Mods::ALT), head(buf, n + 1))
+            }
+            Parsed::Done(..) => key(KeyCode::Esc, Mods::NONE, head(buf, 1)),
+            pending => pending,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(notation: &str, raw: &[u8]) -> Token {
+        Token::Key {
+            key: Key::parse(notation).unwrap(),
+            raw: raw.to_vec(),
+        }
+    }
+    fn u(raw: &[u8]) -> Token {
+        Token::Unknown(raw.to_vec())
+    }
+    fn feed(bytes: &[u8]) -> Vec<Token> {
+        InputParser::new().feed(bytes)
+    }
+
+    #[test]
+    fn control_bytes() {
+        // The name of each byte 0x00..=0x1f, in order.
+        let names = "C-Space C-a C-b C-c C-d C-e C-f C-g BSpace Tab C-j C-k C-l Enter C-n C-o \
+                     C-p C-q C-r C-s C-t C-u C-v C-w C-x C-y C-z Escape C-\\ C-] C-^ C-_";
+        let names: Vec<&str> = names.split_whitespace().collect();
+        assert_eq!(names.len(), 32);
+        for (b, name) in (0u8..).zip(names) {
+            assert_eq!(feed(&[b]), [k(name, &[b])], "{b:#x}");
+        }
+        assert_eq!(feed(&[0x7f]), [k("BSpace", &[0x7f])]);
+    }
+
+    #[test]
+    fn printable_and_utf8() {
+        assert_eq!(feed(b"a Z"), [k("a", b"a"), k("Space", b" "), k("Z", b"Z")]);
+        let text = "é€😀";
+        let want: Vec<Token> = text
+            .chars()
+            .map(|c| Token::Key {
+                key: Key::plain(KeyCode::Char(c)),
+                raw: c.to_string().into(),
+            })
+            .collect();
+        assert_eq!(feed(text.as_bytes()), want);
+        let mut p = InputParser::new();
+        let split: Vec<Token> = text.bytes().flat_map(|b| p.feed(&[b])).collect();
+        assert_eq!(split, want);
+        // Invalid UTF-8 becomes one-byte Unknown tokens, then decoding resyncs.
+        assert_eq!(feed(&[0xff, b'a']), [u(&[0xff]), k("a", b"a")]);
+        assert_eq!(feed(&[0xc3, b'(']), [u(&[0xc3]), k("(", b"(")]);
+        assert_eq!(
+            feed(&[0xe0, 0x80, 0x80]),
+            [u(&[0xe0]), u(&[0x80]), u(&[0x80])]
+        );
+        assert_eq!(feed(&[0xed, 0xa0, 0x80]).len(), 3); // surrogate
+        let mut p = InputParser::new();
+        assert_eq!(p.feed(&[0xe2, 0x82]), []);
+        assert!(p.has_pending());
+        assert_eq!(p.flush(), [u(&[0xe2, 0x82])]);
+        assert!(!p.has_pending());
+    }
+
+    #[test]
+    fn escape_decisions() {
+        assert_eq!(feed(b"\x1b"), [k("Escape", b"\x1b")]);
+        assert_eq!(feed(b"a\x1b"), [k("a", b"a"), k("Escape", b"\x1b")]);
+        assert_eq!(feed(b"\x1bx"), [k("M-x", b"\x1bx")]);
+        assert_eq!(feed(b"\x1b\x02"), [k("C-M-b", b"\x1b\x02")]);
+        assert_eq!(feed(b"\x1b\r"), [k("M-Enter", b"\x1b\r")]);
+        assert_eq!(feed(b"\x1b\x7f"), [k("M-BSpace", b"\x1b\x7f")]);
+        assert_eq!(feed("\x1bé".as_bytes()), [k("M-é", "\x1bé".as_bytes())]);
+        assert_eq!(feed(b"\x1b\xff"), [k("Escape", b"\x1b"), u(b"\xff")]);
+        assert_eq!(feed(b"\x1b\x1b"), [k("M-Escape", b"\x1b\x1b")]);
+        assert_eq!(feed(b"\x1b\x1b[A"), [k("M-Up", b"\x1b\x1b[A")]);
+        assert_eq!(
+            feed(b"\x1b\x1bx"),
+            [k("M-Escape", b"\x1b\x1b"), k("x", b"x")]
+        );
+        let mouse = feed(b"\x1b\x1b[<0;1;1M");
+        assert_eq!(mouse[0], k("Escape", b"\x1b"));
+        assert!(matches!(mouse[1], Token::Mouse(_)));
+        // Not a CSI after all: ESC [ is M-[ and the rest is read again.
+        assert_eq!(feed(b"\x1b[\r"), [k("M-[", b"\x1b["), k("Enter", b"\r")]);
+        // The documented price of never waiting on a lone ESC.
+        let mut p = InputParser::new();
+        assert_eq!(p.feed(b"\x1b"), [k("Escape", b"\x1b")]);
+        assert_eq!(p.feed(b"[A"), [k("[", b"["), k("A", b"A")]);
+        // Everything after the ESC may be split.
+        assert_eq!(p.feed(b"\x1b["), []);
+        assert_eq!(p.feed(b"1;"), []);
+        assert_eq!(p.feed(b"5A"), [k("C-Up", b"\x1b[1;5A")]);
+    }
+
+    #[test]
+    fn bracketed_paste() {
+        let input = b"a\x1b[200~hi\x1b[A\x1b\x1b[201y\x1b[201~b";
+        let want = [
+            k("a", b"a"),
+            Token::Paste(b"hi\x1b[A\x1b\x1b[201y".to_vec()),
+            k("b", b"b"),
+        ];
+        assert_eq!(feed(input), want);
+        // Byte by byte, except right after the first ESC (a lone ESC is Escape).
+        let mut p = InputParser::new();
+        let mut split = p.feed(&input[..3]);
+        split.extend(input[3..].iter().flat_map(|&b| p.feed(&[b])));
+        assert_eq!(split, want, "paste markers and contents may split anywhere");
+        assert_eq!(feed(b"\x1b[200~\x1b[201~"), [Token::Paste(Vec::new())]);
+        // A stalled paste survives flush; it only ends at its end marker.
+        let mut p = InputParser::new();
+        assert_eq!(p.feed(b"\x1b[200~ab\x1b"), []);
+        assert_eq!(p.flush(), []);
+        assert!(p.has_pending());
+        assert_eq!(p.feed(b"[201~"), [Token::Paste(b"ab".to_vec())]);
+        assert!(!p.has_pending());
+        // Over the cap, a paste is handed over in pieces.
+        let mut p = InputParser {
+            paste_cap: 4,
+            ..InputParser::new()
+        };
+        assert_eq!(
+            p.feed(b"\x1b[200~abcdef"),
+            [Token::Paste(b"abcdef".to_vec())]
+        );
+        assert_eq!(
+            p.feed(b"gh\x1b[201~i"),
+            [Token::Paste(b"gh".to_vec()), k("i", b"i")]
+        );
+    }
+
+    #[test]
+    fn pending_is_bounded() {
+        let mut long = b"\x1b[".to_vec();
+        long.extend([b'1'; 100]);
+        long.push(b'A');
+        assert_eq!(feed(&long), [u(&long)], "complete but meaningless");
+        let mut p = InputParser::new();
+        let mut out = vec![p.feed(b"\x1b[")];
+        for &b in &long[2..] {
+            out.push(p.feed(&[b]));
+            assert!(p.pending.len() <= MAX_SEQ);
+        }
+        let out: Vec<Token> = out.into_iter().flatten().collect();
+        assert_eq!(out[0], u(&long[..MAX_SEQ + 1]));
+        assert_eq!(out.last(), Some(&k("A", b"A")));
+
+        // An over-long OSC reply is passed through as Unknown up to its terminator.
+        let mut osc = b"\x1b]52;c;".to_vec();
+        osc.extend([b'Q'; 10_000]);
+        osc.push(0x07);
+        let mut p = InputParser::new();
+        let mut raw = Vec::new();
+        for chunk in osc.chunks(100) {
+            for t in p.feed(chunk) {
+                let Token::Unknown(bytes) = t else {
+                    panic!("{t:?}")
+                };
+                raw.extend(bytes);
+            }
+            assert!(p.pending.len() <= MAX_STRING);
+        }
+        assert_eq!(raw, osc);
+        assert_eq!(p.feed(b"x"), [k("x", b"x")]);
+        // A control byte ends a reply early: a broken one cannot eat Enter or the prefix.
+        assert_eq!(
+            feed(b"\x1b]11;ab\x02x"),
+            [u(b"\x1b]11;ab"), k("C-b", b"\x02"), k("x", b"x")]
+        );
+    }
+}

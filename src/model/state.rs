@@ -1,0 +1,450 @@
+//! `AppState`: the server's facts. Workspaces hold tabs, a tab holds a BSP layout of
+//! `PaneId`s, each pane shows one terminal (`TerminalId`).
+//!
+//! Invariants: every workspace has ≥ 1 tab, every tab ≥ 1 pane; `active` indexes are in
+//! range whenever the lists are non-empty; public numbers come from counters that only
+//! grow, so an id a script saw is never given to something else.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::ids::{PaneId, PaneNo, TabNo, TerminalId, WorkspaceNo};
+use super::layout::Layout;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TerminalState {
+    pub id: TerminalId,
+    /// Where it was started (the live cwd is read from the process when needed).
+    pub cwd: Option<PathBuf>,
+    /// Launch argv; empty = the default shell.
+    pub argv: Vec<String>,
+    pub title: String,
+    /// Exit code once the program ended.
+    pub exited: Option<Option<i32>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaneState {
+    pub no: PaneNo,
+    pub terminal: TerminalId,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tab {
+    pub no: TabNo,
+    pub name: Option<String>,
+    pub layout: Layout,
+    pub focused: PaneId,
+    pub zoomed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workspace {
+    pub no: WorkspaceNo,
+    pub name: String,
+    pub tabs: Vec<Tab>,
+    pub active: usize,
+}
+
+impl Workspace {
+    pub fn active_tab(&self) -> Option<&Tab> {
+        self.tabs.get(self.active)
+    }
+
+    pub fn active_tab_mut(&mut self) -> Option<&mut Tab> {
+        self.tabs.get_mut(self.active)
+    }
+}
+
+/// Where a pane sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PanePos {
+    pub workspace: usize,
+    pub tab: usize,
+}
+
+/// What closing a pane removed, so the server can finish the job in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    pub terminal: TerminalId,
+    pub tab_closed: bool,
+    pub workspace_closed: bool,
+    /// No pane is left anywhere: the session is over.
+    pub session_empty: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct AppState {
+    pub workspaces: Vec<Workspace>,
+    pub active: usize,
+    pub panes: HashMap<PaneId, PaneState>,
+    pub terminals: HashMap<TerminalId, TerminalState>,
+    next_pane_id: u32,
+    next_terminal_id: u64,
+    next_workspace_no: u32,
+    next_tab_no: u32,
+    next_pane_no: u32,
+}
+
+impl AppState {
+    pub fn alloc_pane_id(&mut self) -> PaneId {
+        self.next_pane_id += 1;
+        PaneId(self.next_pane_id)
+    }
+
+    pub fn alloc_terminal_id(&mut self) -> TerminalId {
+        self.next_terminal_id += 1;
+        TerminalId(self.next_terminal_id)
+    }
+
+    /// The public number the next pane will get.
+    pub fn peek_pane_no(&self) -> u32 {
+        self.next_pane_no + 1
+    }
+
+    fn alloc_pane_no(&mut self) -> PaneNo {
+        self.next_pane_no += 1;
+        PaneNo(self.next_pane_no)
+    }
+
+    fn alloc_tab_no(&mut self) -> TabNo {
+        self.next_tab_no += 1;
+        TabNo(self.next_tab_no)
+    }
+
+    /// Registers a new pane showing a new terminal (after its spawn succeeded).
+    fn register(&mut self, pane: PaneId, term: TerminalState) {
+        let no = self.alloc_pane_no();
+        self.panes.insert(
+            pane,
+            PaneState {
+                no,
+                terminal: term.id,
+            },
+        );
+        self.terminals.insert(term.id, term);
+    }
+
+    pub fn active_workspace(&self) -> Option<&Workspace> {
+        self.workspaces.get(self.active)
+    }
+
+    pub fn active_workspace_mut(&mut self) -> Option<&mut Workspace> {
+        self.workspaces.get_mut(self.active)
+    }
+
+    pub fn active_tab(&self) -> Option<&Tab> {
+        self.active_workspace().and_then(|w| w.active_tab())
+    }
+
+    pub fn active_tab_mut(&mut self) -> Option<&mut Tab> {
+        self.active_workspace_mut().and_then(|w| w.active_tab_mut())
+    }
+
+    pub fn focused_pane(&self) -> Option<PaneId> {
+        self.active_tab().map(|t| t.focused)
+    }
+
+    pub fn focused_terminal(&self) -> Option<TerminalId> {
+        self.focused_pane()
+            .and_then(|p| self.panes.get(&p))
+            .map(|p| p.terminal)
+    }
+
+    pub fn pane_count(&self) -> usize {
+        self.panes.len()
+    }
+
+    /// Adds a workspace with one tab holding `pane` (spawned already) and focuses it.
+    pub fn add_workspace(
+        &mut self,
+        name: Option<String>,
+        pane: PaneId,
+        term: TerminalState,
+    ) -> usize {
+        self.next_workspace_no += 1;
+        let no = WorkspaceNo(self.next_workspace_no);
+        let tab = self.make_tab(pane, term);
+        self.workspaces.push(Workspace {
+            no,
+            name: name.unwrap_or_else(|| format!("{}", no.0)),
+            tabs: vec![tab],
+            active: 0,
+        });
+        self.active = self.workspaces.len() - 1;
+        self.active
+    }
+
+    fn make_tab(&mut self, pane: PaneId, term: TerminalState) -> Tab {
+        self.register(pane, term);
+        Tab {
+            no: self.alloc_tab_no(),
+            name: None,
+            layout: Layout::new(pane),
+            focused: pane,
+            zoomed: false,
+        }
+    }
+
+    /// Adds a tab after the active one in the active workspace and focuses it.
+    pub fn add_tab(&mut self, pane: PaneId, term: TerminalState) -> bool {
+        let tab = self.make_tab(pane, term);
+        let Some(ws) = self.active_workspace_mut() else {
+            return false;
+        };
+        let at = (ws.active + 1).min(ws.tabs.len());
+        ws.tabs.insert(at, tab);
+        ws.active = at;
+        true
+    }
+
+    /// Puts a split (computed and spawned by the caller) in place: `layout` already holds
+    /// `pane`; the tab's layout is replaced and the new pane focused.
+    pub fn commit_split(
+        &mut self,
+        pos: PanePos,
+        layout: Layout,
+        pane: PaneId,
+        term: TerminalState,
+    ) -> bool {
+        if self.tab_at(pos).is_none() {
+            return false;
+        }
+        self.register(pane, term);
+        if let Some(tab) = self.tab_at_mut(pos) {
+            tab.layout = layout;
+            tab.focused = pane;
+            tab.zoomed = false;
+        }
+        true
+    }
+
+    pub fn tab_at(&self, pos: PanePos) -> Option<&Tab> {
+        self.workspaces.get(pos.workspace)?.tabs.get(pos.tab)
+    }
+
+    pub fn tab_at_mut(&mut self, pos: PanePos) -> Option<&mut Tab> {
+        self.workspaces
+            .get_mut(pos.workspace)?
+            .tabs
+            .get_mut(pos.tab)
+    }
+
+    pub fn find_pane(&self, pane: PaneId) -> Option<PanePos> {
+        for (wi, ws) in self.workspaces.iter().enumerate() {
+            for (ti, tab) in ws.tabs.iter().enumerate() {
+                if tab.layout.contains(pane) {
+                    return Some(PanePos {
+                        workspace: wi,
+                        tab: ti,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    pub fn pane_of_terminal(&self, terminal: TerminalId) -> Option<PaneId> {
+        self.panes
+            .iter()
+            .find(|(_, p)| p.terminal == terminal)
+            .map(|(id, _)| *id)
+    }
+
+    /// Removes a pane from its layout and repairs focus; empty tabs and workspaces go too.
+    pub fn close_pane(&mut self, pane: PaneId) -> Option<Closed> {
+        let pos = self.find_pane(pane)?;
+        let terminal = self.panes.remove(&pane)?.terminal;
+        self.terminals.remove(&terminal);
+        let mut closed = Closed {
+            terminal,
+            tab_closed: false,
+            workspace_closed: false,
+            session_empty: false,
+        };
+        let ws = &mut self.workspaces[pos.workspace];
+        let tab = &mut ws.tabs[pos.tab];
+        if tab.layout.len() > 1 {
+            let next = tab.layout.remove(pane);
+            if tab.focused == pane {
+                tab.focused = next.unwrap_or_else(|| tab.layout.first());
+            }
+            tab.zoomed = false;
+            return Some(closed);
+        }
+        ws.tabs.remove(pos.tab);
+        closed.tab_closed = true;
+        if ws.active >= ws.tabs.len() && ws.active > 0 {
+            ws.active = ws.tabs.len() - 1;
+        } else if pos.tab < ws.active {
+            ws.active -= 1;
+        }
+        if ws.tabs.is_empty() {
+            self.workspaces.remove(pos.workspace);
+            closed.workspace_closed = true;
+            if self.active >= self.workspaces.len() && self.active > 0 {
+                self.active = self.workspaces.len() - 1;
+            } else if pos.workspace < self.active {
+                self.active -= 1;
+            }
+        }
+        closed.session_empty = self.workspaces.is_empty();
+        Some(closed)
+    }
+
+    /// Focuses tab `index` (0-based) of the active workspace.
+    pub fn select_tab(&mut self, index: usize) -> bool {
+        match self.active_workspace_mut() {
+            Some(ws) if index < ws.tabs.len() => {
+                ws.active = index;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Moves between tabs of the active workspace, wrapping around.
+    pub fn cycle_tab(&mut self, forward: bool) {
+        if let Some(ws) = self.active_workspace_mut() {
+            let n = ws.tabs.len();
+            if n > 0 {
+                ws.active = if forward {
+                    (ws.active + 1) % n
+                } else {
+                    (ws.active + n - 1) % n
+                };
+            }
+        }
+    }
+
+    pub fn select_workspace(&mut self, index: usize) -> bool {
+        if index < self.workspaces.len() {
+            self.active = index;
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn cycle_workspace(&mut self, forward: bool) {
+        let n = self.workspaces.len();
+        if n > 0 {
+            self.active = if forward {
+                (self.active + 1) % n
+            } else {
+                (self.active + n - 1) % n
+            };
+        }
+    }
+
+    /// Focuses a pane wherever it is (switching workspace and tab).
+    pub fn focus_pane(&mut self, pane: PaneId) -> bool {
+        let Some(pos) = self.find_pane(pane) else {
+            return false;
+        };
+        self.active = pos.workspace;
+        let ws = &mut self.workspaces[pos.workspace];
+        ws.active = pos.tab;
+        let tab = &mut ws.tabs[pos.tab];
+        if tab.focused != pane {
+            tab.zoomed = false;
+        }
+        tab.focused = pane;
+        true
+    }
+
+    /// All panes with their terminal, in every workspace and tab (hidden ones too).
+    pub fn all_panes(&self) -> Vec<(PanePos, PaneId)> {
+        let mut out = Vec::new();
+        for (wi, ws) in self.workspaces.iter().enumerate() {
+            for (ti, tab) in ws.tabs.iter().enumerate() {
+                for p in tab.layout.panes() {
+                    out.push((
+                        PanePos {
+                            workspace: wi,
+                            tab: ti,
+                        },
+                        p,
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::layout::SplitDir;
+
+    fn term(st: &mut AppState) -> TerminalState {
+        TerminalState {
+            id: st.alloc_terminal_id(),
+            cwd: None,
+            argv: vec![],
+            title: String::new(),
+            exited: None,
+        }
+    }
+
+    fn with_one_pane() -> (AppState, PaneId) {
+        let mut st = AppState::default();
+        let p = st.alloc_pane_id();
+        let t = term(&mut st);
+        st.add_workspace(None, p, t);
+        (st, p)
+    }
+
+    #[test]
+    fn split_then_close_restores_focus() {
+        let (mut st, p1) = with_one_pane();
+        let p2 = st.alloc_pane_id();
+        let mut layout = st.active_tab().unwrap().layout.clone();
+        assert!(layout.split(p1, SplitDir::Right, p2));
+        let t = term(&mut st);
+        let pos = st.find_pane(p1).unwrap();
+        assert!(st.commit_split(pos, layout, p2, t));
+        assert_eq!(st.focused_pane(), Some(p2));
+        let closed = st.close_pane(p2).unwrap();
+        assert!(!closed.tab_closed);
+        assert_eq!(st.focused_pane(), Some(p1));
+        assert_eq!(st.pane_count(), 1);
+    }
+
+    #[test]
+    fn closing_last_pane_empties_session_and_public_numbers_are_not_reused() {
+        let (mut st, p1) = with_one_pane();
+        let p2 = st.alloc_pane_id();
+        let t = term(&mut st);
+        st.add_tab(p2, t);
+        assert_eq!(st.panes[&p2].no, PaneNo(2));
+        let c = st.close_pane(p2).unwrap();
+        assert!(c.tab_closed && !c.workspace_closed);
+        let p3 = st.alloc_pane_id();
+        let t = term(&mut st);
+        st.add_tab(p3, t);
+        assert_eq!(st.panes[&p3].no, PaneNo(3));
+        assert_eq!(st.active_workspace().unwrap().tabs[1].no, TabNo(3));
+        st.close_pane(p3);
+        let c = st.close_pane(p1).unwrap();
+        assert!(c.workspace_closed && c.session_empty);
+    }
+
+    #[test]
+    fn workspaces_cycle_and_focus_follows_pane() {
+        let (mut st, p1) = with_one_pane();
+        let p2 = st.alloc_pane_id();
+        let t = term(&mut st);
+        st.add_workspace(Some("second".into()), p2, t);
+        assert_eq!(st.active, 1);
+        st.cycle_workspace(true);
+        assert_eq!(st.active, 0);
+        assert!(st.focus_pane(p2));
+        assert_eq!(st.active, 1);
+        assert_eq!(st.focused_pane(), Some(p2));
+        st.close_pane(p2);
+        assert_eq!(st.active, 0);
+        assert_eq!(st.focused_pane(), Some(p1));
+    }
+}

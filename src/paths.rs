@@ -1,0 +1,167 @@
+//! Where a session lives on disk. A named session gets its own socket and its own state
+//! folder, so sessions never share files.
+//!
+//! * runtime: `$XDG_RUNTIME_DIR/herdr/` or `/tmp/herdr-<uid>/` — mode 0700, owned by us;
+//!   the socket is `<session>.sock`, mode 0600.
+//! * state: `$XDG_STATE_HOME/herdr/` (default session) or `…/herdr/sessions/<name>/`.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_SESSION: &str = "default";
+const MAX_SESSION_NAME: usize = 64;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NameError {
+    #[error("session name is empty; use letters, digits, '-', '_' or '.', e.g. --session work")]
+    Empty,
+    #[error("session name {0:?} is too long (at most 64 characters)")]
+    TooLong(String),
+    #[error(
+        "session name {0:?} is not allowed: use only letters, digits, '-', '_' and '.', \
+         not starting with '.' (it names a socket and a folder)"
+    )]
+    Invalid(String),
+}
+
+/// A validated session name: safe to use as a file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionName(String);
+
+impl SessionName {
+    pub fn parse(name: &str) -> Result<SessionName, NameError> {
+        if name.is_empty() {
+            return Err(NameError::Empty);
+        }
+        if name.len() > MAX_SESSION_NAME {
+            return Err(NameError::TooLong(name.into()));
+        }
+        let ok = !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !ok {
+            return Err(NameError::Invalid(name.into()));
+        }
+        Ok(SessionName(name.into()))
+    }
+
+    pub fn default_session() -> SessionName {
+        SessionName(DEFAULT_SESSION.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0 == DEFAULT_SESSION
+    }
+}
+
+impl std::fmt::Display for SessionName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+fn home() -> PathBuf {
+    env_dir("HOME").unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// The folder holding every session's socket.
+pub fn runtime_dir() -> PathBuf {
+    match env_dir("XDG_RUNTIME_DIR") {
+        Some(d) => d.join("herdr"),
+        None => PathBuf::from(format!("/tmp/herdr-{}", nix::unistd::getuid())),
+    }
+}
+
+pub fn socket_path(session: &SessionName) -> PathBuf {
+    runtime_dir().join(format!("{}.sock", session.as_str()))
+}
+
+pub fn state_dir(session: &SessionName) -> PathBuf {
+    let base = env_dir("XDG_STATE_HOME").unwrap_or_else(|| home().join(".local/state"));
+    let base = base.join("herdr");
+    if session.is_default() {
+        base
+    } else {
+        base.join("sessions").join(session.as_str())
+    }
+}
+
+pub fn log_path(session: &SessionName) -> PathBuf {
+    state_dir(session).join("server.log")
+}
+
+/// Creates (if needed) a private folder: mode 0700, owned by us. Refuses a folder that
+/// someone else owns or others can enter, since our sockets live there.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let meta = fs::metadata(dir)?;
+    let uid = nix::unistd::getuid().as_raw();
+    if meta.uid() != uid {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to uid {}, not to you (uid {uid}); remove it or set XDG_RUNTIME_DIR",
+                dir.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+pub fn ensure_state_dir(session: &SessionName) -> io::Result<PathBuf> {
+    let dir = state_dir(session);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_are_validated() {
+        assert_eq!(SessionName::parse(""), Err(NameError::Empty));
+        assert!(matches!(
+            SessionName::parse("../x"),
+            Err(NameError::Invalid(_))
+        ));
+        assert!(matches!(
+            SessionName::parse("a/b"),
+            Err(NameError::Invalid(_))
+        ));
+        assert!(matches!(
+            SessionName::parse(".hidden"),
+            Err(NameError::Invalid(_))
+        ));
+        assert!(matches!(
+            SessionName::parse(&"x".repeat(65)),
+            Err(NameError::TooLong(_))
+        ));
+        assert!(SessionName::parse("work-2.b_c").is_ok());
+        let msg = SessionName::parse("../x").unwrap_err().to_string();
+        assert!(msg.contains("\"../x\""), "{msg}");
+    }
+}

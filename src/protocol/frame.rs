@@ -1,0 +1,234 @@
+//! Binary frames of interactive connections: `u32` big-endian length, then a one-byte tag,
+//! then the payload; the length counts tag + payload. Tags are never reused: a retired
+//! message keeps its number reserved.
+//!
+//! Decoding is split in two, so a partial frame is never an error: [`Decoder::next`]
+//! returns `Ok(None)` until a whole frame is buffered.
+
+use std::io::{self, Read, Write};
+
+/// Frames larger than this are malformed: the connection is closed.
+pub const MAX_FRAME: usize = 16 * 1024 * 1024;
+
+mod tag {
+    // client -> server
+    pub const INPUT: u8 = 1;
+    pub const RESIZE: u8 = 2;
+    pub const DETACH: u8 = 3;
+    // server -> client
+    pub const OUTPUT: u8 = 101;
+    pub const EXIT: u8 = 102;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMsg {
+    /// Bytes the user typed (raw terminal input).
+    Input(Vec<u8>),
+    /// The client's terminal size: (cols, rows).
+    Resize(u16, u16),
+    Detach,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerMsg {
+    /// Terminal bytes to write to the user's terminal as they are.
+    Output(Vec<u8>),
+    /// The server ends this attachment; the text says why (shown to the user).
+    Exit(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame of {0} bytes exceeds the limit of {MAX_FRAME}")]
+    TooLarge(usize),
+    #[error("empty frame")]
+    Empty,
+    #[error("unknown frame tag {0}")]
+    UnknownTag(u8),
+    #[error("malformed frame with tag {0}")]
+    Malformed(u8),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+fn encode(tag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(5 + payload.len());
+    out.extend_from_slice(&((payload.len() + 1) as u32).to_be_bytes());
+    out.push(tag);
+    out.extend_from_slice(payload);
+    out
+}
+
+impl ClientMsg {
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            ClientMsg::Input(b) => encode(tag::INPUT, b),
+            ClientMsg::Resize(c, r) => {
+                let mut p = c.to_be_bytes().to_vec();
+                p.extend_from_slice(&r.to_be_bytes());
+                encode(tag::RESIZE, &p)
+            }
+            ClientMsg::Detach => encode(tag::DETACH, &[]),
+        }
+    }
+
+    fn decode(tag: u8, p: &[u8]) -> Result<ClientMsg, FrameError> {
+        match tag {
+            tag::INPUT => Ok(ClientMsg::Input(p.to_vec())),
+            tag::RESIZE if p.len() == 4 => Ok(ClientMsg::Resize(
+                u16::from_be_bytes([p[0], p[1]]),
+                u16::from_be_bytes([p[2], p[3]]),
+            )),
+            tag::DETACH if p.is_empty() => Ok(ClientMsg::Detach),
+            tag::RESIZE | tag::DETACH => Err(FrameError::Malformed(tag)),
+            t => Err(FrameError::UnknownTag(t)),
+        }
+    }
+}
+
+impl ServerMsg {
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            ServerMsg::Output(b) => encode(tag::OUTPUT, b),
+            ServerMsg::Exit(s) => encode(tag::EXIT, s.as_bytes()),
+        }
+    }
+
+    fn decode(tag: u8, p: &[u8]) -> Result<ServerMsg, FrameError> {
+        match tag {
+            tag::OUTPUT => Ok(ServerMsg::Output(p.to_vec())),
+            tag::EXIT => Ok(ServerMsg::Exit(String::from_utf8_lossy(p).into_owned())),
+            t => Err(FrameError::UnknownTag(t)),
+        }
+    }
+}
+
+/// Incremental decoder over a byte stream.
+#[derive(Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+}
+
+impl Decoder {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next whole frame as (tag, payload), `Ok(None)` if more bytes are needed.
+    fn next_raw(&mut self) -> Result<Option<(u8, Vec<u8>)>, FrameError> {
+        if self.buf.len() < 4 {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
+        if len == 0 {
+            return Err(FrameError::Empty);
+        }
+        if len > MAX_FRAME {
+            return Err(FrameError::TooLarge(len));
+        }
+        if self.buf.len() < 4 + len {
+            return Ok(None);
+        }
+        let tag = self.buf[4];
+        let payload = self.buf[5..4 + len].to_vec();
+        self.buf.drain(..4 + len);
+        Ok(Some((tag, payload)))
+    }
+
+    pub fn next_client(&mut self) -> Result<Option<ClientMsg>, FrameError> {
+        match self.next_raw()? {
+            Some((t, p)) => ClientMsg::decode(t, &p).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub fn next_server(&mut self) -> Result<Option<ServerMsg>, FrameError> {
+        match self.next_raw()? {
+            Some((t, p)) => ServerMsg::decode(t, &p).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Blocking reader of server messages (the client side).
+pub struct ServerReader<R> {
+    inner: R,
+    dec: Decoder,
+    buf: Vec<u8>,
+}
+
+impl<R: Read> ServerReader<R> {
+    pub fn new(inner: R) -> Self {
+        ServerReader {
+            inner,
+            dec: Decoder::default(),
+            buf: vec![0; 64 * 1024],
+        }
+    }
+
+    /// `Ok(None)` at a clean end of stream.
+    pub fn recv(&mut self) -> Result<Option<ServerMsg>, FrameError> {
+        loop {
+            if let Some(m) = self.dec.next_server()? {
+                return Ok(Some(m));
+            }
+            let n = self.inner.read(&mut self.buf)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.dec.push(&self.buf[..n]);
+        }
+    }
+}
+
+pub fn send<W: Write>(w: &mut W, bytes: &[u8]) -> io::Result<()> {
+    w.write_all(bytes)?;
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn golden_bytes() {
+        assert_eq!(
+            ClientMsg::Input(b"a".to_vec()).encode(),
+            [0, 0, 0, 2, 1, b'a']
+        );
+        assert_eq!(
+            ClientMsg::Resize(80, 24).encode(),
+            [0, 0, 0, 5, 2, 0, 80, 0, 24]
+        );
+        assert_eq!(ClientMsg::Detach.encode(), [0, 0, 0, 1, 3]);
+        assert_eq!(
+            ServerMsg::Exit("x".into()).encode(),
+            [0, 0, 0, 2, 102, b'x']
+        );
+    }
+
+    #[test]
+    fn partial_frames_wait_for_more() {
+        let bytes = ClientMsg::Resize(100, 30).encode();
+        let mut d = Decoder::default();
+        for b in &bytes[..bytes.len() - 1] {
+            d.push(&[*b]);
+            assert!(d.next_client().unwrap().is_none());
+        }
+        d.push(&bytes[bytes.len() - 1..]);
+        assert_eq!(d.next_client().unwrap(), Some(ClientMsg::Resize(100, 30)));
+    }
+
+    #[test]
+    fn malformed_frames_are_errors() {
+        let mut d = Decoder::default();
+        d.push(&[0xff, 0xff, 0xff, 0xff]);
+        assert!(matches!(d.next_client(), Err(FrameError::TooLarge(_))));
+        let mut d = Decoder::default();
+        d.push(&[0, 0, 0, 1, 77]);
+        assert!(matches!(d.next_client(), Err(FrameError::UnknownTag(77))));
+        let mut d = Decoder::default();
+        d.push(&[0, 0, 0, 2, 2, 0]);
+        assert!(matches!(d.next_client(), Err(FrameError::Malformed(2))));
+    }
+}

@@ -1,0 +1,145 @@
+//! The wire between clients and the server.
+//!
+//! Every connection starts with a hello: one JSON line from the connecting side naming the
+//! protocol version and its role, answered by one JSON line (accepted, or an error that
+//! says what to do). After that the role decides the framing:
+//! * `client` (interactive): length-prefixed binary frames, see [`frame`];
+//! * `api`: one JSON object per line (requests with ids, replies, events).
+//!
+//! A peer of another protocol version gets one clear sentence, never a hang or garbage.
+
+pub mod frame;
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped on any incompatible change to hello, frames or API messages.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// The crate version, reported in hellos and status.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// A hello line longer than this is not a herdr peer.
+pub const MAX_HELLO_LEN: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// An interactive client that draws the UI in a terminal.
+    Client,
+    /// A script, agent or the CLI speaking JSON lines.
+    Api,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Always "herdr": lets the server tell a stray connection from an old client.
+    pub herdr: String,
+    pub protocol: u32,
+    pub version: String,
+    pub role: Role,
+    /// Interactive clients: the terminal size at attach time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<(u16, u16)>,
+}
+
+impl Hello {
+    pub fn new(role: Role, size: Option<(u16, u16)>) -> Hello {
+        Hello {
+            herdr: "herdr".into(),
+            protocol: PROTOCOL_VERSION,
+            version: VERSION.into(),
+            role,
+            size,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloReply {
+    pub ok: bool,
+    pub protocol: u32,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl HelloReply {
+    pub fn accept() -> HelloReply {
+        HelloReply {
+            ok: true,
+            protocol: PROTOCOL_VERSION,
+            version: VERSION.into(),
+            error: None,
+        }
+    }
+
+    pub fn reject(error: String) -> HelloReply {
+        HelloReply {
+            ok: false,
+            protocol: PROTOCOL_VERSION,
+            version: VERSION.into(),
+            error: Some(error),
+        }
+    }
+}
+
+/// Checks a hello line as the server sees it; the error text is sent to the peer as is.
+pub fn check_hello(line: &str) -> Result<Hello, String> {
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|_| {
+        "this socket speaks the herdr protocol; expected a JSON hello line \
+         (see docs/api.md)"
+            .to_string()
+    })?;
+    let protocol = value.get("protocol").and_then(|p| p.as_u64());
+    if value.get("herdr").and_then(|h| h.as_str()) != Some("herdr") {
+        return Err(
+            "not a herdr hello: the first line must be a JSON object with \"herdr\":\"herdr\""
+                .into(),
+        );
+    }
+    if protocol != Some(u64::from(PROTOCOL_VERSION)) {
+        let theirs = value
+            .get("version")
+            .and_then(|v| v.as_str())
+            .unwrap_or("unknown");
+        return Err(format!(
+            "protocol mismatch: this server (herdr {VERSION}) speaks protocol {PROTOCOL_VERSION}, \
+             the client (herdr {theirs}) speaks {}; use the same herdr version for both, \
+             or restart the server with `herdr server stop` (running programs will end)",
+            protocol
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "none".into())
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| format!("malformed hello: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_round_trip() {
+        let h = Hello::new(Role::Client, Some((80, 24)));
+        let line = serde_json::to_string(&h).unwrap();
+        assert_eq!(check_hello(&line).unwrap(), h);
+    }
+
+    #[test]
+    fn hello_golden_bytes() {
+        let h = Hello::new(Role::Api, None);
+        let line = serde_json::to_string(&h).unwrap();
+        assert_eq!(
+            line,
+            format!(r#"{{"herdr":"herdr","protocol":1,"version":"{VERSION}","role":"api"}}"#)
+        );
+    }
+
+    #[test]
+    fn other_protocol_gets_actionable_error() {
+        let err =
+            check_hello(r#"{"herdr":"herdr","protocol":99,"version":"9.0.0","role":"client"}"#)
+                .unwrap_err();
+        assert!(err.contains("protocol mismatch"), "{err}");
+        assert!(err.contains("9.0.0"), "{err}");
+        assert!(check_hello("GET / HTTP/1.1").is_err());
+    }
+}

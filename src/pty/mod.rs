@@ -1,0 +1,83 @@
+//! The PTY subsystem, in three layers: the fd layer (`crate::sys`), one I/O actor per
+//! terminal (`actor`), and the spawn backend (`spawn`). A [`TerminalRuntime`] ties them
+//! together for the server; the registry maps `TerminalId → TerminalRuntime`.
+//!
+//! Ownership: the actor thread owns the PTY master fd; the runtime owns the actor handle;
+//! the registry owns the runtimes. Dropping a runtime shuts its actor down, which closes
+//! the master and ends the child (unless released for a handoff in a later step).
+
+pub mod actor;
+pub mod spawn;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::model::ids::TerminalId;
+use crate::term::Emulator;
+
+pub use actor::{PtyEvent, PtyHandle, WriteError};
+
+/// The shared emulator of one terminal: the actor feeds it, renderers read it.
+pub type SharedEmulator = Arc<Mutex<Emulator>>;
+
+/// Locks an emulator, recovering from a poisoned lock: a panicked reader must not take the
+/// whole session down with it.
+pub fn lock(emu: &SharedEmulator) -> MutexGuard<'_, Emulator> {
+    emu.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct TerminalRuntime {
+    pub handle: PtyHandle,
+    pub emulator: SharedEmulator,
+    pub pid: Option<u32>,
+    pub size: (u16, u16),
+}
+
+impl TerminalRuntime {
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        if self.size != (rows, cols) {
+            self.size = (rows, cols);
+            self.handle.resize(rows, cols);
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct TerminalRuntimeRegistry {
+    map: HashMap<TerminalId, TerminalRuntime>,
+}
+
+impl TerminalRuntimeRegistry {
+    pub fn insert(&mut self, id: TerminalId, rt: TerminalRuntime) {
+        self.map.insert(id, rt);
+    }
+
+    pub fn get(&self, id: TerminalId) -> Option<&TerminalRuntime> {
+        self.map.get(&id)
+    }
+
+    pub fn get_mut(&mut self, id: TerminalId) -> Option<&mut TerminalRuntime> {
+        self.map.get_mut(&id)
+    }
+
+    pub fn remove(&mut self, id: TerminalId) -> Option<TerminalRuntime> {
+        self.map.remove(&id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn ids(&self) -> Vec<TerminalId> {
+        self.map.keys().copied().collect()
+    }
+
+    /// Takes every runtime out (server shutdown: the caller stops them all in parallel).
+    pub fn drain(&mut self) -> Vec<(TerminalId, TerminalRuntime)> {
+        self.map.drain().collect()
+    }
+}

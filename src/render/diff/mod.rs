@@ -1,0 +1,471 @@
+//! Turns a client's rendered UI (a ratatui [`Buffer`] plus cursor and input modes) into the
+//! terminal bytes that put it on the client's screen, sending only what changed.
+//!
+//! Invariant: replaying `encode_full(a)` then `encode_diff(a, b)` on a terminal emulator of the
+//! same size yields exactly `b`: every cell's symbol, colours and attributes, the cursor position
+//! and visibility, and the DECCKM/DECKPAM modes. It chains: `encode_diff(b, c)` may follow.
+//!
+//! To keep diffs small, every output leaves the terminal in a state the next `encode_diff`
+//! relies on: the SGR pen reset and, if the frame shows a cursor, the cursor exactly there. So
+//! the caller must send every output and nothing in between that moves the cursor or changes the
+//! pen; after anything else (reconnect, dropped bytes) send `encode_full`.
+//!
+//! Wide characters follow ratatui's `Buffer` convention: a cell whose symbol is two columns wide
+//! is followed by a continuation cell whose content is ignored (`Buffer::set_string` resets it).
+
+use std::io::Write as _;
+
+use ratatui::buffer::{Buffer, Cell, CellWidth};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
+
+const SYNC_BEGIN: &[u8] = b"\x1b[?2026h";
+const SYNC_END: &[u8] = b"\x1b[?2026l";
+const HIDE_CURSOR: &[u8] = b"\x1b[?25l";
+const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
+/// Pen reset first so the clear paints the default background; `CSI r` resets any scroll
+/// region a previous program left (and homes the cursor, as does `CSI H`).
+const RESET_SCREEN: &[u8] = b"\x1b[0m\x1b[r\x1b[H\x1b[2J";
+const ERASE_TO_EOL: &[u8] = b"\x1b[K";
+/// Mode sequences indexed by the wanted state: [off, on].
+const APPLICATION_CURSOR: [&[u8]; 2] = [b"\x1b[?1l", b"\x1b[?1h"];
+const APPLICATION_KEYPAD: [&[u8]; 2] = [b"\x1b>", b"\x1b="];
+
+/// Everything the server shows one client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    /// Area always at x=0, y=0; width/height = client terminal size.
+    pub buffer: Buffer,
+    /// (x, y) where the cursor is shown; `None` = hidden.
+    pub cursor: Option<(u16, u16)>,
+    /// DECCKM (`CSI ?1h` / `CSI ?1l`) mirrored from the focused pane.
+    pub application_cursor: bool,
+    /// DECKPAM (`ESC =`) / DECKPNM (`ESC >`).
+    pub application_keypad: bool,
+}
+
+impl Frame {
+    /// A blank frame with a hidden cursor and both modes off.
+    pub fn new(width: u16, height: u16) -> Frame {
+        Frame {
+            buffer: Buffer::empty(Rect::new(0, 0, width, height)),
+            cursor: None,
+            application_cursor: false,
+            application_keypad: false,
+        }
+    }
+
+    fn size(&self) -> (u16, u16) {
+        (self.buffer.area.width, self.buffer.area.height)
+    }
+
+    /// The cursor clamped to the screen as the terminal clamps a CUP, so that we track where it
+    /// really is.
+    fn shown_cursor(&self) -> Option<(u16, u16)> {
+        let (x, y) = self.cursor?;
+        let (w, h) = self.size();
+        Some((x.min(w.checked_sub(1)?), y.min(h.checked_sub(1)?)))
+    }
+}
+
+/// Returns the bytes that draw `next` from an unknown terminal state.
+pub fn encode_full(next: &Frame) -> Vec<u8> {
+    encode(None, next)
+}
+
+/// Returns the bytes that turn a terminal showing `prev` into one showing `next`; empty when
+/// nothing visible changed. A size change means the terminal reflowed: redraw everything.
+pub fn encode_diff(prev: &Frame, next: &Frame) -> Vec<u8> {
+    match (prev.size() == next.size(), prev == next) {
+        (false, _) => encode_full(next),
+        (true, true) => Vec::new(),
+        (true, false) => encode(Some(prev), next),
+    }
+}
+
+/// `prev` = `None` means the screen state is unknown, so it is cleared first.
+fn encode(prev: Option<&Frame>, next: &Frame) -> Vec<u8> {
+    let was_shown = prev.and_then(Frame::shown_cursor);
+    let cursor = match (prev, was_shown) {
+        (None, _) => Cursor::At(0, 0), // where RESET_SCREEN leaves it
+        (Some(_), Some((x, y))) => Cursor::At(x, y),
+        (Some(_), None) => Cursor::Unknown,
+    };
+    let mut enc = Encoder {
+        out: Vec::new(),
+        pen: Pen::DEFAULT,
+        cursor,
+        width: next.size().0,
+    };
+    let blank;
+    let shown = match prev {
+        Some(prev) => &prev.buffer,
+        None => {
+            blank = Buffer::empty(next.buffer.area); // what RESET_SCREEN leaves
+            &blank
+        }
+    };
+    enc.draw(shown, &next.buffer);
+    enc.set_pen(Pen::DEFAULT);
+
+    let mut out = Vec::with_capacity(enc.out.len() + 64);
+    out.extend_from_slice(SYNC_BEGIN);
+    // Hide while drawing, or the cursor visibly jumps around on terminals without sync updates.
+    let hid = prev.is_none() || (!enc.out.is_empty() && was_shown.is_some());
+    if hid {
+        out.extend_from_slice(HIDE_CURSOR);
+    }
+    if prev.is_none() {
+        out.extend_from_slice(RESET_SCREEN);
+    }
+    let (cursor_keys, keypad) = (next.application_cursor, next.application_keypad);
+    if prev.map(|p| p.application_cursor) != Some(cursor_keys) {
+        out.extend_from_slice(APPLICATION_CURSOR[usize::from(cursor_keys)]);
+    }
+    if prev.map(|p| p.application_keypad) != Some(keypad) {
+        out.extend_from_slice(APPLICATION_KEYPAD[usize::from(keypad)]);
+    }
+    out.extend_from_slice(&enc.out);
+    match next.shown_cursor() {
+        Some((x, y)) => {
+            if enc.cursor != Cursor::At(x, y) {
+                let _ = write!(out, "\x1b[{};{}H", u32::from(y) + 1, u32::from(x) + 1);
+            }
+            if hid || was_shown.is_none() {
+                out.extend_from_slice(SHOW_CURSOR);
+            }
+        }
+        None if was_shown.is_some() && !hid => out.extend_from_slice(HIDE_CURSOR),
+        None => {}
+    }
+    if out.len() == SYNC_BEGIN.len() {
+        return Vec::new(); // only invisible differences, e.g. in continuation cells
+    }
+    out.extend_from_slice(SYNC_END);
+    out
+}
+
+/// The SGR state: what the next printed character will look like.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pen {
+    fg: Color,
+    bg: Color,
+    modifier: Modifier,
+}
+
+impl Pen {
+    const DEFAULT: Pen = Pen {
+        fg: Color::Reset,
+        bg: Color::Reset,
+        modifier: Modifier::empty(),
+    };
+}
+
+/// (attribute, on code, off code). Off codes 22 and 25 each clear two attributes.
+const ATTRS: [(Modifier, u16, u16); 9] = [
+    (Modifier::BOLD, 1, 22),
+    (Modifier::DIM, 2, 22),
+    (Modifier::ITALIC, 3, 23),
+    (Modifier::UNDERLINED, 4, 24),
+    (Modifier::SLOW_BLINK, 5, 25),
+    (Modifier::RAPID_BLINK, 6, 25),
+    (Modifier::REVERSED, 7, 27),
+    (Modifier::HIDDEN, 8, 28),
+    (Modifier::CROSSED_OUT, 9, 29),
+];
+
+/// Palette index of a named or indexed colour, numbered as ratatui's crossterm backend does.
+fn palette_index(color: Color) -> Option<u8> {
+    Some(match color {
+        Color::Reset | Color::Rgb(..) => return None,
+        Color::Black => 0,
+        Color::Red => 1,
+        Color::Green => 2,
+        Color::Yellow => 3,
+        Color::Blue => 4,
+        Color::Magenta => 5,
+        Color::Cyan => 6,
+        Color::Gray => 7,
+        Color::DarkGray => 8,
+        Color::LightRed => 9,
+        Color::LightGreen => 10,
+        Color::LightYellow => 11,
+        Color::LightBlue => 12,
+        Color::LightMagenta => 13,
+        Color::LightCyan => 14,
+        Color::White => 15,
+        Color::Indexed(n) => n,
+    })
+}
+
+fn push_params(params: &mut Vec<u8>, codes: &[u16]) {
+    for code in codes {
+        if !params.is_empty() {
+            params.push(b';');
+        }
+        let _ = write!(params, "{code}");
+    }
+}
+
+/// `base` is 30 for foreground, 40 for background.
+fn push_color(params: &mut Vec<u8>, color: Color, base: u16) {
+    match (color, palette_index(color)) {
+        (Color::Rgb(r, g, b), _) => {
+            push_params(params, &[base + 8, 2, r.into(), g.into(), b.into()])
+        }
+        (_, None) => push_params(params, &[base + 9]),
+        // The 16 base colours have short forms meaning the same palette entries as 38;5;n.
+        (_, Some(n @ 0..=7)) => push_params(params, &[base + u16::from(n)]),
+        (_, Some(n @ 8..=15)) => push_params(params, &[base + 52 + u16::from(n)]),
+        (_, Some(n)) => push_params(params, &[base + 8, 5, n.into()]),
+    }
+}
+
+/// SGR parameters that turn `from` into `to` without a reset.
+fn sgr_params(params: &mut Vec<u8>, from: Pen, to: Pen) {
+    let removed = from.modifier.difference(to.modifier);
+    let mut offs = Vec::new();
+    for (flag, _, off) in ATTRS {
+        if removed.contains(flag) && !offs.contains(&off) {
+            offs.push(off);
+        }
+    }
+    push_params(params, &offs);
+    for (flag, on, off) in ATTRS {
+        // A shared off code also cleared the sibling: turn it back on if still wanted.
+        if to.modifier.contains(flag) && (!from.modifier.contains(flag) || offs.contains(&off)) {
+            push_params(params, &[on]);
+        }
+    }
+    if from.fg != to.fg {
+        push_color(params, to.fg, 30);
+    }
+    if from.bg != to.bg {
+        push_color(params, to.bg, 40);
+    }
+}
+
+/// Where the terminal's cursor is, as far as the bytes emitted so far tell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cursor {
+    Unknown,
+    At(u16, u16),
+    /// On this row, but its column must not be used for relative moves: either we just printed
+    /// into the last column (pending wrap, where terminals disagree on what relative moves do)
+    /// or printed an emoji sequence whose width terminals disagree on.
+    RowOnly(u16),
+}
+
+/// One thing the terminal draws: `symbol` at column `x`, covering `width` columns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Glyph<'a> {
+    x: u16,
+    width: u16,
+    symbol: &'a str,
+    pen: Pen,
+}
+
+static BLANK_CELL: Cell = Cell::EMPTY;
+
+/// The symbol as printed and its width. Control characters would be interpreted and zero-width
+/// ones would merge into the previous cell, desynchronising our cursor model: print a space.
+fn printable(symbol: &str) -> (&str, u16) {
+    if symbol.chars().any(char::is_control) {
+        return (" ", 1);
+    }
+    match symbol.cell_width() {
+        0 => (" ", 1),
+        w => (symbol, w),
+    }
+}
+
+/// Splits row `y` into glyphs the way ratatui's `Buffer::diff` reads it: a wide symbol covers
+/// the following cell, whose content is ignored.
+fn row_glyphs<'a>(buf: &'a Buffer, y: u16, out: &mut Vec<Glyph<'a>>) {
+    out.clear();
+    let width = buf.area.width;
+    let row = usize::from(y) * usize::from(width);
+    let mut x = 0;
+    while x < width {
+        let cell = buf.content.get(row + usize::from(x)).unwrap_or(&BLANK_CELL);
+        let (mut symbol, mut w) = printable(cell.symbol());
+        if w > width - x {
+            // A terminal would wrap it onto the next row; a space is the best we can do.
+            (symbol, w) = (" ", 1);
+        }
+        let (fg, bg, modifier) = (cell.fg, cell.bg, cell.modifier);
+        let pen = Pen { fg, bg, modifier };
+        out.push(Glyph {
+            x,
+            width: w,
+            symbol,
+            pen,
+        });
+        x += w;
+    }
+}
+
+fn digits(n: u32) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+enum Move {
+    Cup,
+    /// Forward by n columns (0: stay).
+    Cuf(u16),
+    /// To the start of the next row. Not a bare LF, which the tty may turn into CRLF (ONLCR).
+    /// The target row exists, so the LF never scrolls.
+    CrLf,
+}
+
+/// The shortest cursor movement from `from` to (x, y) and its length in bytes. Glyphs are
+/// printed left to right, so moves within a row only go forward.
+fn plan_move(from: Cursor, x: u16, y: u16) -> (Move, usize) {
+    let cup = 4 + digits(u32::from(x) + 1) + digits(u32::from(y) + 1);
+    match from {
+        Cursor::At(fx, fy) if fy == y && fx <= x => {
+            let cuf = match x - fx {
+                0 => 0,
+                1 => 3,
+                n => 3 + digits(n.into()),
+            };
+            if cuf < cup {
+                (Move::Cuf(x - fx), cuf)
+            } else {
+                (Move::Cup, cup)
+            }
+        }
+        Cursor::At(_, fy) | Cursor::RowOnly(fy) if x == 0 && u32::from(fy) + 1 == u32::from(y) => {
+            (Move::CrLf, 2)
+        }
+        _ => (Move::Cup, cup),
+    }
+}
+
+struct Encoder {
+    out: Vec<u8>,
+    pen: Pen,
+    cursor: Cursor,
+    width: u16,
+}
+
+impl Encoder {
+    /// Draws the rows of `next` that differ from `prev`, which the terminal shows.
+    fn draw(&mut self, prev: &Buffer, next: &Buffer) {
+        let width = usize::from(self.width);
+        let (mut old, mut new, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        for y in 0..next.area.height {
+            let row = usize::from(y) * width..(usize::from(y) + 1) * width;
+            if prev.content.get(row.clone()) == next.content.get(row) {
+                continue;
+            }
+            row_glyphs(prev, y, &mut old);
+            row_glyphs(next, y, &mut new);
+            self.draw_row(y, &old, &new, &mut changed);
+        }
+    }
+
+    /// Prints, left to right, each glyph of `next` that the terminal does not already show at
+    /// the same place. Printing over part of an old wide glyph makes the terminal blank all of
+    /// it; every column so blanked belongs to another changed glyph (an unchanged one cannot
+    /// overlap the old glyph), which is printed later or was already printed before the damage
+    /// could happen, since damage only reaches glyphs overlapping the one being printed.
+    fn draw_row(&mut self, y: u16, prev: &[Glyph], next: &[Glyph], changed: &mut Vec<bool>) {
+        changed.clear();
+        let mut p = 0;
+        for g in next {
+            while prev.get(p).is_some_and(|o| o.x < g.x) {
+                p += 1;
+            }
+            changed.push(prev.get(p) != Some(g));
+        }
+        let tail = blank_tail_start(next);
+        let mut last = None;
+        for (i, g) in next.iter().enumerate() {
+            if !changed.get(i).copied().unwrap_or_default() {
+                continue;
+            }
+            self.move_to(next, last, i, y);
+            self.set_pen(g.pen);
+            if i >= tail && erase_pays_off(changed.get(i..).unwrap_or_default()) {
+                // The rest of the row is blank in one style: erase it rather than print it.
+                self.out.extend_from_slice(ERASE_TO_EOL);
+                return;
+            }
+            self.out.extend_from_slice(g.symbol.as_bytes());
+            last = Some(i);
+            let (end, sequence) = (g.x + g.width, g.symbol.chars().nth(1).is_some());
+            self.cursor = if end >= self.width || (g.width > 1 && sequence) {
+                Cursor::RowOnly(y)
+            } else {
+                Cursor::At(end, y)
+            };
+        }
+    }
+
+    /// Puts the cursor on glyph `i` of row `y`. When the cursor sits right after glyph `last`,
+    /// reprinting the unchanged glyphs in between may be shorter than a movement.
+    fn move_to(&mut self, row: &[Glyph], last: Option<usize>, i: usize, y: u16) {
+        let Some(&Glyph { x, .. }) = row.get(i) else {
+            return;
+        };
+        let (mv, cost) = plan_move(self.cursor, x, y);
+        let gap = match (self.cursor, last) {
+            (Cursor::At(..), Some(l)) => row.get(l + 1..i).unwrap_or_default(),
+            _ => &[],
+        };
+        let gap_bytes: usize = gap.iter().map(|g| g.symbol.len()).sum();
+        let reprint = gap.iter().all(|g| g.width == 1 && g.pen == self.pen);
+        let out = &mut self.out;
+        if !gap.is_empty() && reprint && gap_bytes < cost {
+            gap.iter()
+                .for_each(|g| out.extend_from_slice(g.symbol.as_bytes()));
+        } else {
+            let _ = match mv {
+                Move::Cup => write!(out, "\x1b[{};{}H", u32::from(y) + 1, u32::from(x) + 1),
+                Move::Cuf(0) => Ok(()),
+                Move::Cuf(1) => write!(out, "\x1b[C"),
+                Move::Cuf(n) => write!(out, "\x1b[{n}C"),
+                Move::CrLf => write!(out, "\r\n"),
+            };
+        }
+        self.cursor = Cursor::At(x, y);
+    }
+
+    fn set_pen(&mut self, to: Pen) {
+        if self.pen == to {
+            return;
+        }
+        // Turning attributes off one by one can cost more than starting over.
+        let (mut params, mut reset) = (Vec::with_capacity(16), vec![b'0']);
+        sgr_params(&mut params, self.pen, to);
+        sgr_params(&mut reset, Pen::DEFAULT, to);
+        if reset.len() < params.len() {
+            params = reset;
+        }
+        self.out.extend_from_slice(b"\x1b[");
+        self.out.extend_from_slice(&params);
+        self.out.push(b'm');
+        self.pen = to;
+    }
+}
+
+/// Index of the first glyph of the row's trailing run of spaces in one attribute-free style
+/// (the row length if none). Erasing paints the background on every terminal (and the
+/// foreground too in vt100's model); attributes are excluded as terminals disagree on them.
+fn blank_tail_start(row: &[Glyph]) -> usize {
+    let Some(last) = row.last() else { return 0 };
+    let blank = |g: &Glyph| g.symbol == " " && g.pen == last.pen && g.pen.modifier.is_empty();
+    row.iter().rposition(|g| !blank(g)).map_or(0, |i| i + 1)
+}
+
+/// Whether `CSI K` (3 bytes) beats printing each changed blank (1 byte each, plus at least 3
+/// bytes of movement per skipped stretch).
+fn erase_pays_off(changed: &[bool]) -> bool {
+    let count = changed.iter().filter(|&&c| c).count();
+    let runs = changed.windows(2).filter(|w| !w[0] && w[1]).count();
+    count + 3 * runs > ERASE_TO_EOL.len()
+}
+
+#[cfg(test)]
+mod tests;

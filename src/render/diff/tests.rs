@@ -1,0 +1,332 @@
+use super::*;
+use ratatui::style::Style;
+
+/// Asserts the emulator shows exactly `frame`.
+fn assert_shows(screen: &vt100::Screen, frame: &Frame, what: &str) {
+    let vt_color = |c| match (c, palette_index(c)) {
+        (Color::Rgb(r, g, b), _) => vt100::Color::Rgb(r, g, b),
+        (_, Some(n)) => vt100::Color::Idx(n),
+        _ => vt100::Color::Default,
+    };
+    for y in 0..frame.size().1 {
+        let mut x = 0;
+        while x < frame.size().0 {
+            let cell = &frame.buffer[(x, y)];
+            let (symbol, width) = printable(cell.symbol());
+            let vt = screen.cell(y, x).expect("cell in range");
+            let contents = Some(vt.contents()).filter(|c| !c.is_empty()).unwrap_or(" ");
+            let m = |flag| cell.modifier.contains(flag);
+            let want = (symbol, width == 2, vt_color(cell.fg), vt_color(cell.bg));
+            let got = (contents, vt.is_wide(), vt.fgcolor(), vt.bgcolor());
+            assert_eq!(got, want, "{what}: ({x},{y})");
+            let want = (
+                m(Modifier::ITALIC),
+                m(Modifier::UNDERLINED),
+                m(Modifier::REVERSED),
+            );
+            assert_eq!((vt.italic(), vt.underline(), vt.inverse()), want, "{what}");
+            // vt100 keeps one intensity, terminals two: compare the unambiguous cases.
+            if !m(Modifier::BOLD | Modifier::DIM) {
+                let want = (m(Modifier::BOLD), m(Modifier::DIM));
+                assert_eq!((vt.bold(), vt.dim()), want, "{what}: ({x},{y})");
+            }
+            x += width;
+        }
+    }
+    let cursor = frame.cursor.map(|(x, y)| (y, x));
+    let got = (!screen.hide_cursor()).then(|| screen.cursor_position());
+    assert_eq!(got, cursor, "{what}");
+    let modes = (screen.application_cursor(), screen.application_keypad());
+    assert_eq!(modes, (frame.application_cursor, frame.application_keypad));
+}
+
+fn parser(w: u16, h: u16) -> vt100::Parser {
+    let nz = |n: u16| std::num::NonZeroU16::new(n).expect("non-zero size");
+    vt100::Parser::new(nz(h), nz(w), 0)
+}
+
+/// Replays `encode_full(frames[0])` then each diff, checking the screen after every step;
+/// returns the diff sizes.
+fn replay(frames: &[Frame]) -> Vec<usize> {
+    let first = frames.first().expect("a frame");
+    let mut parser = parser(first.size().0, first.size().1);
+    parser.process(&encode_full(first));
+    assert_shows(parser.screen(), first, "full");
+    let mut sizes = Vec::new();
+    for (i, pair) in frames.windows(2).enumerate() {
+        let bytes = encode_diff(&pair[0], &pair[1]);
+        parser.process(&bytes);
+        assert_shows(parser.screen(), &pair[1], &format!("diff {i}"));
+        sizes.push(bytes.len());
+    }
+    sizes
+}
+
+fn text(w: u16, h: u16, cursor: Option<(u16, u16)>, lines: &[&str]) -> Frame {
+    let mut f = Frame::new(w, h);
+    for (y, line) in (0..).zip(lines) {
+        f.buffer.set_string(0, y, line, Style::default());
+    }
+    f.cursor = cursor;
+    f
+}
+
+#[test]
+fn identical_frames_encode_nothing() {
+    let a = text(20, 4, None, &["hello", "漢字 🙂"]);
+    assert!(encode_diff(&a, &a.clone()).is_empty());
+    assert!(encode_diff(&Frame::new(3, 3), &Frame::new(3, 3)).is_empty());
+    // A wide glyph's continuation cell is never printed, so changing it shows nothing.
+    let mut b = a.clone();
+    b.buffer[(1, 1)].set_symbol("x");
+    assert!(encode_diff(&a, &b).is_empty());
+}
+
+#[test]
+fn small_changes_cost_few_bytes() {
+    let a = text(80, 24, None, &["the quick brown fox", "jumps over"]);
+    let b = text(80, 24, None, &["the quick brown fox", "Jumps over"]);
+    assert_eq!(encode_diff(&a, &b), b"\x1b[?2026h\x1b[2;1HJ\x1b[?2026l");
+    // Reprinting the unchanged "w" is shorter than moving over it.
+    let c = text(80, 24, None, &["the quick brOwN fox", "Jumps over"]);
+    assert_eq!(encode_diff(&b, &c), b"\x1b[?2026h\x1b[1;13HOwN\x1b[?2026l");
+    // Typing at the prompt: the glyph lands at the cursor, which then is where it belongs.
+    let d = text(80, 24, Some((3, 0)), &["$ l"]);
+    let e = text(80, 24, Some((4, 0)), &["$ ls"]);
+    let typed = encode_diff(&d, &e);
+    assert_eq!(typed, b"\x1b[?2026h\x1b[?25ls\x1b[?25h\x1b[?2026l");
+    // A pure cursor move needs no hiding.
+    let f = text(80, 24, Some((0, 2)), &["$ ls"]);
+    assert_eq!(encode_diff(&e, &f), b"\x1b[?2026h\x1b[3;1H\x1b[?2026l");
+    replay(&[a, b, c, d, e, f]);
+}
+
+#[test]
+fn big_frame_then_one_char() {
+    let mut a = Frame::new(200, 50);
+    for y in 0..50 {
+        let line: String = (0..200)
+            .map(|x| char::from(b'a' + ((x + y) % 26) as u8))
+            .collect();
+        a.buffer.set_string(0, y, line, Style::default());
+    }
+    a.buffer
+        .set_string(0, 0, "status", Style::new().bg(Color::Blue));
+    let mut b = a.clone();
+    b.buffer[(123, 37)].set_symbol("#");
+    let mut c = b.clone();
+    c.buffer[(7, 0)].set_bg(Color::Blue);
+    let sizes = replay(&[a.clone(), b, c]);
+    assert!(sizes.iter().all(|&n| n < 40), "{sizes:?}");
+    assert!(encode_full(&a).len() < 10_300);
+}
+
+#[test]
+fn colors() {
+    let names = "black red green yellow blue magenta cyan gray darkgray lightred lightgreen \
+                 lightyellow lightblue lightmagenta lightcyan white";
+    let named: Vec<Color> = names.split(' ').map(|n| n.parse().expect("name")).collect();
+    let mut a = Frame::new(20, 3);
+    for (x, (&fg, &bg)) in (0..).zip(named.iter().zip(named.iter().rev())) {
+        a.buffer[(x, 0)].set_symbol("n").set_fg(fg).set_bg(bg);
+    }
+    a.buffer
+        .set_string(0, 1, "i", Style::new().fg(Color::Indexed(200)));
+    a.buffer
+        .set_string(1, 1, "i", Style::new().bg(Color::Indexed(3)));
+    a.buffer
+        .set_string(2, 1, "r", Style::new().fg(Color::Rgb(1, 2, 3)));
+    a.buffer
+        .set_string(3, 1, "r", Style::new().bg(Color::Rgb(250, 0, 9)));
+    let full = String::from_utf8(encode_full(&a)).expect("utf8");
+    let sgrs = [
+        "[30;107m",
+        "[90;47m",
+        "[97;40m",
+        "38;5;200",
+        ";43m",
+        "38;2;1;2;3",
+        "48;2;250;0",
+    ];
+    for sgr in sgrs {
+        assert!(full.contains(sgr), "{sgr} missing in {full:?}");
+    }
+    let mut b = a.clone();
+    b.buffer[(0, 0)].set_fg(Color::Reset);
+    b.buffer[(5, 0)].set_bg(Color::Reset);
+    b.buffer[(2, 1)].set_fg(Color::Indexed(17));
+    replay(&[a, b]);
+}
+
+#[test]
+fn attributes_on_and_off() {
+    let all = Modifier::BOLD | Modifier::ITALIC | Modifier::UNDERLINED | Modifier::REVERSED;
+    let mut a = Frame::new(10, 2);
+    a.buffer
+        .set_string(0, 0, "abcdef", Style::new().add_modifier(all));
+    a.buffer
+        .set_string(0, 1, "ghij", Style::new().add_modifier(Modifier::DIM));
+    let mut b = a.clone();
+    b.buffer[(1, 0)].modifier.remove(Modifier::BOLD);
+    b.buffer[(2, 0)].modifier.remove(Modifier::ITALIC);
+    b.buffer[(3, 0)].modifier = Modifier::empty();
+    b.buffer[(4, 0)].modifier = Modifier::BOLD | Modifier::DIM;
+    b.buffer[(5, 0)].modifier = Modifier::CROSSED_OUT | Modifier::SLOW_BLINK;
+    b.buffer[(1, 1)].modifier = Modifier::BOLD;
+    b.buffer[(2, 1)].modifier = Modifier::empty();
+    replay(&[a.clone(), b.clone(), a, b]);
+    // Dropping bold but keeping dim must re-enable dim after the shared off code 22.
+    let (mut params, mut from, mut to) = (Vec::new(), Pen::DEFAULT, Pen::DEFAULT);
+    (from.modifier, to.modifier) = (Modifier::BOLD | Modifier::DIM, Modifier::DIM);
+    sgr_params(&mut params, from, to);
+    assert_eq!(params, b"22;2");
+}
+
+#[test]
+fn wide_and_narrow_replace_each_other() {
+    let rows = [
+        ["abcdefgh", "xyz"],
+        ["漢🙂cdefg", "x漢"],
+        ["a漢🙂defg", "漢漢漢漢"],
+        ["ab 🙂 fgh", " 漢漢漢 "],
+        ["abcdefgh", "xyz"],
+    ];
+    replay(&rows.map(|r| text(8, 2, None, &r)));
+    // A coloured wide glyph replaced by plain text: both columns must lose the colour.
+    let mut a = Frame::new(4, 1);
+    a.buffer
+        .set_string(0, 0, "🙂🙂", Style::new().bg(Color::Red));
+    replay(&[a, text(4, 1, None, &["ab"])]);
+    // Terminals disagree on emoji sequence widths: move absolutely after one.
+    let a = text(6, 1, None, &["abcdef"]);
+    let b = text(6, 1, None, &["\u{2764}\u{fe0f}xyz"]);
+    let bytes = String::from_utf8(encode_diff(&a, &b)).expect("utf8");
+    assert!(bytes.contains("\u{fe0f}\x1b[1;3Hxyz"), "{bytes:?}");
+}
+
+#[test]
+fn bottom_right_cell_does_not_scroll() {
+    let a = text(4, 3, None, &["top!", "mid.", "bot."]);
+    let b = text(4, 3, None, &["top!", "midY", "botX"]);
+    let mut c = text(4, 3, Some((3, 2)), &["top!", "midY", "bo"]);
+    c.buffer
+        .set_string(2, 2, "漢", Style::new().fg(Color::Green));
+    let d = text(4, 3, Some((3, 2)), &["top!", "midY", "1234"]);
+    replay(&[a, b, c, d]);
+    // After printing into the last column, only absolute moves and CRLF are trusted.
+    assert!(matches!(plan_move(Cursor::RowOnly(2), 5, 2).0, Move::Cup));
+    assert!(matches!(plan_move(Cursor::RowOnly(2), 0, 3).0, Move::CrLf));
+}
+
+#[test]
+fn resize_modes_and_cursor() {
+    let a = text(10, 5, None, &["small"]);
+    let b = text(12, 6, Some((1, 1)), &["bigger", "frame"]);
+    assert_eq!(encode_diff(&a, &b), encode_full(&b));
+    let mut c = b.clone();
+    (c.application_cursor, c.application_keypad) = (true, true);
+    assert_eq!(encode_diff(&b, &c), b"\x1b[?2026h\x1b[?1h\x1b=\x1b[?2026l");
+    let (mut d, mut d_clamped) = (c.clone(), c.clone());
+    (d.cursor, d_clamped.cursor) = (Some((99, 99)), Some((11, 5)));
+    assert!(encode_diff(&d, &d_clamped).is_empty(), "clamped like a CUP");
+    let mut e = b.clone();
+    (e.cursor, e.application_cursor) = (None, true);
+    replay(&[b.clone(), c, d_clamped, e, b]);
+}
+
+#[test]
+fn unprintable_input_does_not_break_the_screen() {
+    let mut a = text(4, 3, None, &["abcd", "efgh", "ijkl"]);
+    a.buffer[(3, 0)].set_symbol("漢"); // wide in the last column: cannot fit
+    a.buffer[(0, 1)].set_symbol("\x1b");
+    a.buffer[(1, 1)].set_symbol("");
+    a.buffer[(2, 1)].set_symbol("\u{301}");
+    a.buffer[(3, 2)].set_symbol("🙂");
+    let mut parser = parser(4, 3);
+    parser.process(&encode_full(&a));
+    let shown = text(4, 3, None, &["abc ", "   h", "ijk "]);
+    assert_shows(parser.screen(), &shown, "sanitised");
+    let b = text(4, 3, None, &["abcd", "efgh", "ijkl"]);
+    parser.process(&encode_diff(&a, &b));
+    assert_shows(parser.screen(), &b, "after");
+    for (w, h) in [(0, 0), (0, 3), (3, 0)] {
+        let f = text(w, h, Some((1, 1)), &[]);
+        assert!(!encode_full(&f).is_empty());
+        assert!(encode_diff(&f, &Frame::new(1, 1)).starts_with(SYNC_BEGIN));
+    }
+}
+
+/// A tiny deterministic LCG, so the fuzz test needs no extra crates.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u16) -> u16 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        ((self.0 >> 33) % u64::from(n)) as u16
+    }
+
+    fn color(&mut self) -> Color {
+        let named = [Color::Red, Color::Gray, Color::DarkGray, Color::White];
+        match self.below(5) {
+            0 | 1 => Color::Reset,
+            2 => Color::Indexed(self.below(256) as u8),
+            3 => Color::Rgb(self.below(256) as u8, 7, self.below(256) as u8),
+            _ => named[usize::from(self.below(4))],
+        }
+    }
+
+    /// Changes a few random cells (or all of them) and maybe the cursor and modes.
+    fn mutate(&mut self, f: &Frame) -> Frame {
+        let ((w, h), mut g) = (f.size(), f.clone());
+        if self.below(4) == 0 {
+            // A blank row tail, as `clear` or a status bar makes; mostly one colour.
+            let (x0, y, bgs) = (self.below(w), self.below(h), [self.color(), self.color()]);
+            for x in x0..w {
+                g.buffer[(x, y)].reset();
+                g.buffer[(x, y)].set_bg(bgs[usize::from(self.below(6) == 0)]);
+            }
+        }
+        let puts = if self.below(4) == 0 {
+            w * h
+        } else {
+            self.below(6)
+        };
+        for _ in 0..puts {
+            let (x, y) = (self.below(w), self.below(h));
+            let symbol = ["a", "Z", " ", " ", "-", "漢", "🙂"][usize::from(self.below(7))];
+            let symbol = if x + 1 == w { "x" } else { symbol }; // wide ones cannot fit
+            let mut style = Style::new().fg(self.color()).bg(self.color());
+            for (flag, _, _) in ATTRS {
+                if self.below(4) == 0 {
+                    style = style.add_modifier(flag);
+                }
+            }
+            g.buffer.set_string(x, y, symbol, style);
+        }
+        match self.below(6) {
+            0 => g.cursor = None,
+            1 => g.cursor = Some((self.below(w), self.below(h))),
+            2 => g.application_cursor ^= true,
+            3 => g.application_keypad ^= true,
+            _ => {}
+        }
+        g
+    }
+}
+
+#[test]
+fn fuzz_replay_invariant() {
+    let mut rng = Lcg(0x5eed);
+    for _ in 0..300 {
+        let (w, h) = (1 + rng.below(9), 1 + rng.below(5));
+        let mut frames = vec![Frame::new(w, h)];
+        for _ in 0..5 {
+            let next = rng.mutate(frames.last().expect("a frame"));
+            frames.push(next);
+        }
+        replay(&frames);
+    }
+}

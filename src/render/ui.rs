@@ -1,0 +1,694 @@
+//! Composes one client's view: sidebar (workspaces and their tabs), tab bar, panes with
+//! dividers, status line, and overlays (prefix indicator, help). Pure with respect to the
+//! outside world: it reads state and emulator screens and returns a [`Frame`].
+//!
+//! Screen layout (cols × rows): the status line is the last row; the sidebar (if shown)
+//! takes `sidebar` columns on the left above it, its last column a divider; the tab bar is
+//! the first row right of the sidebar; panes fill the rest. `pane_area`, `compose` and
+//! `hit_test` share these rules, so a click lands where the user saw the thing.
+
+use std::collections::BTreeMap;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+
+use super::diff::Frame;
+use crate::bindings::Bindings;
+use crate::model::ids::{PaneId, TerminalId};
+use crate::model::layout::{DividerId, SplitDir};
+use crate::model::{AppState, Tab};
+use crate::pty::{lock, SharedEmulator, TerminalRuntimeRegistry};
+use crate::server::Scroll;
+
+const ACCENT: Color = Color::Green;
+const MUTED: Color = Color::DarkGray;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Prefix,
+    Help,
+}
+
+pub struct View<'a> {
+    pub session: &'a str,
+    pub state: &'a AppState,
+    pub runtimes: &'a TerminalRuntimeRegistry,
+    pub bindings: &'a Bindings,
+    pub scroll: &'a BTreeMap<TerminalId, Scroll>,
+    /// Sidebar width in columns (0 = hidden).
+    pub sidebar: u16,
+    pub message: Option<&'a str>,
+    pub overlay: Overlay,
+}
+
+/// What is under a screen position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    Workspace(usize),
+    Tab(usize, usize),
+    Divider(DividerId),
+    /// A pane and the position inside it.
+    Pane(PaneId, u16, u16),
+}
+
+pub fn pane_area((cols, rows): (u16, u16), sidebar: u16) -> Rect {
+    let sidebar = sidebar.min(cols);
+    Rect {
+        x: sidebar,
+        y: 1,
+        width: cols - sidebar,
+        height: rows.saturating_sub(2),
+    }
+}
+
+fn tab_bar_area((cols, rows): (u16, u16), sidebar: u16) -> Rect {
+    let sidebar = sidebar.min(cols);
+    Rect {
+        x: sidebar,
+        y: 0,
+        width: cols - sidebar,
+        height: rows.min(1),
+    }
+}
+
+/// The rectangles of the panes visible in a tab (the zoomed pane alone, if zoomed).
+pub fn tab_geometry(tab: &Tab, area: Rect) -> Vec<(PaneId, Rect)> {
+    if tab.zoomed {
+        vec![(tab.focused, area)]
+    } else {
+        tab.layout.geometry(area)
+    }
+}
+
+enum SidebarEntry {
+    Workspace(usize),
+    Tab(usize, usize),
+}
+
+fn sidebar_entries(state: &AppState) -> Vec<SidebarEntry> {
+    let mut out = Vec::new();
+    for (wi, ws) in state.workspaces.iter().enumerate() {
+        out.push(SidebarEntry::Workspace(wi));
+        for ti in 0..ws.tabs.len() {
+            out.push(SidebarEntry::Tab(wi, ti));
+        }
+    }
+    out
+}
+
+/// Row of the first sidebar entry (row 0 holds the session name).
+const SIDEBAR_FIRST_ROW: u16 = 2;
+
+/// The label of a tab: its name, else the title of its focused pane's program.
+pub fn tab_label(state: &AppState, runtimes: &TerminalRuntimeRegistry, tab: &Tab) -> String {
+    if let Some(name) = &tab.name {
+        return name.clone();
+    }
+    let Some(tid) = state.panes.get(&tab.focused).map(|p| p.terminal) else {
+        return String::new();
+    };
+    terminal_title(state, runtimes, tid)
+}
+
+pub fn terminal_title(
+    state: &AppState,
+    runtimes: &TerminalRuntimeRegistry,
+    tid: TerminalId,
+) -> String {
+    if let Some(rt) = runtimes.get(tid) {
+        let emu = lock(&rt.emulator);
+        if !emu.title().is_empty() {
+            return emu.title().to_string();
+        }
+    }
+    let argv0 = state
+        .terminals
+        .get(&tid)
+        .and_then(|t| t.argv.first().cloned())
+        .unwrap_or_else(|| "shell".into());
+    argv0.rsplit('/').next().unwrap_or(&argv0).to_string()
+}
+
+fn tab_bar_items(view: &View<'_>, area: Rect) -> Vec<(Rect, usize, String)> {
+    let mut out = Vec::new();
+    let Some(ws) = view.state.active_workspace() else {
+        return out;
+    };
+    let mut x = area.x;
+    for (i, tab) in ws.tabs.iter().enumerate() {
+        let label: String = tab_label(view.state, view.runtimes, tab)
+            .chars()
+            .take(24)
+            .collect();
+        let text = format!(" {}:{} ", i + 1, label);
+        let w = text.chars().count() as u16;
+        if x >= area.right() {
+            break;
+        }
+        let width = w.min(area.right() - x);
+        out.push((
+            Rect {
+                x,
+                y: area.y,
+                width,
+                height: 1,
+            },
+            i,
+            text,
+        ));
+        x = x.saturating_add(w);
+    }
+    out
+}
+
+pub fn hit_test(state: &AppState, size: (u16, u16), sidebar: u16, x: u16, y: u16) -> Option<Hit> {
+    if y + 1 >= size.1 {
+        return None; // status line
+    }
+    if x < sidebar {
+        if y < SIDEBAR_FIRST_ROW || x + 1 == sidebar {
+            return None;
+        }
+        return match sidebar_entries(state).get(usize::from(y - SIDEBAR_FIRST_ROW))? {
+            SidebarEntry::Workspace(w) => Some(Hit::Workspace(*w)),
+            SidebarEntry::Tab(w, t) => Some(Hit::Tab(*w, *t)),
+        };
+    }
+    let tab = state.active_tab()?;
+    if y == 0 {
+        // Tab bar: labels have the same widths as drawn (numbers and titles), which the
+        // caller cannot know without runtimes; approximate by equal split is wrong, so
+        // the server resolves tab-bar clicks through `tab_bar_hit`.
+        return None;
+    }
+    let area = pane_area(size, sidebar);
+    if !tab.zoomed {
+        for d in tab.layout.dividers(area) {
+            if contains(d.rect, x, y) {
+                return Some(Hit::Divider(d.id));
+            }
+        }
+    }
+    for (pane, rect) in tab_geometry(tab, area) {
+        if contains(rect, x, y) {
+            return Some(Hit::Pane(pane, x - rect.x, y - rect.y));
+        }
+    }
+    None
+}
+
+/// Which tab of the active workspace is under (x, y) in the tab bar.
+pub fn tab_bar_hit(view: &View<'_>, size: (u16, u16), x: u16, y: u16) -> Option<usize> {
+    let area = tab_bar_area(size, view.sidebar);
+    if y != area.y {
+        return None;
+    }
+    tab_bar_items(view, area)
+        .into_iter()
+        .find(|(r, _, _)| contains(*r, x, y))
+        .map(|(_, i, _)| i)
+}
+
+fn contains(r: Rect, x: u16, y: u16) -> bool {
+    x >= r.x && x < r.right() && y >= r.y && y < r.bottom()
+}
+
+pub fn compose(view: &View<'_>, size: (u16, u16)) -> Frame {
+    let mut frame = Frame::new(size.0, size.1);
+    if size.0 == 0 || size.1 == 0 {
+        return frame;
+    }
+    let buf = &mut frame.buffer;
+    draw_sidebar(view, buf, size);
+    draw_tab_bar(view, buf, size);
+    let area = pane_area(size, view.sidebar);
+    if let Some(tab) = view.state.active_tab() {
+        if !tab.zoomed {
+            for d in tab.layout.dividers(area) {
+                draw_divider(buf, d.rect, d.dir, Style::default().fg(MUTED));
+            }
+        }
+        for (pane, rect) in tab_geometry(tab, area) {
+            let Some(tid) = view.state.panes.get(&pane).map(|p| p.terminal) else {
+                continue;
+            };
+            let Some(rt) = view.runtimes.get(tid) else {
+                continue;
+            };
+            let focused = pane == tab.focused;
+            let scroll = view.scroll.get(&tid);
+            let cursor = draw_pane(buf, rect, &rt.emulator, scroll);
+            if focused {
+                highlight_border(buf, rect, area);
+                frame.application_cursor = cursor.app_cursor;
+                frame.application_keypad = cursor.app_keypad;
+                if view.overlay != Overlay::Help && scroll.is_none() {
+                    frame.cursor = cursor.pos;
+                }
+            }
+        }
+    }
+    draw_status(view, &mut frame.buffer, size);
+    if view.overlay == Overlay::Help {
+        draw_help(view, &mut frame.buffer, size);
+    }
+    frame
+}
+
+struct PaneCursor {
+    pos: Option<(u16, u16)>,
+    app_cursor: bool,
+    app_keypad: bool,
+}
+
+fn vt_color(c: vt100::Color) -> Color {
+    match c {
+        vt100::Color::Default => Color::Reset,
+        vt100::Color::Idx(i) => Color::Indexed(i),
+        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+    }
+}
+
+fn draw_pane(
+    buf: &mut Buffer,
+    rect: Rect,
+    emu: &SharedEmulator,
+    scroll: Option<&Scroll>,
+) -> PaneCursor {
+    let emu = lock(emu);
+    let screen = emu.screen();
+    for row in 0..rect.height {
+        let mut col = 0;
+        while col < rect.width {
+            let Some(cell) = screen.cell(row, col) else {
+                break;
+            };
+            let (x, y) = (rect.x + col, rect.y + row);
+            let wide = cell.is_wide();
+            if wide && col + 1 >= rect.width {
+                // A wide char that does not fit: show a blank, as terminals do.
+                if let Some(c) = buf.cell_mut((x, y)) {
+                    c.reset();
+                }
+                break;
+            }
+            if let Some(c) = buf.cell_mut((x, y)) {
+                let sym = cell.contents();
+                c.set_symbol(if sym.is_empty() { " " } else { sym });
+                let mut m = Modifier::empty();
+                if cell.bold() {
+                    m |= Modifier::BOLD;
+                }
+                if cell.dim() {
+                    m |= Modifier::DIM;
+                }
+                if cell.italic() {
+                    m |= Modifier::ITALIC;
+                }
+                if cell.underline() {
+                    m |= Modifier::UNDERLINED;
+                }
+                if cell.inverse() {
+                    m |= Modifier::REVERSED;
+                }
+                c.fg = vt_color(cell.fgcolor());
+                c.bg = vt_color(cell.bgcolor());
+                c.modifier = m;
+            }
+            if wide {
+                if let Some(c) = buf.cell_mut((x + 1, y)) {
+                    c.reset();
+                }
+                col += 2;
+            } else {
+                col += 1;
+            }
+        }
+    }
+    if let Some(st) = scroll {
+        draw_scroll_marks(buf, rect, st, screen.scrollback(), screen.scrollback_len());
+    }
+    let (crow, ccol) = screen.cursor_position();
+    let visible = !screen.hide_cursor()
+        && screen.scrollback() == 0
+        && crow < rect.height
+        && ccol < rect.width;
+    PaneCursor {
+        pos: visible.then_some((rect.x + ccol, rect.y + crow)),
+        app_cursor: screen.application_cursor(),
+        app_keypad: screen.application_keypad(),
+    }
+}
+
+fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+    let rows = i64::from(rect.height);
+    let cursor_abs = offset as i64 + rows - 1 - i64::from(st.cursor);
+    let (lo, hi) = match st.mark {
+        Some(m) => (m.min(cursor_abs), m.max(cursor_abs)),
+        None => (cursor_abs, cursor_abs),
+    };
+    for row in 0..rect.height {
+        let abs = offset as i64 + rows - 1 - i64::from(row);
+        if abs >= lo && abs <= hi {
+            for x in rect.x..rect.right() {
+                if let Some(c) = buf.cell_mut((x, rect.y + row)) {
+                    c.modifier |= Modifier::REVERSED;
+                }
+            }
+        }
+    }
+    let label = format!("[{offset}/{history}]");
+    let w = label.chars().count() as u16;
+    if w <= rect.width {
+        buf.set_string(
+            rect.right() - w,
+            rect.y,
+            label,
+            Style::default().fg(Color::Black).bg(Color::Yellow),
+        );
+    }
+}
+
+fn draw_divider(buf: &mut Buffer, rect: Rect, dir: SplitDir, style: Style) {
+    let sym = match dir {
+        SplitDir::Right => "│",
+        SplitDir::Down => "─",
+    };
+    for y in rect.y..rect.bottom() {
+        for x in rect.x..rect.right() {
+            if let Some(c) = buf.cell_mut((x, y)) {
+                c.set_symbol(sym).set_style(style);
+            }
+        }
+    }
+}
+
+/// Colours the divider cells around the focused pane.
+fn highlight_border(buf: &mut Buffer, rect: Rect, area: Rect) {
+    let mut paint = |x: u16, y: u16| {
+        if let Some(c) = buf.cell_mut((x, y)) {
+            if c.symbol() == "│" || c.symbol() == "─" {
+                c.set_fg(ACCENT);
+            }
+        }
+    };
+    let (left, right) = (rect.x.checked_sub(1), rect.right());
+    let (top, bottom) = (rect.y.checked_sub(1), rect.bottom());
+    for y in rect.y..rect.bottom() {
+        if let Some(l) = left.filter(|l| *l >= area.x) {
+            paint(l, y);
+        }
+        if right < area.right() {
+            paint(right, y);
+        }
+    }
+    for x in rect.x..rect.right() {
+        if let Some(t) = top.filter(|t| *t >= area.y) {
+            paint(x, t);
+        }
+        if bottom < area.bottom() {
+            paint(x, bottom);
+        }
+    }
+}
+
+fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let w = view.sidebar.min(size.0);
+    if w < 2 {
+        return;
+    }
+    let height = size.1.saturating_sub(1);
+    let text_w = usize::from(w - 2);
+    let put = |buf: &mut Buffer, y: u16, text: &str, style: Style| {
+        if y < height {
+            let line: String = text.chars().take(text_w).collect();
+            buf.set_string(1, y, line, style);
+        }
+    };
+    put(
+        buf,
+        0,
+        &format!("herdr · {}", view.session),
+        Style::default().fg(ACCENT).add_modifier(Modifier::BOLD),
+    );
+    for (i, entry) in sidebar_entries(view.state).iter().enumerate() {
+        let y = SIDEBAR_FIRST_ROW + i as u16;
+        match entry {
+            SidebarEntry::Workspace(wi) => {
+                let ws = &view.state.workspaces[*wi];
+                let active = *wi == view.state.active;
+                let style = if active {
+                    Style::default()
+                        .fg(Color::Black)
+                        .bg(ACCENT)
+                        .add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default().add_modifier(Modifier::BOLD)
+                };
+                let text = format!(
+                    "{} {:<width$}",
+                    wi + 1,
+                    ws.name,
+                    width = text_w.saturating_sub(2)
+                );
+                put(buf, y, &text, style);
+            }
+            SidebarEntry::Tab(wi, ti) => {
+                let ws = &view.state.workspaces[*wi];
+                let tab = &ws.tabs[*ti];
+                let current = *ti == ws.active;
+                let mark = if current { "›" } else { " " };
+                let label = tab_label(view.state, view.runtimes, tab);
+                let style = if current && *wi == view.state.active {
+                    Style::default().fg(ACCENT)
+                } else {
+                    Style::default().fg(MUTED)
+                };
+                put(buf, y, &format!(" {mark}{}:{label}", ti + 1), style);
+            }
+        }
+    }
+    for y in 0..height {
+        if let Some(c) = buf.cell_mut((w - 1, y)) {
+            c.set_symbol("│").set_style(Style::default().fg(MUTED));
+        }
+    }
+}
+
+fn draw_tab_bar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let area = tab_bar_area(size, view.sidebar);
+    if area.height == 0 || size.1 < 3 {
+        return;
+    }
+    let active = view.state.active_workspace().map(|w| w.active).unwrap_or(0);
+    for (rect, i, text) in tab_bar_items(view, area) {
+        let style = if i == active {
+            Style::default()
+                .fg(Color::Black)
+                .bg(ACCENT)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(Color::Gray)
+        };
+        let t: String = text.chars().take(usize::from(rect.width)).collect();
+        buf.set_string(rect.x, rect.y, t, style);
+    }
+}
+
+fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let y = size.1 - 1;
+    let base = Style::default().fg(Color::Black).bg(ACCENT);
+    for x in 0..size.0 {
+        if let Some(c) = buf.cell_mut((x, y)) {
+            c.reset();
+            c.set_style(base);
+        }
+    }
+    let mut left = format!(" [{}]", view.session);
+    if let (Some(ws), Some(tab)) = (view.state.active_workspace(), view.state.active_tab()) {
+        let pane_no = view
+            .state
+            .panes
+            .get(&tab.focused)
+            .map(|p| p.no.to_string())
+            .unwrap_or_default();
+        left.push_str(&format!(" {} {} {}", ws.no, tab.no, pane_no));
+        if tab.zoomed {
+            left.push_str(" (zoomed)");
+        }
+    }
+    let mut x = buf.set_stringn(0, y, &left, usize::MAX, base).0;
+    if view.overlay == Overlay::Prefix {
+        x = buf
+            .set_stringn(
+                x + 1,
+                y,
+                " PREFIX ",
+                usize::MAX,
+                Style::default()
+                    .fg(Color::White)
+                    .bg(Color::Blue)
+                    .add_modifier(Modifier::BOLD),
+            )
+            .0;
+    }
+    if view
+        .state
+        .focused_terminal()
+        .is_some_and(|t| view.scroll.contains_key(&t))
+    {
+        x = buf
+            .set_stringn(
+                x + 1,
+                y,
+                " SCROLL  q:exit v:mark y:copy ",
+                usize::MAX,
+                Style::default().fg(Color::Black).bg(Color::Yellow),
+            )
+            .0;
+    }
+    let hint = format!("{} ? help ", view.bindings.prefix);
+    let hint_w = hint.chars().count() as u16;
+    if let Some(msg) = view.message {
+        let room = size.0.saturating_sub(x + 2 + hint_w);
+        let msg: String = msg.chars().take(usize::from(room)).collect();
+        buf.set_string(x + 2, y, msg, base.add_modifier(Modifier::BOLD));
+    }
+    if size.0 > hint_w + x {
+        buf.set_string(size.0 - hint_w, y, hint, base);
+    }
+}
+
+fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let rows = view.bindings.help_rows();
+    let key_w = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(20);
+    let lines: Vec<String> = std::iter::once(format!("Press {} then:", view.bindings.prefix))
+        .chain(
+            rows.iter()
+                .map(|(k, a)| format!("{k:<key_w$}  {}", a.description())),
+        )
+        .chain(std::iter::once("(any key closes this help)".to_string()))
+        .collect();
+    let inner_w = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16;
+    let w = (inner_w + 4).min(size.0);
+    let h = (lines.len() as u16 + 2).min(size.1.saturating_sub(1));
+    if w < 4 || h < 3 {
+        return;
+    }
+    let x0 = (size.0 - w) / 2;
+    let y0 = (size.1.saturating_sub(1) - h) / 2;
+    let style = Style::default().fg(Color::White).bg(Color::Black);
+    for y in y0..y0 + h {
+        for x in x0..x0 + w {
+            if let Some(c) = buf.cell_mut((x, y)) {
+                c.reset();
+                let edge_y = y == y0 || y == y0 + h - 1;
+                let edge_x = x == x0 || x == x0 + w - 1;
+                let sym = match (edge_x, edge_y) {
+                    (true, true) => {
+                        if y == y0 && x == x0 {
+                            "┌"
+                        } else if y == y0 {
+                            "┐"
+                        } else if x == x0 {
+                            "└"
+                        } else {
+                            "┘"
+                        }
+                    }
+                    (true, false) => "│",
+                    (false, true) => "─",
+                    _ => " ",
+                };
+                c.set_symbol(sym).set_style(style.fg(ACCENT));
+            }
+        }
+    }
+    buf.set_string(
+        x0 + 2,
+        y0,
+        " herdr keys ",
+        style.fg(ACCENT).add_modifier(Modifier::BOLD),
+    );
+    for (i, line) in lines.iter().enumerate().take(usize::from(h - 2)) {
+        let text: String = line.chars().take(usize::from(w - 4)).collect();
+        buf.set_string(x0 + 2, y0 + 1 + i as u16, text, style);
+    }
+}
+
+/// Fits a frame composed at the session size to a client of another size: cropped, or
+/// padded with a dotted background (like tmux shows an area a larger client cannot use).
+pub fn fit(frame: Frame, size: (u16, u16)) -> Frame {
+    let (w, h) = (frame.buffer.area.width, frame.buffer.area.height);
+    if (w, h) == size {
+        return frame;
+    }
+    let mut out = Frame::new(size.0, size.1);
+    let pad = Style::default().fg(MUTED);
+    for y in 0..size.1 {
+        for x in 0..size.0 {
+            let Some(dst) = out.buffer.cell_mut((x, y)) else {
+                continue;
+            };
+            match frame.buffer.cell((x, y)) {
+                Some(src) if x < w && y < h => *dst = src.clone(),
+                _ => {
+                    dst.set_symbol("·").set_style(pad);
+                }
+            }
+        }
+    }
+    // A wide character cut at the right edge would spill: blank it.
+    if size.0 < w && size.0 > 0 {
+        for y in 0..size.1.min(h) {
+            if let Some(c) = out.buffer.cell_mut((size.0 - 1, y)) {
+                if unicode_width(c.symbol()) > 1 {
+                    c.set_symbol(" ");
+                }
+            }
+        }
+    }
+    out.cursor = frame.cursor.filter(|(x, y)| *x < size.0 && *y < size.1);
+    out.application_cursor = frame.application_cursor;
+    out.application_keypad = frame.application_keypad;
+    out
+}
+
+fn unicode_width(s: &str) -> usize {
+    // Same width rule the buffer uses when it lays strings out.
+    let mut b = Buffer::empty(Rect::new(0, 0, 4, 1));
+    let (x, _) = b.set_stringn(0, 0, s, 4, Style::default());
+    usize::from(x)
+}
+
+/// Text of the lines between two absolute positions (counted back from the newest line,
+/// inclusive), oldest first. Scrolls the emulator's view temporarily and restores it.
+pub fn lines_text(emu: &SharedEmulator, from: i64, to: i64) -> String {
+    let mut emu = lock(emu);
+    let saved = emu.scrollback();
+    let (rows, cols) = emu.size();
+    let rows = i64::from(rows);
+    let mut out = Vec::new();
+    for abs in (to.max(0)..=from.max(0)).rev() {
+        let offset = (abs - (rows - 1)).max(0);
+        emu.set_scrollback(offset as usize);
+        let offset = emu.scrollback() as i64;
+        let row = offset + rows - 1 - abs;
+        if row < 0 || row >= rows {
+            continue;
+        }
+        let text = emu
+            .screen()
+            .contents_between(row as u16, 0, row as u16, cols);
+        out.push(text.trim_end().to_string());
+    }
+    emu.set_scrollback(saved);
+    out.join("\n")
+}

@@ -1,0 +1,413 @@
+//! What a client's keystrokes and mouse events do: forwarded to the focused pane, or —
+//! after the prefix — looked up in the bindings; mouse clicks focus panes, select tabs and
+//! workspaces, drag dividers; the wheel scrolls history. Scroll/copy mode keys live here
+//! too.
+
+use super::{ClientId, Mode, Scroll, Server};
+use crate::bindings::Action;
+use crate::input::keys::{Key, KeyCode};
+use crate::input::mouse::{encode_for_pane, MouseButton, MouseEvent, MouseKind};
+use crate::input::parse::Token;
+use crate::model::ids::TerminalId;
+use crate::model::layout::{Side, SplitDir};
+use crate::render::ui::{self, Hit};
+
+/// Lines one wheel notch scrolls.
+const WHEEL_LINES: usize = 3;
+/// Cells one resize keypress moves a border.
+const RESIZE_STEP: u16 = 2;
+
+impl Server {
+    pub(super) fn client_input(&mut self, id: ClientId, bytes: &[u8]) {
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let tokens = client.parser.feed(bytes);
+        for token in tokens {
+            if !self.clients.contains_key(&id) || self.stopping.is_some() {
+                return;
+            }
+            self.token(id, token);
+        }
+    }
+
+    fn mode(&self, id: ClientId) -> Mode {
+        self.clients
+            .get(&id)
+            .map(|c| c.mode)
+            .unwrap_or(Mode::Normal)
+    }
+
+    fn set_mode(&mut self, id: ClientId, mode: Mode) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            if c.mode != mode {
+                c.mode = mode;
+                self.request_render();
+            }
+        }
+    }
+
+    fn token(&mut self, id: ClientId, token: Token) {
+        match (self.mode(id), token) {
+            (_, Token::Mouse(ev)) => {
+                if self.mode(id) == Mode::Help {
+                    return;
+                }
+                self.set_mode(id, Mode::Normal);
+                self.mouse(id, ev);
+            }
+            (Mode::Help, Token::Key { .. }) => self.set_mode(id, Mode::Normal),
+            (Mode::Prefix, Token::Key { key, .. }) => {
+                self.set_mode(id, Mode::Normal);
+                if key == self.bindings.prefix {
+                    self.write_focused(key.to_bytes());
+                } else if let Some(action) = self.bindings.lookup(&key) {
+                    self.action(id, action);
+                }
+            }
+            (Mode::Normal, Token::Key { key, raw }) => {
+                if key == self.bindings.prefix {
+                    self.set_mode(id, Mode::Prefix);
+                } else if let Some(tid) = self.scrolling_focused() {
+                    self.scroll_key(tid, key);
+                } else {
+                    self.write_focused(raw);
+                }
+            }
+            (_, Token::Paste(text)) => {
+                self.set_mode(id, Mode::Normal);
+                self.paste(text);
+            }
+            (Mode::Normal, Token::Unknown(raw)) => self.write_focused(raw),
+            (_, Token::Unknown(_)) | (_, Token::Focus(_)) => {}
+        }
+    }
+
+    /// Bytes for the focused pane's program. A full queue is reported, never waited on.
+    pub(crate) fn write_focused(&mut self, bytes: Vec<u8>) {
+        let Some(tid) = self.state.focused_terminal() else {
+            return;
+        };
+        self.write_terminal(tid, bytes);
+    }
+
+    pub(crate) fn write_terminal(&mut self, tid: TerminalId, bytes: Vec<u8>) {
+        let Some(rt) = self.runtimes.get(tid) else {
+            return;
+        };
+        if let Err(e) = rt.handle.try_write(bytes) {
+            self.say(format!("input dropped: {e}"));
+        }
+    }
+
+    fn paste(&mut self, text: Vec<u8>) {
+        let Some(tid) = self.state.focused_terminal() else {
+            return;
+        };
+        let bracketed = self
+            .runtimes
+            .get(tid)
+            .map(|rt| crate::pty::lock(&rt.emulator).screen().bracketed_paste())
+            .unwrap_or(false);
+        let bytes = if bracketed {
+            let mut b = b"\x1b[200~".to_vec();
+            b.extend_from_slice(&text);
+            b.extend_from_slice(b"\x1b[201~");
+            b
+        } else {
+            text
+        };
+        self.write_terminal(tid, bytes);
+    }
+
+    pub(crate) fn action(&mut self, id: ClientId, action: Action) {
+        match action {
+            Action::SplitRight => self.split_focused(SplitDir::Right),
+            Action::SplitDown => self.split_focused(SplitDir::Down),
+            Action::FocusLeft => self.move_focus(Side::Left),
+            Action::FocusDown => self.move_focus(Side::Down),
+            Action::FocusUp => self.move_focus(Side::Up),
+            Action::FocusRight => self.move_focus(Side::Right),
+            Action::ResizeLeft => self.resize_focused(Side::Left),
+            Action::ResizeDown => self.resize_focused(Side::Down),
+            Action::ResizeUp => self.resize_focused(Side::Up),
+            Action::ResizeRight => self.resize_focused(Side::Right),
+            Action::Zoom => {
+                if let Some(tab) = self.state.active_tab_mut() {
+                    tab.zoomed = !tab.zoomed && tab.layout.len() > 1;
+                }
+                self.relayout();
+            }
+            Action::ClosePane => {
+                if let Some(p) = self.state.focused_pane() {
+                    self.close_pane(p);
+                }
+            }
+            Action::NewTab => {
+                let cwd = self.focused_cwd();
+                if let Err(e) = self.create_tab(cwd) {
+                    self.say(format!("new tab failed: {e}"));
+                }
+            }
+            Action::NextTab => self.state.cycle_tab(true),
+            Action::PrevTab => self.state.cycle_tab(false),
+            Action::SelectTab(n) => {
+                self.state.select_tab(usize::from(n).saturating_sub(1));
+            }
+            Action::NewWorkspace => {
+                let cwd = self.focused_cwd();
+                if let Err(e) = self.create_workspace(None, cwd) {
+                    self.say(format!("new workspace failed: {e}"));
+                }
+            }
+            Action::NextWorkspace => self.state.cycle_workspace(true),
+            Action::PrevWorkspace => self.state.cycle_workspace(false),
+            Action::Detach => self.detach(id, "detached"),
+            Action::Help => self.set_mode(id, Mode::Help),
+            Action::ScrollMode => {
+                if let Some(tid) = self.state.focused_terminal() {
+                    self.enter_scroll(tid);
+                }
+            }
+            Action::SendPrefix => {
+                let bytes = self.bindings.prefix.to_bytes();
+                self.write_focused(bytes);
+            }
+            Action::ToggleSidebar => {
+                self.sidebar = !self.sidebar;
+                self.relayout();
+            }
+        }
+        self.request_render();
+    }
+
+    fn split_focused(&mut self, dir: SplitDir) {
+        if let Err(e) = self.split(None, dir, vec![], None) {
+            self.say(format!("split failed: {e}"));
+        }
+    }
+
+    fn move_focus(&mut self, side: Side) {
+        let area = self.pane_area();
+        if let Some(tab) = self.state.active_tab_mut() {
+            if tab.zoomed {
+                return;
+            }
+            if let Some(next) = tab.layout.neighbor(area, tab.focused, side) {
+                tab.focused = next;
+            }
+        }
+    }
+
+    fn resize_focused(&mut self, side: Side) {
+        let area = self.pane_area();
+        if let Some(tab) = self.state.active_tab_mut() {
+            let focused = tab.focused;
+            tab.layout.resize(area, focused, side, RESIZE_STEP);
+        }
+        self.relayout();
+    }
+
+    // ----- mouse -----
+
+    fn mouse(&mut self, id: ClientId, ev: MouseEvent) {
+        // A drag in progress owns the mouse until the button is released.
+        if let Some(div) = self.clients.get(&id).and_then(|c| c.drag) {
+            match ev.kind {
+                MouseKind::Drag => {
+                    let area = self.pane_area();
+                    if let Some(tab) = self.state.active_tab_mut() {
+                        tab.layout.drag_divider(area, div, ev.x, ev.y);
+                    }
+                    self.relayout();
+                }
+                _ => {
+                    if let Some(c) = self.clients.get_mut(&id) {
+                        c.drag = None;
+                    }
+                }
+            }
+            return;
+        }
+        let view_hit = ui::hit_test(&self.state, self.size, self.sidebar_width(), ev.x, ev.y);
+        match view_hit {
+            Some(Hit::Workspace(i)) if is_click(&ev) => {
+                self.state.select_workspace(i);
+            }
+            Some(Hit::Tab(w, t)) if is_click(&ev) => {
+                self.state.select_workspace(w);
+                self.state.select_tab(t);
+            }
+            Some(Hit::Divider(div)) if is_click(&ev) => {
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.drag = Some(div);
+                }
+            }
+            Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(pane, x, y, ev),
+            _ => {}
+        }
+        self.request_render();
+    }
+
+    fn mouse_in_pane(&mut self, pane: crate::model::ids::PaneId, x: u16, y: u16, ev: MouseEvent) {
+        let Some(tid) = self.state.panes.get(&pane).map(|p| p.terminal) else {
+            return;
+        };
+        if is_click(&ev) && self.state.focused_pane() != Some(pane) {
+            self.state.focus_pane(pane);
+        }
+        let (mode, enc, alt) = match self.runtimes.get(tid) {
+            Some(rt) => {
+                let emu = crate::pty::lock(&rt.emulator);
+                let s = emu.screen();
+                (
+                    s.mouse_protocol_mode(),
+                    s.mouse_protocol_encoding(),
+                    s.alternate_screen(),
+                )
+            }
+            None => return,
+        };
+        if mode != vt100::MouseProtocolMode::None && !self.scroll.contains_key(&tid) {
+            if let Some(bytes) = encode_for_pane(&ev, x, y, mode, enc) {
+                self.write_terminal(tid, bytes);
+            }
+            return;
+        }
+        match ev.button {
+            MouseButton::WheelUp if !alt => {
+                self.enter_scroll(tid);
+                self.scroll_by(tid, WHEEL_LINES as i64);
+            }
+            MouseButton::WheelDown if self.scroll.contains_key(&tid) => {
+                self.scroll_by(tid, -(WHEEL_LINES as i64));
+                if self.scroll_offset(tid) == 0 {
+                    self.exit_scroll(tid);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ----- scroll / copy mode -----
+
+    fn scrolling_focused(&self) -> Option<TerminalId> {
+        let tid = self.state.focused_terminal()?;
+        self.scroll.contains_key(&tid).then_some(tid)
+    }
+
+    pub(crate) fn enter_scroll(&mut self, tid: TerminalId) {
+        if self.scroll.contains_key(&tid) {
+            return;
+        }
+        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        self.scroll.insert(
+            tid,
+            Scroll {
+                cursor: rows.saturating_sub(1),
+                mark: None,
+            },
+        );
+        self.request_render();
+    }
+
+    fn exit_scroll(&mut self, tid: TerminalId) {
+        self.scroll.remove(&tid);
+        if let Some(rt) = self.runtimes.get(tid) {
+            crate::pty::lock(&rt.emulator).set_scrollback(0);
+        }
+        self.request_render();
+    }
+
+    fn scroll_offset(&self, tid: TerminalId) -> usize {
+        self.runtimes
+            .get(tid)
+            .map(|rt| crate::pty::lock(&rt.emulator).scrollback())
+            .unwrap_or(0)
+    }
+
+    /// Positive = further back into history.
+    fn scroll_by(&mut self, tid: TerminalId, lines: i64) {
+        if let Some(rt) = self.runtimes.get(tid) {
+            let mut emu = crate::pty::lock(&rt.emulator);
+            let now = emu.scrollback() as i64;
+            emu.set_scrollback((now + lines).max(0) as usize);
+        }
+        self.request_render();
+    }
+
+    fn scroll_key(&mut self, tid: TerminalId, key: Key) {
+        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        let page = i64::from(rows.max(2) - 1);
+        let Some(st) = self.scroll.get(&tid).copied() else {
+            return;
+        };
+        let ctrl = key.mods.contains(crate::input::keys::Mods::CTRL);
+        match (key.code, ctrl) {
+            (KeyCode::Char('q'), false) | (KeyCode::Esc, _) | (KeyCode::Char('c'), true) => {
+                self.exit_scroll(tid)
+            }
+            (KeyCode::Up, _) | (KeyCode::Char('k'), false) => self.move_scroll_cursor(tid, st, -1),
+            (KeyCode::Down, _) | (KeyCode::Char('j'), false) => self.move_scroll_cursor(tid, st, 1),
+            (KeyCode::PageUp, _) | (KeyCode::Char('b'), true) => self.scroll_by(tid, page),
+            (KeyCode::PageDown, _) | (KeyCode::Char('f'), true) => self.scroll_by(tid, -page),
+            (KeyCode::Char('u'), true) => self.scroll_by(tid, page / 2),
+            (KeyCode::Char('d'), true) => self.scroll_by(tid, -page / 2),
+            (KeyCode::Home, _) | (KeyCode::Char('g'), false) => self.scroll_by(tid, i64::MAX / 4),
+            (KeyCode::End, _) | (KeyCode::Char('G'), false) => self.scroll_by(tid, i64::MIN / 4),
+            (KeyCode::Char('v'), false) | (KeyCode::Char(' '), false) => {
+                let line = self.absolute_line(tid, st.cursor);
+                if let Some(s) = self.scroll.get_mut(&tid) {
+                    s.mark = if s.mark.is_some() { None } else { Some(line) };
+                }
+                self.request_render();
+            }
+            (KeyCode::Char('y'), false) | (KeyCode::Enter, _) => self.copy_selection(tid, st),
+            _ => {}
+        }
+    }
+
+    /// Moves the highlighted line; at the screen's edge the view scrolls instead.
+    fn move_scroll_cursor(&mut self, tid: TerminalId, st: Scroll, delta: i64) {
+        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        let target = i64::from(st.cursor) + delta;
+        if target < 0 {
+            self.scroll_by(tid, 1);
+        } else if target >= i64::from(rows) {
+            self.scroll_by(tid, -1);
+        } else if let Some(s) = self.scroll.get_mut(&tid) {
+            s.cursor = target as u16;
+        }
+        self.request_render();
+    }
+
+    /// A line's position counted from the newest line (stable while the view scrolls).
+    fn absolute_line(&self, tid: TerminalId, row: u16) -> i64 {
+        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        self.scroll_offset(tid) as i64 + i64::from(rows) - 1 - i64::from(row)
+    }
+
+    /// Copies the selected lines (or the highlighted one) to every client's clipboard
+    /// with OSC 52, then leaves scroll mode.
+    fn copy_selection(&mut self, tid: TerminalId, st: Scroll) {
+        let cursor = self.absolute_line(tid, st.cursor);
+        let mark = st.mark.unwrap_or(cursor);
+        let text = match self.runtimes.get(tid) {
+            Some(rt) => ui::lines_text(&rt.emulator, mark.max(cursor), mark.min(cursor)),
+            None => return,
+        };
+        let seq = format!("\x1b]52;c;{}\x07", crate::render::base64(text.as_bytes()));
+        for c in self.clients.values() {
+            c.writer.try_send(
+                crate::protocol::frame::ServerMsg::Output(seq.clone().into_bytes()).encode(),
+            );
+        }
+        let n = (mark - cursor).unsigned_abs() + 1;
+        self.exit_scroll(tid);
+        self.say(format!("copied {n} line{}", if n == 1 { "" } else { "s" }));
+    }
+}
+
+fn is_click(ev: &MouseEvent) -> bool {
+    ev.kind == MouseKind::Press && ev.button == MouseButton::Left
+}

@@ -1,0 +1,458 @@
+//! The server: the single owner of a session's state. One thread runs [`Server::run`] and
+//! handles every [`Event`] in order — client frames, API requests, PTY notifications — so
+//! state needs no locks. PTY I/O happens on the terminals' own actor threads, client
+//! writes on per-client writer threads; neither can block this loop.
+//!
+//! Rendering is coalesced with a leading edge: the first change after a quiet moment is
+//! drawn at once (a typist sees their echo immediately); while changes keep coming,
+//! frames go out at most every `FRAME_INTERVAL`.
+
+mod api;
+mod conn;
+mod keys;
+mod panes;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::bindings::Bindings;
+use crate::config::Config;
+use crate::input::parse::InputParser;
+use crate::model::ids::TerminalId;
+use crate::model::AppState;
+use crate::paths::{self, SessionName};
+use crate::protocol::frame::{ClientMsg, ServerMsg};
+use crate::pty::{PtyEvent, TerminalRuntimeRegistry};
+use crate::render::diff::{self, Frame};
+use crate::render::ui::{self, Overlay, View};
+
+pub use conn::ClientId;
+use conn::{ApiReply, ClientWriter};
+
+/// Minimum time between two frames to one client under sustained output (~120 fps).
+const FRAME_INTERVAL: Duration = Duration::from_millis(8);
+/// How long a status-line message stays visible.
+const MESSAGE_TIME: Duration = Duration::from_secs(6);
+
+pub enum Event {
+    Attach {
+        id: ClientId,
+        writer: ClientWriter,
+        size: (u16, u16),
+    },
+    ClientMsg(ClientId, ClientMsg),
+    /// The client's connection ended; `Some(reason)` when it sent a malformed frame.
+    ClientGone(ClientId, Option<String>),
+    Api {
+        id: ClientId,
+        line: String,
+        reply: ApiReply,
+    },
+    Pty(TerminalId, PtyEvent),
+}
+
+/// Per-client input mode (the prefix is per client, like tmux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Normal,
+    Prefix,
+    Help,
+}
+
+pub(crate) struct Client {
+    writer: ClientWriter,
+    size: (u16, u16),
+    prev: Option<Frame>,
+    mode: Mode,
+    parser: InputParser,
+    /// A divider being dragged with the mouse.
+    drag: Option<crate::model::layout::DividerId>,
+    /// A frame is owed (the last one could not be queued).
+    behind: bool,
+}
+
+/// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scroll {
+    /// The highlighted line, as rows from the top of the visible screen.
+    pub cursor: u16,
+    /// Where a selection started: (absolute line from the bottom of history).
+    pub mark: Option<i64>,
+}
+
+pub struct Server {
+    session: SessionName,
+    socket: PathBuf,
+    started: Instant,
+    pub(crate) config: Config,
+    pub(crate) bindings: Bindings,
+    pub(crate) state: AppState,
+    pub(crate) runtimes: TerminalRuntimeRegistry,
+    pub(crate) clients: BTreeMap<ClientId, Client>,
+    pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
+    /// The client whose size the session uses: the most recently active one.
+    active_client: Option<ClientId>,
+    pub(crate) size: (u16, u16),
+    pub(crate) sidebar: bool,
+    message: Option<(String, Instant)>,
+    events_tx: Sender<Event>,
+    events: Receiver<Event>,
+    last_frame: Instant,
+    frame_due: Option<Instant>,
+    stopping: Option<String>,
+}
+
+/// Binds the session's socket: refuses to steal one a live server answers on, replaces a
+/// stale one, and makes it 0600 in a 0700 folder.
+pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf)> {
+    let dir = paths::runtime_dir();
+    paths::ensure_private_dir(&dir).with_context(|| format!("cannot prepare {}", dir.display()))?;
+    let socket = paths::socket_path(session);
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        anyhow::bail!(
+            "a herdr server for session {session} is already running ({})",
+            socket.display()
+        );
+    }
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok((listener, socket))
+}
+
+impl Server {
+    pub fn new(
+        session: SessionName,
+        socket: PathBuf,
+        config: Config,
+        bindings: Bindings,
+    ) -> Server {
+        let (events_tx, events) = mpsc::channel();
+        let sidebar = config.sidebar;
+        Server {
+            session,
+            socket,
+            started: Instant::now(),
+            config,
+            bindings,
+            state: AppState::default(),
+            runtimes: TerminalRuntimeRegistry::default(),
+            clients: BTreeMap::new(),
+            scroll: BTreeMap::new(),
+            active_client: None,
+            size: (80, 24),
+            sidebar,
+            message: None,
+            events_tx,
+            events,
+            last_frame: Instant::now() - FRAME_INTERVAL,
+            frame_due: None,
+            stopping: None,
+        }
+    }
+
+    /// Serves until stopped or until the last pane is gone.
+    pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
+        conn::spawn_acceptor(listener, self.events_tx.clone())?;
+        while self.stopping.is_none() {
+            let timeout = self
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            let first = match timeout {
+                Some(t) => self.events.recv_timeout(t),
+                None => self
+                    .events
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match first {
+                Ok(ev) => self.handle(ev),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            // Take everything already queued before drawing: one frame for a burst.
+            while let Ok(ev) = self.events.try_recv() {
+                self.handle(ev);
+                if self.stopping.is_some() {
+                    break;
+                }
+            }
+            self.tick();
+        }
+        self.shutdown();
+        Ok(())
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
+        match (self.frame_due, msg) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Attach { id, writer, size } => self.attach(id, writer, size),
+            Event::ClientMsg(id, msg) => self.client_msg(id, msg),
+            Event::ClientGone(id, reason) => {
+                if let Some(reason) = reason {
+                    eprintln!("client {id}: closing connection: {reason}");
+                }
+                self.clients.remove(&id);
+                if self.active_client == Some(id) {
+                    self.active_client = self.clients.keys().next_back().copied();
+                    if let Some(c) = self.active_client.and_then(|c| self.clients.get(&c)) {
+                        let size = c.size;
+                        self.set_size(size);
+                    }
+                }
+            }
+            Event::Api { id, line, reply } => {
+                let answer = self.api(id, &line);
+                let _ = reply.send(answer);
+            }
+            Event::Pty(tid, pev) => self.pty_event(tid, pev),
+        }
+    }
+
+    fn attach(&mut self, id: ClientId, writer: ClientWriter, size: (u16, u16)) {
+        if self.state.workspaces.is_empty() {
+            if let Err(e) = self.create_workspace(None, None) {
+                writer.send_last(ServerMsg::Exit(e.to_string()).encode());
+                return;
+            }
+        }
+        self.clients.insert(
+            id,
+            Client {
+                writer,
+                size,
+                prev: None,
+                mode: Mode::Normal,
+                parser: InputParser::new(),
+                drag: None,
+                behind: false,
+            },
+        );
+        self.active_client = Some(id);
+        self.set_size(size);
+        self.request_render();
+    }
+
+    fn client_msg(&mut self, id: ClientId, msg: ClientMsg) {
+        match msg {
+            ClientMsg::Input(bytes) => {
+                self.make_active(id);
+                self.client_input(id, &bytes);
+            }
+            ClientMsg::Resize(cols, rows) => {
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.size = (cols, rows);
+                    c.prev = None;
+                }
+                self.make_active(id);
+                let size = (cols, rows);
+                self.set_size(size);
+                self.request_render();
+            }
+            ClientMsg::Detach => self.detach(id, "detached"),
+        }
+    }
+
+    /// The most recently active client decides the session size.
+    fn make_active(&mut self, id: ClientId) {
+        if self.active_client != Some(id) {
+            self.active_client = Some(id);
+            if let Some(size) = self.clients.get(&id).map(|c| c.size) {
+                self.set_size(size);
+            }
+        }
+    }
+
+    pub(crate) fn detach(&mut self, id: ClientId, why: &str) {
+        if let Some(c) = self.clients.remove(&id) {
+            let text = format!("{why} (from session {})", self.session);
+            c.writer.send_last(ServerMsg::Exit(text).encode());
+        }
+        if self.active_client == Some(id) {
+            self.active_client = self.clients.keys().next_back().copied();
+        }
+    }
+
+    fn pty_event(&mut self, tid: TerminalId, ev: PtyEvent) {
+        match ev {
+            PtyEvent::Output => self.request_render(),
+            PtyEvent::Bell => self.broadcast_raw(b"\x07"),
+            PtyEvent::Clipboard(seq) => self.broadcast_raw(&seq),
+            PtyEvent::Exited(code) => self.terminal_exited(tid, code),
+        }
+    }
+
+    fn broadcast_raw(&mut self, bytes: &[u8]) {
+        for c in self.clients.values() {
+            c.writer
+                .try_send(ServerMsg::Output(bytes.to_vec()).encode());
+        }
+    }
+
+    pub(crate) fn say(&mut self, text: impl Into<String>) {
+        self.message = Some((text.into(), Instant::now()));
+        self.request_render();
+    }
+
+    pub(crate) fn stop(&mut self, why: &str) {
+        self.stopping = Some(why.to_string());
+    }
+
+    pub(crate) fn request_render(&mut self) {
+        if self.frame_due.is_none() {
+            // Leading edge: if we have been quiet, draw now (the end of this loop turn).
+            let earliest = self.last_frame + FRAME_INTERVAL;
+            self.frame_due = Some(earliest.max(Instant::now()));
+        }
+    }
+
+    fn tick(&mut self) {
+        let now = Instant::now();
+        if let Some((_, t)) = &self.message {
+            if now >= *t + MESSAGE_TIME {
+                self.message = None;
+                self.request_render();
+            }
+        }
+        if self.clients.values().any(|c| c.behind) {
+            self.request_render();
+        }
+        if matches!(self.frame_due, Some(d) if d <= now) {
+            self.frame_due = None;
+            self.last_frame = now;
+            self.render();
+        }
+    }
+
+    fn render(&mut self) {
+        for t in self.runtimes.ids() {
+            if let Some(rt) = self.runtimes.get(t) {
+                rt.handle.take_dirty();
+            }
+        }
+        let message = self.message.as_ref().map(|(m, _)| m.clone());
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for id in ids {
+            let Some(client) = self.clients.get(&id) else {
+                continue;
+            };
+            let overlay = match client.mode {
+                Mode::Help => Overlay::Help,
+                Mode::Prefix => Overlay::Prefix,
+                Mode::Normal => Overlay::None,
+            };
+            let view = View {
+                session: self.session.as_str(),
+                state: &self.state,
+                runtimes: &self.runtimes,
+                bindings: &self.bindings,
+                scroll: &self.scroll,
+                sidebar: self.sidebar_width(),
+                message: message.as_deref(),
+                overlay,
+            };
+            let frame = ui::compose(&view, self.size);
+            let frame = ui::fit(frame, client.size);
+            let bytes = match &client.prev {
+                Some(prev) => diff::encode_diff(prev, &frame),
+                None => diff::encode_full(&frame),
+            };
+            let Some(client) = self.clients.get_mut(&id) else {
+                continue;
+            };
+            if bytes.is_empty() {
+                client.behind = false;
+                continue;
+            }
+            if client.writer.try_send(ServerMsg::Output(bytes).encode()) {
+                client.prev = Some(frame);
+                client.behind = false;
+            } else {
+                client.behind = true;
+            }
+        }
+    }
+
+    pub(crate) fn sidebar_width(&self) -> u16 {
+        if self.sidebar && self.size.0 >= self.config.sidebar_width.saturating_mul(3) {
+            self.config.sidebar_width
+        } else {
+            0
+        }
+    }
+
+    fn shutdown(&mut self) {
+        let why = self
+            .stopping
+            .clone()
+            .unwrap_or_else(|| "server stopped".into());
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for id in ids {
+            if let Some(c) = self.clients.remove(&id) {
+                c.writer.send_last(ServerMsg::Exit(why.clone()).encode());
+            }
+        }
+        let _ = std::fs::remove_file(&self.socket);
+        // Stop every terminal in parallel: each actor hangs up its child, waits a grace
+        // period, then kills; joining them all bounds the total to one grace period.
+        let runtimes = self.runtimes.drain();
+        let handles: Vec<_> = runtimes.into_iter().map(|(_, rt)| rt.handle).collect();
+        for h in &handles {
+            h.shutdown();
+        }
+        for h in handles {
+            h.shutdown_and_join();
+        }
+    }
+}
+
+/// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
+/// the first pane, serves.
+pub fn main(session: SessionName) -> anyhow::Result<()> {
+    let _ = nix::unistd::setsid();
+    let config_path = crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"));
+    let (config, mut diags) = crate::config::load(&config_path);
+    let (bindings, more) = Bindings::from_config(&config, &config_path);
+    diags.extend(more);
+    let (listener, socket) = bind(&session)?;
+    let mut server = Server::new(session, socket.clone(), config, bindings);
+    for d in &diags {
+        eprintln!("config: {d}");
+    }
+    if let Some(first) = diags.first() {
+        let more = if diags.len() > 1 {
+            format!(" (+{} more, see the server log)", diags.len() - 1)
+        } else {
+            String::new()
+        };
+        server.message = Some((
+            format!("config: {first}{more}"),
+            Instant::now() + Duration::from_secs(10),
+        ));
+    }
+    if let Err(e) = server.create_workspace(None, None) {
+        let _ = std::fs::remove_file(&socket);
+        return Err(anyhow::anyhow!("{e}"));
+    }
+    eprintln!(
+        "herdr server {} for session {} listening on {}",
+        crate::protocol::VERSION,
+        server.session,
+        socket.display()
+    );
+    server.run(listener)
+}

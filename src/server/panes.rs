@@ -1,0 +1,227 @@
+//! Creating, closing and sizing panes: the transactions that touch state and runtimes
+//! together.
+//!
+//! Creation is compensating: the new layout is computed on a copy, the PTY is spawned, and
+//! only then is state changed — a failed spawn leaves the layout exactly as it was.
+//! Closing is ordered: stop the runtime (hang up the child), remove state, repair focus,
+//! relayout, redraw.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use ratatui::layout::Rect;
+
+use super::{Event, Server};
+use crate::model::ids::{PaneId, TerminalId};
+use crate::model::layout::{Layout, SplitDir};
+use crate::model::TerminalState;
+use crate::pty::actor::ActorParts;
+use crate::pty::spawn::{spawn, SpawnError, SpawnSpec};
+use crate::pty::{PtyHandle, TerminalRuntime};
+use crate::render::ui;
+use crate::term::Emulator;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PaneError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("cannot start the pane's I/O thread: {0}")]
+    Thread(#[from] std::io::Error),
+    #[error("no such pane")]
+    NoPane,
+}
+
+impl Server {
+    /// The rectangle the panes of a tab share, at the session size.
+    pub(crate) fn pane_area(&self) -> Rect {
+        ui::pane_area(self.size, self.sidebar_width())
+    }
+
+    fn spawn_terminal(
+        &mut self,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+        rect: Rect,
+    ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
+        let id = self.state.alloc_terminal_id();
+        let (rows, cols) = (rect.height.max(1), rect.width.max(1));
+        let spec = SpawnSpec {
+            argv: argv.clone(),
+            shell: self.config.shell.clone(),
+            cwd: cwd.clone(),
+            env: vec![
+                ("HERDR_SESSION".into(), self.session.as_str().into()),
+                ("HERDR_SOCKET".into(), self.socket.display().to_string()),
+                // The public pane number is allocated on commit; it is always the next one.
+                (
+                    "HERDR_PANE".into(),
+                    format!("p{}", self.state.peek_pane_no()),
+                ),
+            ],
+            rows,
+            cols,
+        };
+        let spawned = spawn(&spec)?;
+        let pid = spawned.child.process_id();
+        let emulator = Arc::new(Mutex::new(Emulator::new(
+            rows,
+            cols,
+            self.config.scrollback_lines,
+        )));
+        let tx = self.events_tx.clone();
+        let handle = PtyHandle::start(ActorParts {
+            master: spawned.master,
+            child: Some(spawned.child),
+            emulator: emulator.clone(),
+            notify: Box::new(move |ev| {
+                let _ = tx.send(Event::Pty(id, ev));
+            }),
+            name: format!("herdr-pty-{}", id.0),
+        })?;
+        let term = TerminalState {
+            id,
+            cwd,
+            argv,
+            title: String::new(),
+            exited: None,
+        };
+        let rt = TerminalRuntime {
+            handle,
+            emulator,
+            pid,
+            size: (rows, cols),
+        };
+        Ok((term, rt))
+    }
+
+    /// The working directory for a pane started "from" the focused one: the cwd of the
+    /// program in front (or the shell), like tmux's pane_current_path.
+    pub(crate) fn focused_cwd(&self) -> Option<PathBuf> {
+        let tid = self.state.focused_terminal()?;
+        let rt = self.runtimes.get(tid)?;
+        let pid = rt.pid?;
+        std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
+    }
+
+    pub(crate) fn create_workspace(
+        &mut self,
+        name: Option<String>,
+        cwd: Option<PathBuf>,
+    ) -> Result<PaneId, PaneError> {
+        let area = self.pane_area();
+        let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
+        let pane = self.state.alloc_pane_id();
+        let tid = term.id;
+        self.runtimes.insert(tid, rt);
+        self.state.add_workspace(name, pane, term);
+        self.request_render();
+        Ok(pane)
+    }
+
+    pub(crate) fn create_tab(&mut self, cwd: Option<PathBuf>) -> Result<PaneId, PaneError> {
+        let area = self.pane_area();
+        let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
+        let pane = self.state.alloc_pane_id();
+        self.runtimes.insert(term.id, rt);
+        self.state.add_tab(pane, term);
+        self.request_render();
+        Ok(pane)
+    }
+
+    /// Splits `target` (default: the focused pane) and starts `argv` (default: the shell)
+    /// in the new pane. On failure nothing changes.
+    pub(crate) fn split(
+        &mut self,
+        target: Option<PaneId>,
+        dir: SplitDir,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+    ) -> Result<PaneId, PaneError> {
+        let target = target
+            .or(self.state.focused_pane())
+            .ok_or(PaneError::NoPane)?;
+        let pos = self.state.find_pane(target).ok_or(PaneError::NoPane)?;
+        let tab = self.state.tab_at(pos).ok_or(PaneError::NoPane)?;
+        let mut layout: Layout = tab.layout.clone();
+        let pane = self.state.alloc_pane_id();
+        if !layout.split(target, dir, pane) {
+            return Err(PaneError::NoPane);
+        }
+        let area = self.pane_area();
+        let rect = layout
+            .geometry(area)
+            .into_iter()
+            .find(|(p, _)| *p == pane)
+            .map(|(_, r)| r)
+            .unwrap_or(area);
+        let cwd = cwd.or_else(|| self.focused_cwd());
+        let (term, rt) = self.spawn_terminal(argv, cwd, rect)?;
+        self.runtimes.insert(term.id, rt);
+        self.state.commit_split(pos, layout, pane, term);
+        self.relayout();
+        Ok(pane)
+    }
+
+    /// Closes a pane: its program is hung up (and killed after a grace period).
+    pub(crate) fn close_pane(&mut self, pane: PaneId) {
+        let Some(closed) = self.state.close_pane(pane) else {
+            return;
+        };
+        if let Some(rt) = self.runtimes.remove(closed.terminal) {
+            rt.handle.shutdown();
+        }
+        self.scroll.remove(&closed.terminal);
+        if closed.session_empty {
+            self.stop("session ended: its last pane closed");
+            return;
+        }
+        self.relayout();
+    }
+
+    pub(crate) fn terminal_exited(&mut self, tid: TerminalId, code: Option<i32>) {
+        let Some(pane) = self.state.pane_of_terminal(tid) else {
+            return;
+        };
+        if let Some(t) = self.state.terminals.get_mut(&tid) {
+            t.exited = Some(code);
+        }
+        let no = self.state.panes.get(&pane).map(|p| p.no);
+        self.close_pane(pane);
+        if let (Some(no), Some(code)) = (no, code) {
+            if code != 0 {
+                self.say(format!("pane {no} exited with status {code}"));
+            }
+        }
+    }
+
+    /// Applies the session size to every pane of every tab (hidden ones too, so switching
+    /// tabs never shows a stale size).
+    pub(crate) fn relayout(&mut self) {
+        let area = self.pane_area();
+        for ws in &self.state.workspaces {
+            for tab in &ws.tabs {
+                let geometry = if tab.zoomed {
+                    vec![(tab.focused, area)]
+                } else {
+                    tab.layout.geometry(area)
+                };
+                for (pane, rect) in geometry {
+                    let Some(tid) = self.state.panes.get(&pane).map(|p| p.terminal) else {
+                        continue;
+                    };
+                    if let Some(rt) = self.runtimes.get_mut(tid) {
+                        rt.resize(rect.height.max(1), rect.width.max(1));
+                    }
+                }
+            }
+        }
+        self.request_render();
+    }
+
+    pub(crate) fn set_size(&mut self, size: (u16, u16)) {
+        if self.size != size {
+            self.size = size;
+            self.relayout();
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! The only module allowed to use `unsafe` or raw libc calls. Everything here is a small,
+//! safe function over `OwnedFd`/`BorrowedFd`; callers never see a raw fd they must close.
+//!
+//! Invariants: every fd created here is CLOEXEC; EINTR is retried (poll recomputes its
+//! deadline); POLLNVAL/POLLERR are reported as errors, never spun on.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+pub mod tty;
+
+fn errno_to_io(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+/// Duplicates a descriptor owned by a library that only exposes its raw number (the
+/// portable-pty master) into one we own, with `FD_CLOEXEC`.
+pub fn dup_raw_cloexec(raw: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on any integer is memory-safe: an invalid descriptor
+    // yields EBADF.
+    let new = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Duplicates `fd` into a new descriptor with `FD_CLOEXEC` set, so it never leaks into
+/// children we spawn later.
+pub fn dup_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let raw = fcntl(fd, FcntlArg::F_DUPFD_CLOEXEC(0)).map_err(errno_to_io)?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let flags = fcntl(fd, FcntlArg::F_GETFL).map_err(errno_to_io)?;
+    let flags = OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK;
+    fcntl(fd, FcntlArg::F_SETFL(flags)).map_err(errno_to_io)?;
+    Ok(())
+}
+
+/// A non-blocking self-pipe: any thread can `wake()` an actor sleeping in `poll`.
+#[derive(Debug)]
+pub struct WakePipe {
+    read: OwnedFd,
+    write: std::sync::Arc<OwnedFd>,
+}
+
+/// The write end of a [`WakePipe`], cheap to clone and share.
+#[derive(Debug, Clone)]
+pub struct Waker {
+    write: std::sync::Arc<OwnedFd>,
+}
+
+impl WakePipe {
+    pub fn new() -> io::Result<WakePipe> {
+        let (r, w) =
+            nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).map_err(errno_to_io)?;
+        Ok(WakePipe {
+            read: r,
+            write: std::sync::Arc::new(w),
+        })
+    }
+
+    pub fn waker(&self) -> Waker {
+        Waker {
+            write: self.write.clone(),
+        }
+    }
+
+    /// Empties the pipe so the next poll sleeps again.
+    pub fn drain(&self) {
+        let mut buf = [0u8; 64];
+        loop {
+            match nix::unistd::read(&self.read, &mut buf) {
+                Ok(n) if n == buf.len() => continue,
+                _ => break,
+            }
+        }
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.read.as_fd()
+    }
+}
+
+impl Waker {
+    /// Never blocks: a full pipe already guarantees a wake-up.
+    pub fn wake(&self) {
+        let _ = nix::unistd::write(&*self.write, &[1u8]);
+    }
+}
+
+/// What `poll_pty_and_wake` found ready.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Readiness {
+    pub readable: bool,
+    pub writable: bool,
+    /// The other side hung up (child gone). Still read until EOF/EIO to get the last bytes.
+    pub hangup: bool,
+    pub woken: bool,
+}
+
+/// Sleeps until `fd` is readable (or writable, when `want_write`), the wake pipe fires, or
+/// `timeout` passes (`None` = forever). EINTR restarts with the remaining time.
+pub fn poll_pty_and_wake(
+    fd: BorrowedFd<'_>,
+    wake: &WakePipe,
+    want_read: bool,
+    want_write: bool,
+    timeout: Option<Duration>,
+) -> io::Result<Readiness> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let mut flags = PollFlags::empty();
+        if want_read {
+            flags |= PollFlags::POLLIN;
+        }
+        if want_write {
+            flags |= PollFlags::POLLOUT;
+        }
+        let mut fds = [
+            PollFd::new(fd, flags),
+            PollFd::new(wake.fd(), PollFlags::POLLIN),
+        ];
+        let remaining = match deadline {
+            None => PollTimeout::NONE,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32)
+                    .unwrap_or(PollTimeout::MAX)
+            }
+        };
+        match poll(&mut fds, remaining) {
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(errno_to_io(e)),
+            Ok(_) => {
+                let pty = fds[0].revents().unwrap_or(PollFlags::empty());
+                let wk = fds[1].revents().unwrap_or(PollFlags::empty());
+                if pty.contains(PollFlags::POLLNVAL) || wk.contains(PollFlags::POLLNVAL) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "poll: fd not open",
+                    ));
+                }
+                return Ok(Readiness {
+                    readable: pty.contains(PollFlags::POLLIN),
+                    writable: pty.contains(PollFlags::POLLOUT),
+                    hangup: pty.intersects(PollFlags::POLLHUP | PollFlags::POLLERR),
+                    woken: wk.contains(PollFlags::POLLIN),
+                });
+            }
+        }
+    }
+}
+
+/// Non-blocking read; `Ok(None)` means "would block". EIO (Linux, slave closed) is EOF.
+pub fn read_nb(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    loop {
+        match nix::unistd::read(fd, buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(Errno::EINTR) => continue,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(Errno::EIO) => return Ok(Some(0)),
+            Err(e) => return Err(errno_to_io(e)),
+        }
+    }
+}
+
+/// Non-blocking write; `Ok(None)` means "would block".
+pub fn write_nb(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<Option<usize>> {
+    loop {
+        match nix::unistd::write(fd, buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(Errno::EINTR) => continue,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(e) => return Err(errno_to_io(e)),
+        }
+    }
+}
+
+nix::ioctl_write_ptr_bad!(tiocswinsz, libc::TIOCSWINSZ, libc::winsize);
+nix::ioctl_read_bad!(tiocgwinsz, libc::TIOCGWINSZ, libc::winsize);
+
+/// Sets a terminal's size (the kernel sends SIGWINCH to its foreground group).
+pub fn set_winsize(
+    fd: BorrowedFd<'_>,
+    rows: u16,
+    cols: u16,
+    px_w: u16,
+    px_h: u16,
+) -> io::Result<()> {
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: px_w,
+        ws_ypixel: px_h,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which lives for the call.
+    unsafe { tiocswinsz(fd.as_raw_fd(), &ws) }.map_err(errno_to_io)?;
+    Ok(())
+}
+
+/// Returns (rows, cols) of a terminal.
+pub fn get_winsize(fd: BorrowedFd<'_>) -> io::Result<(u16, u16)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the pointer, which lives for the call.
+    unsafe { tiocgwinsz(fd.as_raw_fd(), &mut ws) }.map_err(errno_to_io)?;
+    Ok((ws.ws_row, ws.ws_col))
+}
+
+/// The foreground process group of a terminal (the program "in front" in a pane).
+pub fn foreground_pgrp(fd: BorrowedFd<'_>) -> Option<i32> {
+    nix::unistd::tcgetpgrp(fd).ok().map(|p| p.as_raw())
+}
+
+/// The uid of the process at the other end of a unix socket (SO_PEERCRED).
+pub fn peer_uid(sock: BorrowedFd<'_>) -> io::Result<u32> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred = getsockopt(&sock, PeerCredentials).map_err(errno_to_io)?;
+    Ok(cred.uid())
+}
+
+/// Lists the open descriptors of this process with what they point at (for leak tests
+/// and diagnostics).
+pub fn open_fds() -> Vec<(RawFd, String)> {
+    let mut out = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+        for entry in dir.flatten() {
+            if let Some(n) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<RawFd>().ok())
+            {
+                let target = std::fs::read_link(entry.path())
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                out.push((n, target));
+            }
+        }
+    }
+    out
+}
+
+/// Sends `sig` to the process group `pgid` (a pane's session leader leads its group) and,
+/// in case it changed group, to the process itself.
+pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(pgid);
+    let _ = nix::sys::signal::killpg(pid, sig);
+    let _ = nix::sys::signal::kill(pid, sig);
+}

@@ -1,0 +1,207 @@
+//! The terminal emulator of one pane: a `vt100` parser plus the few things a real terminal
+//! does that vt100 leaves to its embedder — answering queries (DSR, DA, colour queries),
+//! remembering the window title, and passing OSC 52 clipboard writes and bells on.
+//!
+//! Invariant: `process` never blocks and never panics on any byte sequence; everything the
+//! terminal must say back to the program is returned, never written from here.
+
+use std::num::NonZeroU16;
+
+/// Side effects of feeding bytes, for the pane's I/O actor to carry out.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Bytes the terminal answers to the program (written back into the PTY).
+    pub responses: Vec<u8>,
+    /// Complete OSC 52 sequences to forward to the attached clients.
+    pub clipboard: Vec<Vec<u8>>,
+    pub bell: bool,
+    pub title_changed: bool,
+}
+
+#[derive(Default)]
+struct Hooks {
+    title: String,
+    effects: Effects,
+}
+
+impl vt100::Callbacks for Hooks {
+    fn audible_bell(&mut self, _: &mut vt100::Screen) {
+        self.effects.bell = true;
+    }
+
+    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+        let title: String = String::from_utf8_lossy(title)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(256)
+            .collect();
+        if title != self.title {
+            self.title = title;
+            self.effects.title_changed = true;
+        }
+    }
+
+    fn set_window_icon_name(&mut self, screen: &mut vt100::Screen, name: &[u8]) {
+        // OSC 0 sets both; treat the icon name as the title only when none was set.
+        if self.title.is_empty() {
+            self.set_window_title(screen, name);
+        }
+    }
+
+    fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, ty: &[u8], data: &[u8]) {
+        // Bounded so a runaway program cannot make us buffer unbounded clipboard data.
+        if data.len() > 1 << 20 {
+            return;
+        }
+        let mut seq = b"\x1b]52;".to_vec();
+        seq.extend_from_slice(ty);
+        seq.push(b';');
+        seq.extend_from_slice(data);
+        seq.push(0x07);
+        self.effects.clipboard.push(seq);
+    }
+
+    fn unhandled_csi(
+        &mut self,
+        screen: &mut vt100::Screen,
+        i1: Option<u8>,
+        _i2: Option<u8>,
+        params: &[&[u16]],
+        c: char,
+    ) {
+        let first = params.first().and_then(|p| p.first()).copied().unwrap_or(0);
+        match (i1, c, first) {
+            // DSR: cursor position report.
+            (None, 'n', 6) => {
+                let (row, col) = screen.cursor_position();
+                let reply = format!("\x1b[{};{}R", row + 1, col + 1);
+                self.effects.responses.extend_from_slice(reply.as_bytes());
+            }
+            // DSR: status report, "terminal OK".
+            (None, 'n', 5) => self.effects.responses.extend_from_slice(b"\x1b[0n"),
+            // DA1: a VT220-class terminal with ANSI colour.
+            (None, 'c', 0) => self.effects.responses.extend_from_slice(b"\x1b[?62;22c"),
+            // DA2: secondary device attributes.
+            (Some(b'>'), 'c', 0) => self.effects.responses.extend_from_slice(b"\x1b[>1;10;0c"),
+            _ => {}
+        }
+    }
+
+    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
+        // Colour queries (OSC 10/11 with "?"): programs such as vim and agents ask for the
+        // background to pick a theme; answer with the defaults we draw with.
+        if params.len() == 2 && params[1] == b"?" {
+            let reply: Option<&[u8]> = match params[0] {
+                b"10" => Some(b"\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\"),
+                b"11" => Some(b"\x1b]11;rgb:0000/0000/0000\x1b\\"),
+                _ => None,
+            };
+            if let Some(reply) = reply {
+                self.effects.responses.extend_from_slice(reply);
+            }
+        }
+    }
+}
+
+pub struct Emulator {
+    parser: vt100::Parser<Hooks>,
+    /// Bumped on every `process`; lets renderers skip unchanged panes.
+    seq: u64,
+}
+
+fn nz(v: u16) -> NonZeroU16 {
+    NonZeroU16::new(v.max(1)).unwrap_or(NonZeroU16::MIN)
+}
+
+impl Emulator {
+    pub fn new(rows: u16, cols: u16, scrollback: usize) -> Emulator {
+        Emulator {
+            parser: vt100::Parser::new_with_callbacks(
+                nz(rows),
+                nz(cols),
+                scrollback,
+                Hooks::default(),
+            ),
+            seq: 0,
+        }
+    }
+
+    pub fn process(&mut self, bytes: &[u8]) -> Effects {
+        self.parser.process(bytes);
+        self.seq = self.seq.wrapping_add(1);
+        std::mem::take(&mut self.parser.callbacks_mut().effects)
+    }
+
+    pub fn screen(&self) -> &vt100::Screen {
+        self.parser.screen()
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    pub fn title(&self) -> &str {
+        &self.parser.callbacks().title
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        let (r, c) = self.parser.screen().size();
+        (r.get(), c.get())
+    }
+
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        if self.size() != (rows.max(1), cols.max(1)) {
+            self.parser.set_size(nz(rows), nz(cols));
+            self.seq = self.seq.wrapping_add(1);
+        }
+    }
+
+    /// Scrolls the view back `rows` lines into history (0 = live view); clamped.
+    pub fn set_scrollback(&mut self, rows: usize) {
+        self.parser.screen_mut().set_scrollback(rows);
+        self.seq = self.seq.wrapping_add(1);
+    }
+
+    pub fn scrollback(&self) -> usize {
+        self.parser.screen().scrollback()
+    }
+
+    /// How many history lines exist above the live screen.
+    pub fn history_len(&self) -> usize {
+        self.parser.screen().scrollback_len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_cursor_position_and_device_attributes() {
+        let mut e = Emulator::new(24, 80, 100);
+        let fx = e.process(b"ab\x1b[6n");
+        assert_eq!(fx.responses, b"\x1b[1;3R");
+        let fx = e.process(b"\x1b[c");
+        assert_eq!(fx.responses, b"\x1b[?62;22c");
+    }
+
+    #[test]
+    fn remembers_title_and_forwards_clipboard() {
+        let mut e = Emulator::new(24, 80, 100);
+        let fx = e.process(b"\x1b]2;my title\x07\x1b]52;c;aGk=\x07");
+        assert!(fx.title_changed);
+        assert_eq!(e.title(), "my title");
+        assert_eq!(fx.clipboard, vec![b"\x1b]52;c;aGk=\x07".to_vec()]);
+    }
+
+    #[test]
+    fn scrollback_is_bounded() {
+        let mut e = Emulator::new(5, 20, 50);
+        for i in 0..500 {
+            e.process(format!("line {i}\r\n").as_bytes());
+        }
+        assert_eq!(e.history_len(), 50);
+        e.set_scrollback(1000);
+        assert_eq!(e.scrollback(), 50);
+    }
+}

@@ -1,0 +1,105 @@
+//! End-to-end: the real binary in a PTY, as a user at a terminal sees it.
+
+mod support;
+
+use support::{pid_alive, wait_until, Env, PROMPT};
+
+#[test]
+fn starts_server_shows_shell_and_runs_commands() {
+    let env = Env::new("start");
+    let mut t = env.client(120, 36);
+    t.wait_text(PROMPT);
+    t.line("echo hello-$((6*7))");
+    t.wait_text("hello-42");
+    // The sidebar names the session; the status line shows the prefix hint.
+    assert!(t.contents().contains(&format!("herdr · {}", env.session)));
+    assert!(t.contents().contains("C-b ? help"));
+}
+
+#[test]
+fn split_and_output_lands_in_the_right_pane_only() {
+    let env = Env::new("split");
+    let mut t = env.client(120, 36);
+    t.wait_text(PROMPT);
+    t.prefix(b"%");
+    t.wait("two prompts", |t| t.count(PROMPT) == 2);
+    t.line("echo only-in-right");
+    t.wait_text("only-in-right");
+    // The new (right) pane is focused: the text is right of the vertical divider.
+    let divider_col = t.with_screen(|s| {
+        (0..120).find(|&c| {
+            s.cell(10, c)
+                .map(|cell| cell.contents() == "│")
+                .unwrap_or(false)
+                && c > 30
+        })
+    });
+    let divider_col = divider_col.expect("a vertical divider");
+    let row = t
+        .rows()
+        .into_iter()
+        .find(|r| r.contains("only-in-right"))
+        .unwrap();
+    let col = row.find("only-in-right").unwrap();
+    // Compare by characters: the sidebar has multi-byte box-drawing characters.
+    let col_chars = row[..col].chars().count() as u16;
+    assert!(
+        col_chars > divider_col,
+        "text at {col_chars}, divider at {divider_col}:\n{}",
+        t.contents()
+    );
+    assert_eq!(
+        t.count("only-in-right"),
+        2,
+        "command line + output, once each:\n{}",
+        t.contents()
+    );
+}
+
+#[test]
+fn detach_and_reattach_shows_output_made_while_detached() {
+    let env = Env::new("detach");
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    t.line("sleep 1; echo made-while-away");
+    t.prefix(b"d");
+    assert_eq!(t.wait_exit(), 0);
+    t.wait_eof();
+    let out = String::from_utf8_lossy(&t.raw_output()).to_string();
+    assert!(out.contains("detached"), "{out}");
+    // The server keeps running while nobody is attached.
+    let pid = env.server_pid().expect("server still running");
+    assert!(pid_alive(pid));
+    let t2 = env.client(100, 30);
+    t2.wait_text("made-while-away");
+}
+
+#[test]
+fn server_stop_leaves_no_process_behind() {
+    let env = Env::new("stop");
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    t.line("echo $$ > shell.pid");
+    let pidfile = env.home().join("shell.pid");
+    wait_until("the shell wrote its pid", || {
+        std::fs::read_to_string(&pidfile)
+            .map(|s| s.trim().len() > 1)
+            .unwrap_or(false)
+    });
+    let shell_pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let server_pid = env.server_pid().unwrap();
+    let out = env.herdr(&["server", "stop"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!pid_alive(server_pid), "server still alive");
+    wait_until("the shell to be gone", || !pid_alive(shell_pid));
+    assert!(!env.socket().exists(), "socket left behind");
+    assert_eq!(t.wait_exit(), 0);
+}

@@ -1,0 +1,338 @@
+//! Shared fixtures for end-to-end tests: an isolated environment (its own HOME, XDG dirs,
+//! runtime folder and session name), the real `herdr` binary driven in a PTY whose output
+//! is parsed by a terminal emulator, and condition waits with generous deadlines.
+//!
+//! Tests clean up only what they started: the client they spawned and the server of their
+//! own session (stopped through the CLI, then killed by pid if it lingers).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_herdr");
+/// Deadline for any condition in a test (the CI machine is shared and noisy).
+pub const WAIT: Duration = Duration::from_secs(20);
+/// What the test shells print as their prompt (PS1 is this plus a space; screen text is
+/// compared with trailing spaces trimmed).
+pub const PROMPT: &str = "PROMPT>";
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// An isolated world for one test.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub session: String,
+}
+
+impl Env {
+    pub fn new(name: &str) -> Env {
+        let dir = tempfile::Builder::new()
+            .prefix("herdr-test-")
+            .tempdir()
+            .expect("tempdir");
+        for sub in ["home", "config/herdr", "state", "run"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.path().join("run"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        let rc = format!("PS1='{PROMPT} '\nHISTFILE=/dev/null\nunset PROMPT_COMMAND\n");
+        std::fs::write(dir.path().join("home/.bashrc"), &rc).expect("bashrc");
+        std::fs::write(dir.path().join("home/.bash_profile"), &rc).expect("bash_profile");
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        Env {
+            session: format!("{name}-{}-{n}", std::process::id()),
+            dir,
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.dir.path().join("config/herdr/config.toml")
+    }
+
+    pub fn vars(&self) -> Vec<(String, String)> {
+        let p = self.dir.path();
+        vec![
+            ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+            ("HOME".into(), self.home().display().to_string()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                p.join("config").display().to_string(),
+            ),
+            (
+                "XDG_STATE_HOME".into(),
+                p.join("state").display().to_string(),
+            ),
+            (
+                "XDG_RUNTIME_DIR".into(),
+                p.join("run").display().to_string(),
+            ),
+            ("SHELL".into(), "/bin/bash".into()),
+            ("TERM".into(), "xterm-256color".into()),
+            ("LANG".into(), "C.UTF-8".into()),
+        ]
+    }
+
+    /// Runs a CLI command of this session to completion.
+    pub fn herdr(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .envs(self.vars())
+            .arg("--session")
+            .arg(&self.session)
+            .args(args);
+        cmd.current_dir(self.home());
+        cmd.output().expect("run herdr")
+    }
+
+    /// Starts an interactive client in a PTY of the given size.
+    pub fn client(&self, cols: u16, rows: u16) -> Term {
+        self.client_with_args(cols, rows, &[])
+    }
+
+    pub fn client_with_args(&self, cols: u16, rows: u16, extra: &[&str]) -> Term {
+        let mut cmd = CommandBuilder::new(BIN);
+        cmd.env_clear();
+        for (k, v) in self.vars() {
+            cmd.env(k, v);
+        }
+        cmd.arg("--session");
+        cmd.arg(&self.session);
+        for a in extra {
+            cmd.arg(a);
+        }
+        cmd.cwd(self.home());
+        Term::spawn(cmd, cols, rows)
+    }
+
+    pub fn server_pid(&self) -> Option<i32> {
+        let out = self.herdr(&["server", "status", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        v.get("pid").and_then(|p| p.as_i64()).map(|p| p as i32)
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join("run/herdr")
+            .join(format!("{}.sock", self.session))
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if !self.socket().exists() {
+            return;
+        }
+        let pid = self.server_pid();
+        let _ = self.herdr(&["server", "stop"]);
+        if let Some(pid) = pid {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// A program (usually a herdr client) running in a PTY we own, its output parsed live.
+pub struct Term {
+    master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    parser: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    eof: Arc<Mutex<bool>>,
+}
+
+impl Term {
+    pub fn spawn(cmd: CommandBuilder, cols: u16, rows: u16) -> Term {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("openpty");
+        let child = pair.slave.spawn_command(cmd).expect("spawn client");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("reader");
+        let writer = pair.master.take_writer().expect("writer");
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let eof = Arc::new(Mutex::new(false));
+        {
+            let (parser, raw, eof) = (parser.clone(), raw.clone(), eof.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                loop {
+                    match reader.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            parser.lock().unwrap().process(&buf[..n]);
+                            raw.lock().unwrap().extend_from_slice(&buf[..n]);
+                        }
+                    }
+                }
+                *eof.lock().unwrap() = true;
+            });
+        }
+        Term {
+            master: pair.master,
+            writer,
+            child,
+            parser,
+            raw,
+            eof,
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("write to client");
+        self.writer.flush().expect("flush");
+    }
+
+    /// Types text followed by Enter.
+    pub fn line(&mut self, text: &str) {
+        self.send(text.as_bytes());
+        self.send(b"\r");
+    }
+
+    /// Sends the prefix (C-b) and then a key.
+    pub fn prefix(&mut self, key: &[u8]) {
+        self.send(b"\x02");
+        self.send(key);
+    }
+
+    pub fn contents(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    pub fn row(&self, row: u16) -> String {
+        let p = self.parser.lock().unwrap();
+        let (_, cols) = p.screen().size();
+        p.screen().contents_between(row, 0, row, cols.get())
+    }
+
+    pub fn rows(&self) -> Vec<String> {
+        let p = self.parser.lock().unwrap();
+        let (_, cols) = p.screen().size();
+        p.screen().rows(0, cols.get()).collect()
+    }
+
+    pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
+        f(self.parser.lock().unwrap().screen())
+    }
+
+    pub fn raw_output(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
+    }
+
+    /// Waits until `cond` holds for the screen, or panics with the screen after `WAIT`.
+    pub fn wait(&self, what: &str, cond: impl Fn(&Term) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if cond(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("timed out waiting for {what}; screen:\n{}", self.contents());
+    }
+
+    pub fn wait_text(&self, text: &str) {
+        self.wait(&format!("{text:?} on screen"), |t| {
+            t.contents().contains(text)
+        });
+    }
+
+    pub fn count(&self, text: &str) -> usize {
+        self.contents().matches(text).count()
+    }
+
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        self.parser.lock().unwrap().set_size(nz(rows), nz(cols));
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("resize");
+    }
+
+    /// Waits for the client process to exit; returns its exit code.
+    pub fn wait_exit(&mut self) -> u32 {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.exit_code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("client did not exit; screen:\n{}", self.contents());
+    }
+
+    /// Everything the client printed after leaving its alternate screen (e.g. why it ended).
+    pub fn wait_eof(&self) {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline && !*self.eof.lock().unwrap() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls a condition with the standard deadline (for things that have no screen).
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+pub fn pid_alive(pid: i32) -> bool {
+    // A zombie still answers kill(0); look at its state too.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}
+
+fn nz(v: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(v.max(1)).unwrap()
+}
