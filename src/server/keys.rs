@@ -10,7 +10,7 @@ use crate::input::mouse::{encode_for_pane, MouseButton, MouseEvent, MouseKind};
 use crate::input::parse::Token;
 use crate::model::ids::TerminalId;
 use crate::model::layout::{Side, SplitDir};
-use crate::render::ui::{self, Hit};
+use crate::render::ui::{self, Hit, Overlay};
 
 /// Lines one wheel notch scrolls.
 const WHEEL_LINES: usize = 3;
@@ -23,6 +23,23 @@ impl Server {
             return;
         };
         let tokens = client.parser.feed(bytes);
+        client.input_flush_at = client
+            .parser
+            .has_pending()
+            .then(|| std::time::Instant::now() + super::INPUT_FLUSH_DELAY);
+        self.tokens(id, tokens);
+    }
+
+    pub(super) fn flush_input(&mut self, id: ClientId) {
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        client.input_flush_at = None;
+        let tokens = client.parser.flush();
+        self.tokens(id, tokens);
+    }
+
+    fn tokens(&mut self, id: ClientId, tokens: Vec<Token>) {
         for token in tokens {
             if !self.clients.contains_key(&id) || self.stopping.is_some() {
                 return;
@@ -244,6 +261,13 @@ impl Server {
                 }
             }
             Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(pane, x, y, ev),
+            None if is_click(&ev) => {
+                if let Some(t) =
+                    ui::tab_bar_hit(&self.view(Overlay::None, None), self.size, ev.x, ev.y)
+                {
+                    self.state.select_tab(t);
+                }
+            }
             _ => {}
         }
         self.request_render();

@@ -37,6 +37,8 @@ use conn::{ApiReply, ClientWriter};
 
 /// Minimum time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
+/// How long an incomplete escape sequence from a client waits for its remaining bytes.
+const INPUT_FLUSH_DELAY: Duration = Duration::from_millis(25);
 /// How long a status-line message stays visible.
 const MESSAGE_TIME: Duration = Duration::from_secs(6);
 
@@ -75,6 +77,9 @@ pub(crate) struct Client {
     drag: Option<crate::model::layout::DividerId>,
     /// A frame is owed (the last one could not be queued).
     behind: bool,
+    /// An incomplete escape sequence is buffered; if nothing follows by then, it was
+    /// typed as is (e.g. alt+[) and is flushed.
+    input_flush_at: Option<Instant>,
 }
 
 /// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).
@@ -192,10 +197,8 @@ impl Server {
 
     fn next_deadline(&self) -> Option<Instant> {
         let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
-        match (self.frame_due, msg) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
+        [self.frame_due, msg, input].into_iter().flatten().min()
     }
 
     fn handle(&mut self, ev: Event) {
@@ -240,6 +243,7 @@ impl Server {
                 parser: InputParser::new(),
                 drag: None,
                 behind: false,
+                input_flush_at: None,
             },
         );
         self.active_client = Some(id);
@@ -322,6 +326,15 @@ impl Server {
 
     fn tick(&mut self) {
         let now = Instant::now();
+        let due: Vec<ClientId> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.input_flush_at.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.flush_input(id);
+        }
         if let Some((_, t)) = &self.message {
             if now >= *t + MESSAGE_TIME {
                 self.message = None;
@@ -355,16 +368,7 @@ impl Server {
                 Mode::Prefix => Overlay::Prefix,
                 Mode::Normal => Overlay::None,
             };
-            let view = View {
-                session: self.session.as_str(),
-                state: &self.state,
-                runtimes: &self.runtimes,
-                bindings: &self.bindings,
-                scroll: &self.scroll,
-                sidebar: self.sidebar_width(),
-                message: message.as_deref(),
-                overlay,
-            };
+            let view = self.view(overlay, message.as_deref());
             let frame = ui::compose(&view, self.size);
             let frame = ui::fit(frame, client.size);
             let bytes = match &client.prev {
@@ -384,6 +388,19 @@ impl Server {
             } else {
                 client.behind = true;
             }
+        }
+    }
+
+    pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {
+        View {
+            session: self.session.as_str(),
+            state: &self.state,
+            runtimes: &self.runtimes,
+            bindings: &self.bindings,
+            scroll: &self.scroll,
+            sidebar: self.sidebar_width(),
+            message,
+            overlay,
         }
     }
 

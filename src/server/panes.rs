@@ -109,6 +109,7 @@ impl Server {
         cwd: Option<PathBuf>,
     ) -> Result<PaneId, PaneError> {
         let area = self.pane_area();
+        let name = name.or_else(|| workspace_name(cwd.as_deref()));
         let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
         let pane = self.state.alloc_pane_id();
         let tid = term.id;
@@ -224,4 +225,15 @@ impl Server {
             self.relayout();
         }
     }
+}
+
+/// A new workspace is named after the folder it starts in ("~" for home), like a project.
+fn workspace_name(cwd: Option<&std::path::Path>) -> Option<String> {
+    let cwd = cwd
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())?;
+    if std::env::var_os("HOME").is_some_and(|h| PathBuf::from(h) == cwd) {
+        return Some("~".into());
+    }
+    cwd.file_name().map(|n| n.to_string_lossy().into_owned())
 }
