@@ -232,7 +232,7 @@ fn workspace_name(cwd: Option<&std::path::Path>) -> Option<String> {
     let cwd = cwd
         .map(PathBuf::from)
         .or_else(|| std::env::current_dir().ok())?;
-    if std::env::var_os("HOME").is_some_and(|h| PathBuf::from(h) == cwd) {
+    if std::env::var_os("HOME").is_some_and(|h| h == cwd.as_os_str()) {
         return Some("~".into());
     }
     cwd.file_name().map(|n| n.to_string_lossy().into_owned())
