@@ -234,6 +234,23 @@ impl Term {
         p.screen().rows(0, cols.get()).collect()
     }
 
+    /// Each row's text right of the sidebar (after its first `│`), trailing spaces
+    /// trimmed: what the panes show.
+    pub fn pane_lines(&self) -> Vec<String> {
+        self.rows()
+            .into_iter()
+            .map(|r| match r.find('│') {
+                Some(i) => r[i + '│'.len_utf8()..].trim_end().to_string(),
+                None => r.trim_end().to_string(),
+            })
+            .collect()
+    }
+
+    /// Whether some pane row reads exactly `text`.
+    pub fn has_line(&self, text: &str) -> bool {
+        self.pane_lines().iter().any(|l| l == text)
+    }
+
     pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
         f(self.parser.lock().unwrap().screen())
     }
