@@ -27,6 +27,8 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Bytes read in one burst before the actor services its queues again, so a flood of
 /// output cannot starve input or a shutdown request.
 const READ_BURST: usize = 1024 * 1024;
+/// Input bytes the actor holds beyond the queue before it stops taking more.
+const MAX_PENDING_BYTES: usize = 1024 * 1024;
 /// How long a closing terminal's child gets after SIGHUP before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -207,8 +209,14 @@ impl Actor {
                 Err(TryRecvError::Empty) => break,
             }
         }
-        while let Ok(chunk) = self.input.try_recv() {
-            self.pending.push_back(chunk);
+        // Take input only while little is pending: when the program stops reading, the
+        // bounded channel fills and callers get `WouldBlock` instead of us buffering
+        // without limit.
+        while self.pending_bytes() < MAX_PENDING_BYTES {
+            match self.input.try_recv() {
+                Ok(chunk) => self.pending.push_back(chunk),
+                Err(_) => break,
+            }
         }
         self.flush()?;
         let ready = sys::poll_pty_and_wake(
@@ -255,6 +263,10 @@ impl Actor {
             (self.notify)(PtyEvent::Bell);
         }
         self.mark_dirty();
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.pending.iter().map(Vec::len).sum::<usize>() - self.offset
     }
 
     fn mark_dirty(&self) {
@@ -307,5 +319,139 @@ impl Actor {
             sys::signal_group(pid as i32, nix::sys::signal::Signal::SIGKILL);
         }
         let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The actor over a socketpair standing in for a PTY master: the far end plays the
+    //! program.
+    use super::*;
+    use crate::term::Emulator;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::mpsc::Receiver;
+    use std::sync::Mutex;
+
+    fn start() -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let master = OwnedFd::from(ours);
+        sys::set_nonblocking(master.as_fd()).unwrap();
+        let emulator = Arc::new(Mutex::new(Emulator::new(24, 80, 100)));
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        let handle = PtyHandle::start(ActorParts {
+            master,
+            child: None,
+            emulator: emulator.clone(),
+            notify: Box::new(move |ev| {
+                let _ = tx.lock().unwrap().send(ev);
+            }),
+            name: "test-actor".into(),
+        })
+        .unwrap();
+        (handle, theirs, rx, emulator)
+    }
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn output_reaches_the_emulator_and_is_announced_once_until_taken() {
+        let (handle, mut prog, rx, emu) = start();
+        prog.write_all(b"hello").unwrap();
+        assert!(matches!(rx.recv_timeout(WAIT).unwrap(), PtyEvent::Output));
+        prog.write_all(b" world").unwrap();
+        let deadline = Instant::now() + WAIT;
+        while !super::super::lock(&emu)
+            .screen()
+            .contents()
+            .contains("hello world")
+        {
+            assert!(Instant::now() < deadline, "output never parsed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Not taken yet: no second notification.
+        assert!(rx.try_recv().is_err());
+        assert!(handle.take_dirty());
+        prog.write_all(b"!").unwrap();
+        assert!(matches!(rx.recv_timeout(WAIT).unwrap(), PtyEvent::Output));
+    }
+
+    #[test]
+    fn large_input_arrives_intact_and_in_order_across_partial_writes() {
+        let (handle, mut prog, _rx, _emu) = start();
+        let data: Vec<u8> = (0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+        let reader = std::thread::spawn(move || {
+            let mut got = vec![0u8; 4 * 1024 * 1024];
+            prog.read_exact(&mut got).unwrap();
+            got
+        });
+        for chunk in data.chunks(64 * 1024) {
+            loop {
+                match handle.try_write(chunk.to_vec()) {
+                    Ok(()) => break,
+                    Err(WriteError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        assert!(reader.join().unwrap() == data);
+    }
+
+    #[test]
+    fn a_program_that_does_not_read_makes_writes_would_block_not_hang() {
+        let (handle, prog, _rx, emu) = start();
+        let chunk = vec![b'x'; 64 * 1024];
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match handle.try_write(chunk.clone()) {
+                Ok(()) => assert!(Instant::now() < deadline, "queue never filled"),
+                Err(WriteError::WouldBlock) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // Output is still read while input is stuck.
+        let mut p = prog;
+        p.write_all(b"still reading").unwrap();
+        let deadline = Instant::now() + WAIT;
+        while !super::super::lock(&emu)
+            .screen()
+            .contents()
+            .contains("still reading")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "output not read while input is stuck"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(handle);
+    }
+
+    #[test]
+    fn end_of_output_is_reported_as_exit() {
+        let (_handle, prog, rx, _emu) = start();
+        drop(prog);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(PtyEvent::Exited(code)) => {
+                    assert_eq!(code, None);
+                    break;
+                }
+                Ok(_) => continue,
+                Err(e) => panic!("no exit event: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn queries_are_answered_into_the_pty() {
+        let (_handle, mut prog, _rx, _emu) = start();
+        prog.write_all(b"\x1b[6n").unwrap();
+        prog.set_read_timeout(Some(WAIT)).unwrap();
+        let mut buf = [0u8; 16];
+        let n = prog.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"\x1b[1;1R");
     }
 }

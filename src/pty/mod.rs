@@ -17,6 +17,10 @@ use crate::term::Emulator;
 
 pub use actor::{PtyEvent, PtyHandle, WriteError};
 
+/// Tests that count this process's fds must not overlap with tests that open some.
+#[cfg(test)]
+pub(crate) static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The shared emulator of one terminal: the actor feeds it, renderers read it.
 pub type SharedEmulator = Arc<Mutex<Emulator>>;
 

@@ -50,6 +50,14 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         .map_err(|e| SpawnError::OpenPty(e.to_string()))?;
 
     let mut cmd = if spec.argv.is_empty() {
+        // portable-pty would quietly fall back to the passwd shell; a configured shell
+        // that cannot run must be reported instead.
+        if nix::unistd::access(spec.shell.as_str(), nix::unistd::AccessFlags::X_OK).is_err() {
+            return Err(SpawnError::Exec {
+                program: spec.shell.clone(),
+                reason: "not an executable file (check `shell` in config.toml or $SHELL)".into(),
+            });
+        }
         let mut c = CommandBuilder::new_default_prog();
         c.env("SHELL", &spec.shell);
         c
@@ -89,4 +97,91 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     crate::sys::set_nonblocking(master.as_fd())?;
     drop(pair.master);
     Ok(Spawned { master, child })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn ptmx_fds() -> usize {
+        crate::sys::open_fds()
+            .iter()
+            .filter(|(_, t)| t.contains("ptmx"))
+            .count()
+    }
+
+    #[test]
+    fn spawn_keeps_exactly_one_pty_fd_and_leaks_nothing_into_the_child() {
+        // Unit tests run in threads of one process: serialise the fd counting.
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let before = ptmx_fds();
+        let spec = SpawnSpec {
+            // The child lists its own open fds (0, 1, 2 and the one ls uses to read the dir).
+            argv: vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "ls /proc/$$/fd; sleep 5".into(),
+            ],
+            shell: "/bin/sh".into(),
+            rows: 24,
+            cols: 80,
+            ..Default::default()
+        };
+        let mut spawned = spawn(&spec).unwrap();
+        assert_eq!(ptmx_fds(), before + 1, "{:?}", crate::sys::open_fds());
+        // Read the child's listing through the master.
+        let mut out = Vec::new();
+        let file = std::fs::File::from(crate::sys::dup_cloexec(spawned.master.as_fd()).unwrap());
+        let mut file = file;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut buf = [0u8; 1024];
+        while std::time::Instant::now() < deadline {
+            match file.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    out.extend_from_slice(&buf[..n]);
+                    if String::from_utf8_lossy(&out).contains('2') {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        if let Ok(n) = file.read(&mut buf) {
+                            out.extend_from_slice(&buf[..n]);
+                        }
+                        break;
+                    }
+                }
+                _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+        let listing = String::from_utf8_lossy(&out);
+        let fds: Vec<u32> = listing
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        // sh holds 0,1,2 (and possibly 10 for its own use); nothing of ours.
+        assert!(
+            fds.iter().all(|fd| *fd <= 2 || *fd == 10),
+            "child fds: {fds:?}"
+        );
+        assert!(fds.contains(&0) && fds.contains(&2), "child fds: {fds:?}");
+        let _ = spawned.child.kill();
+        let _ = spawned.child.wait();
+    }
+
+    #[test]
+    fn a_missing_program_is_a_clear_error() {
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let spec = SpawnSpec {
+            argv: vec!["/nonexistent/program".into()],
+            shell: "/bin/sh".into(),
+            rows: 24,
+            cols: 80,
+            ..Default::default()
+        };
+        let err = spawn(&spec).err().expect("spawn must fail");
+        let msg = err.to_string();
+        assert!(msg.contains("/nonexistent/program"), "{msg}");
+    }
 }

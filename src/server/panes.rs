@@ -237,3 +237,66 @@ fn workspace_name(cwd: Option<&std::path::Path>) -> Option<String> {
     }
     cwd.file_name().map(|n| n.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::{Action, Bindings};
+    use crate::config::Config;
+    use crate::paths::SessionName;
+
+    fn server() -> Server {
+        let config = Config {
+            shell: "/bin/sh".into(),
+            ..Config::default()
+        };
+        let mut s = Server::new(
+            SessionName::parse("unit").unwrap(),
+            PathBuf::from("/nonexistent/unit.sock"),
+            config,
+            Bindings::default(),
+        );
+        s.create_workspace(None, None).unwrap();
+        s
+    }
+
+    #[test]
+    fn a_split_whose_program_cannot_start_leaves_the_layout_unchanged() {
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut s = server();
+        let before = s.state.active_tab().unwrap().clone();
+        let err = s
+            .split(
+                None,
+                SplitDir::Right,
+                vec!["/nonexistent/agent".into()],
+                None,
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/agent"), "{err}");
+        assert_eq!(s.state.active_tab().unwrap(), &before);
+        assert_eq!(s.state.pane_count(), 1);
+        assert_eq!(s.runtimes.len(), 1);
+
+        // Through the keyboard path the user is told why.
+        s.config.shell = "/nonexistent/shell".into();
+        s.action(0, Action::SplitRight);
+        assert_eq!(s.state.active_tab().unwrap(), &before);
+        let msg = s
+            .message
+            .as_ref()
+            .map(|(m, _)| m.clone())
+            .unwrap_or_default();
+        assert!(
+            msg.contains("split failed") && msg.contains("/nonexistent/shell"),
+            "{msg}"
+        );
+        // A later split that works gets the next public pane number (no gap).
+        s.config.shell = "/bin/sh".into();
+        let p = s.split(None, SplitDir::Down, vec![], None).unwrap();
+        assert_eq!(s.state.panes[&p].no.0, 2);
+        s.shutdown();
+    }
+}

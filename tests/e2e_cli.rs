@@ -1,0 +1,201 @@
+//! End-to-end: the CLI, bad input and the wire's error paths.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use support::{pid_alive, Env, PROMPT};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn invalid_session_names_get_a_clear_error() {
+    let env = Env::new("names");
+    for (name, expect) in [
+        ("../x", "not allowed"),
+        ("", "empty"),
+        ("a/b", "not allowed"),
+    ] {
+        let out = std::process::Command::new(support::BIN)
+            .env_clear()
+            .envs(env.vars())
+            .args(["--session", name, "server", "status"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains(expect), "{name:?}: {err}");
+    }
+}
+
+#[test]
+fn version_and_status() {
+    let env = Env::new("status");
+    let out = env.herdr(&["--version"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+    let out = env.herdr(&["server", "status"]);
+    assert_eq!(out.status.code(), Some(3), "not running yet");
+    assert!(env.herdr(&["server", "start"]).status.success());
+    let out = env.herdr(&["server", "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["session"], env.session.as_str());
+    assert_eq!(v["protocol"], 1);
+    assert_eq!(v["panes"], 1);
+    assert_eq!(v["clients"], 0);
+    assert!(v["pid"].as_i64().unwrap() > 1);
+    assert!(v["uptime_secs"].is_number());
+    let human = String::from_utf8_lossy(&env.herdr(&["server", "status"]).stdout).into_owned();
+    assert!(human.contains("panes:    1"), "{human}");
+    // The socket is private.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(env.socket())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let dir_mode = std::fs::metadata(env.socket().parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
+}
+
+fn raw_hello(env: &Env, hello: &str) -> (UnixStream, String) {
+    let mut s = UnixStream::connect(env.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(hello.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s.try_clone().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (s, line)
+}
+
+#[test]
+fn another_protocol_version_gets_one_clear_line() {
+    let env = Env::new("proto");
+    assert!(env.herdr(&["server", "start"]).status.success());
+    let (_, line) = raw_hello(
+        &env,
+        "{\"herdr\":\"herdr\",\"protocol\":99,\"version\":\"9.9.9\",\"role\":\"client\"}\n",
+    );
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["ok"], false);
+    let err = v["error"].as_str().unwrap();
+    assert!(
+        err.contains("protocol mismatch") && err.contains("9.9.9"),
+        "{err}"
+    );
+    // Not a herdr peer at all: also one line, then closed.
+    let (mut s, line) = raw_hello(&env, "GET / HTTP/1.0\n");
+    assert!(line.contains("\"ok\":false"), "{line}");
+    let mut rest = Vec::new();
+    assert_eq!(s.read_to_end(&mut rest).unwrap(), 0);
+}
+
+#[test]
+fn a_malformed_frame_closes_only_that_connection() {
+    let env = Env::new("malformed");
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    let (mut s, line) = raw_hello(&env, "{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"x\",\"role\":\"client\",\"size\":[80,24]}\n");
+    assert!(line.contains("\"ok\":true"), "{line}");
+    s.write_all(&[0xff, 0xff, 0xff, 0xff, 1, 2, 3]).unwrap();
+    // The server closes this connection (after perhaps a first frame).
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    // Everything else carries on.
+    t.line("echo survived");
+    t.wait_text("survived");
+    let v: serde_json::Value =
+        serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout).unwrap();
+    assert_eq!(v["clients"], 1);
+    // A malformed API request gets an error reply on that connection only.
+    let (mut api, _) = raw_hello(
+        &env,
+        "{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"x\",\"role\":\"api\"}\n",
+    );
+    api.write_all(
+        b"this is not json\n{\"id\":7,\"method\":\"nope\"}\n{\"id\":8,\"method\":\"ping\"}\n",
+    )
+    .unwrap();
+    let mut r = BufReader::new(api);
+    let mut l = String::new();
+    r.read_line(&mut l).unwrap();
+    assert!(l.contains("parse_error"), "{l}");
+    l.clear();
+    r.read_line(&mut l).unwrap();
+    assert!(
+        l.contains("\"id\":7") && l.contains("unknown_method"),
+        "{l}"
+    );
+    l.clear();
+    r.read_line(&mut l).unwrap();
+    assert!(l.contains("\"id\":8") && l.contains("pong"), "{l}");
+}
+
+#[test]
+fn config_problems_are_named_and_herdr_still_starts() {
+    let env = Env::new("config");
+    std::fs::write(
+        env.config_file(),
+        "prefix = \"C-a\"\nscrollback_lines = \"lots\"\nbogus = 1\n",
+    )
+    .unwrap();
+    let mut t = env.client(160, 30);
+    t.wait_text(PROMPT);
+    t.wait("the diagnostic on the status line", |t| {
+        let status = t.row(29);
+        status.contains("config.toml:2") && status.contains("scrollback_lines")
+    });
+    // The valid setting applied: the prefix is now C-a.
+    t.send(b"\x01%");
+    t.wait("split with the configured prefix", |t| t.count(PROMPT) == 2);
+    let log = std::fs::read_to_string(
+        env.dir
+            .path()
+            .join("state/herdr/sessions")
+            .join(&env.session)
+            .join("server.log"),
+    )
+    .unwrap();
+    assert!(log.contains("config.toml:3: bogus: unknown key"), "{log}");
+}
+
+#[test]
+fn a_shell_that_cannot_start_is_reported_and_nothing_is_left_running() {
+    let env = Env::new("badshell");
+    std::fs::write(env.config_file(), "shell = \"/nonexistent/shell\"\n").unwrap();
+    let mut t = env.client(100, 30);
+    assert_ne!(t.wait_exit(), 0);
+    t.wait_eof();
+    let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(
+        out.contains("/nonexistent/shell") && out.contains("not an executable"),
+        "{out}"
+    );
+    assert!(!env.socket().exists());
+}
+
+#[test]
+fn the_server_survives_its_terminal_closing() {
+    let env = Env::new("survive");
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    t.line("echo before-close");
+    t.wait_text("before-close");
+    let pid = env.server_pid().unwrap();
+    drop(t); // kills the client, closes its terminal
+    support::wait_until("the client to be gone", || {
+        let v: serde_json::Value =
+            serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout).unwrap();
+        v["clients"] == 0
+    });
+    assert!(pid_alive(pid));
+    let t = env.client(100, 30);
+    t.wait_text("before-close");
+}
