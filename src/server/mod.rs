@@ -57,6 +57,8 @@ pub enum Event {
         reply: ApiReply,
     },
     Pty(TerminalId, PtyEvent),
+    /// SIGTERM/SIGINT: stop cleanly (clients told, children hung up, socket removed).
+    Signal(i32),
 }
 
 /// Per-client input mode (the prefix is per client, like tmux).
@@ -166,6 +168,7 @@ impl Server {
     /// Serves until stopped or until the last pane is gone.
     pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
         conn::spawn_acceptor(listener, self.events_tx.clone())?;
+        spawn_signal_thread(self.events_tx.clone())?;
         while self.stopping.is_none() {
             let timeout = self
                 .next_deadline()
@@ -178,13 +181,13 @@ impl Server {
                     .map_err(|_| RecvTimeoutError::Disconnected),
             };
             match first {
-                Ok(ev) => self.handle(ev),
+                Ok(ev) => self.handle_guarded(ev),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             // Take everything already queued before drawing: one frame for a burst.
             while let Ok(ev) = self.events.try_recv() {
-                self.handle(ev);
+                self.handle_guarded(ev);
                 if self.stopping.is_some() {
                     break;
                 }
@@ -199,6 +202,16 @@ impl Server {
         let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
         let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
         [self.frame_due, msg, input].into_iter().flatten().min()
+    }
+
+    /// A bug in one handler must not take every pane down with the server: the panic is
+    /// logged and the server keeps serving.
+    fn handle_guarded(&mut self, ev: Event) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(ev)));
+        if result.is_err() {
+            eprintln!("herdr server: an internal error was caught; the session continues");
+            self.say("internal error (see the server log); the session continues");
+        }
     }
 
     fn handle(&mut self, ev: Event) {
@@ -223,6 +236,7 @@ impl Server {
                 let _ = reply.send(answer);
             }
             Event::Pty(tid, pev) => self.pty_event(tid, pev),
+            Event::Signal(sig) => self.stop(&format!("server stopped by signal {sig}")),
         }
     }
 
@@ -435,6 +449,21 @@ impl Server {
             h.shutdown_and_join();
         }
     }
+}
+
+/// Turns SIGTERM and SIGINT into a clean stop; SIGHUP is ignored (a daemon has no
+/// terminal to lose).
+fn spawn_signal_thread(events: Sender<Event>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    std::thread::Builder::new().name("herdr-signals".into()).spawn(move || {
+        for sig in signals.forever() {
+            if sig != SIGHUP && events.send(Event::Signal(sig)).is_err() {
+                break;
+            }
+        }
+    })?;
+    Ok(())
 }
 
 /// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
