@@ -111,11 +111,25 @@ fn sigterm_stops_the_server_cleanly() {
     t.wait_text(PROMPT);
     t.line("echo $$ > shell.pid");
     let pidfile = env.home().join("shell.pid");
-    wait_until("the shell wrote its pid", || std::fs::read_to_string(&pidfile).map(|s| s.trim().len() > 1).unwrap_or(false));
-    let shell_pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    wait_until("the shell wrote its pid", || {
+        std::fs::read_to_string(&pidfile)
+            .map(|s| s.trim().len() > 1)
+            .unwrap_or(false)
+    });
+    let shell_pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let server_pid = env.server_pid().unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(server_pid), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server_pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     assert_eq!(t.wait_exit(), 0);
-    wait_until("server and shell gone", || !pid_alive(server_pid) && !pid_alive(shell_pid));
+    wait_until("server and shell gone", || {
+        !pid_alive(server_pid) && !pid_alive(shell_pid)
+    });
     assert!(!env.socket().exists(), "socket left behind");
 }

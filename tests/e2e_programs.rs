@@ -176,3 +176,60 @@ fn two_clients_see_the_same_panes_and_the_latest_sets_the_size() {
     a.line("echo a-still-attached");
     a.wait_text("a-still-attached");
 }
+
+#[test]
+fn programs_that_ask_for_the_mouse_get_it_in_pane_coordinates() {
+    let env = Env::new("mouse");
+    let mut t = ready(&env, 120, 36);
+    t.line(r"printf '\e[?1000h\e[?1006h'; echo mouse-on; cat -v");
+    t.wait("cat running", |t| t.has_line("mouse-on"));
+    // Click at screen column 31, row 11 (1-based): the pane starts at column 25, row 2.
+    t.send(b"\x1b[<0;31;11M\x1b[<0;31;11m\r");
+    t.wait_text("^[[<0;7;10M^[[<0;7;10m");
+    t.send(b"\x03");
+}
+
+#[test]
+fn a_flood_of_output_costs_a_bounded_number_of_frames() {
+    let env = Env::new("flood");
+    let mut t = ready(&env, 120, 36);
+    let frames = |t: &Term| {
+        t.raw_output()
+            .windows(8)
+            .filter(|w| w == b"\x1b[?2026h")
+            .count()
+    };
+    let before = frames(&t);
+    let start = std::time::Instant::now();
+    // About 6.9 MB in a million lines; the shell prints far more often than we may draw.
+    t.line("seq 1 1000000; echo flood-$((1+1))-done");
+    t.wait_text("flood-2-done");
+    let elapsed = start.elapsed().as_millis() as usize;
+    let drawn = frames(&t) - before;
+    // At most one frame per 8 ms interval (plus slack for the frames around the
+    // command), and nowhere near one per line.
+    assert!(drawn <= elapsed / 8 + 20, "{drawn} frames in {elapsed} ms");
+    assert!(drawn < 10_000, "{drawn} frames for a million lines");
+}
+
+#[test]
+fn a_stuck_client_does_not_slow_the_panes_or_other_clients() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::new("stuck");
+    let mut t = ready(&env, 120, 36);
+    // A client that says hello and then never reads a byte.
+    let mut stuck = std::os::unix::net::UnixStream::connect(env.socket()).unwrap();
+    stuck
+        .write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"x\",\"role\":\"client\",\"size\":[120,36]}\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(stuck.try_clone().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("\"ok\":true"));
+    t.line("seq 1 500000; echo big-$((2+3))-done");
+    t.wait_text("big-5-done");
+    t.line("echo responsive");
+    t.wait_text("responsive");
+    drop(stuck);
+}

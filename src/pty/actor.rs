@@ -94,6 +94,7 @@ impl PtyHandle {
             control: control_rx,
             pending: VecDeque::new(),
             offset: 0,
+            pending_len: 0,
             dirty: dirty.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -166,6 +167,8 @@ struct Actor {
     /// Input not yet written; `offset` bytes of the front chunk are already written.
     pending: VecDeque<Vec<u8>>,
     offset: usize,
+    /// Bytes in `pending` not yet written.
+    pending_len: usize,
     dirty: Arc<AtomicBool>,
 }
 
@@ -211,14 +214,21 @@ impl Actor {
         }
         // Take input only while little is pending: when the program stops reading, the
         // bounded channel fills and callers get `WouldBlock` instead of us buffering
-        // without limit.
-        while self.pending_bytes() < MAX_PENDING_BYTES {
-            match self.input.try_recv() {
-                Ok(chunk) => self.pending.push_back(chunk),
-                Err(_) => break,
+        // without limit. If the limit stopped us and everything was then written, take
+        // more now: no wake-up will come for input that is already queued.
+        loop {
+            while self.pending_len < MAX_PENDING_BYTES {
+                match self.input.try_recv() {
+                    Ok(chunk) => self.push_pending(chunk),
+                    Err(_) => break,
+                }
+            }
+            let hit_limit = self.pending_len >= MAX_PENDING_BYTES;
+            self.flush()?;
+            if !(hit_limit && self.pending.is_empty()) {
+                break;
             }
         }
-        self.flush()?;
         let ready = sys::poll_pty_and_wake(
             self.master.as_fd(),
             &self.wake,
@@ -254,7 +264,7 @@ impl Actor {
     fn feed(&mut self, bytes: &[u8]) {
         let effects = super::lock(&self.emulator).process(bytes);
         if !effects.responses.is_empty() {
-            self.pending.push_back(effects.responses);
+            self.push_pending(effects.responses);
         }
         for seq in effects.clipboard {
             (self.notify)(PtyEvent::Clipboard(seq));
@@ -265,8 +275,9 @@ impl Actor {
         self.mark_dirty();
     }
 
-    fn pending_bytes(&self) -> usize {
-        self.pending.iter().map(Vec::len).sum::<usize>() - self.offset
+    fn push_pending(&mut self, chunk: Vec<u8>) {
+        self.pending_len += chunk.len();
+        self.pending.push_back(chunk);
     }
 
     fn mark_dirty(&self) {
@@ -282,6 +293,7 @@ impl Actor {
                 None => break,
                 Some(n) => {
                     self.offset += n;
+                    self.pending_len -= n;
                     if self.offset >= front.len() {
                         self.pending.pop_front();
                         self.offset = 0;

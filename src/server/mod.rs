@@ -456,13 +456,15 @@ impl Server {
 fn spawn_signal_thread(events: Sender<Event>) -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    std::thread::Builder::new().name("herdr-signals".into()).spawn(move || {
-        for sig in signals.forever() {
-            if sig != SIGHUP && events.send(Event::Signal(sig)).is_err() {
-                break;
+    std::thread::Builder::new()
+        .name("herdr-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if sig != SIGHUP && events.send(Event::Signal(sig)).is_err() {
+                    break;
+                }
             }
-        }
-    })?;
+        })?;
     Ok(())
 }
 
