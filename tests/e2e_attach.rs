@@ -133,3 +133,22 @@ fn sigterm_stops_the_server_cleanly() {
     });
     assert!(!env.socket().exists(), "socket left behind");
 }
+
+#[test]
+fn losing_the_server_restores_the_terminal_and_says_why() {
+    let env = Env::new("lost");
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    let pid = env.server_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(t.wait_exit(), 1);
+    t.wait_eof();
+    let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(out.contains("lost the connection to the server"), "{out}");
+    // Raw mode and the alternate screen were left: the last thing written turns them off.
+    assert!(out.contains("\x1b[?1049l"));
+}

@@ -262,3 +262,81 @@ pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::killpg(pid, sig);
     let _ = nix::sys::signal::kill(pid, sig);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn wake_interrupts_an_endless_poll_and_drain_rearms_it() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        let pipe = WakePipe::new().unwrap();
+        let waker = pipe.waker();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            waker.wake();
+        });
+        let r = poll_pty_and_wake(a.as_fd(), &pipe, true, false, None).unwrap();
+        assert!(r.woken && !r.readable);
+        t.join().unwrap();
+        pipe.drain();
+        let r = poll_pty_and_wake(
+            a.as_fd(),
+            &pipe,
+            true,
+            false,
+            Some(Duration::from_millis(20)),
+        )
+        .unwrap();
+        assert_eq!(r, Readiness::default(), "timed out with nothing ready");
+    }
+
+    #[test]
+    fn many_wakes_never_block_the_waker() {
+        let pipe = WakePipe::new().unwrap();
+        let waker = pipe.waker();
+        for _ in 0..100_000 {
+            waker.wake(); // the pipe fills; wake must return at once
+        }
+        pipe.drain();
+    }
+
+    #[test]
+    fn readiness_reports_readable_and_hangup() {
+        let (a, b) = UnixStream::pair().unwrap();
+        set_nonblocking(a.as_fd()).unwrap();
+        let pipe = WakePipe::new().unwrap();
+        std::io::Write::write_all(&mut &b, b"x").unwrap();
+        let r = poll_pty_and_wake(a.as_fd(), &pipe, true, true, None).unwrap();
+        assert!(r.readable && r.writable);
+        let mut buf = [0u8; 8];
+        assert_eq!(read_nb(a.as_fd(), &mut buf).unwrap(), Some(1));
+        assert_eq!(read_nb(a.as_fd(), &mut buf).unwrap(), None, "would block");
+        drop(b);
+        let r = poll_pty_and_wake(a.as_fd(), &pipe, true, false, None).unwrap();
+        assert!(r.readable || r.hangup);
+        assert_eq!(
+            read_nb(a.as_fd(), &mut buf).unwrap(),
+            Some(0),
+            "end of stream"
+        );
+    }
+
+    #[test]
+    fn dup_is_cloexec_and_winsize_round_trips_on_a_real_pty() {
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let pair = portable_pty::native_pty_system()
+            .openpty(portable_pty::PtySize::default())
+            .unwrap();
+        let master = dup_raw_cloexec(pair.master.as_raw_fd().unwrap()).unwrap();
+        let flags = fcntl(master.as_fd(), FcntlArg::F_GETFD).unwrap();
+        assert!(
+            nix::fcntl::FdFlag::from_bits_retain(flags).contains(nix::fcntl::FdFlag::FD_CLOEXEC)
+        );
+        set_winsize(master.as_fd(), 33, 101, 0, 0).unwrap();
+        assert_eq!(get_winsize(master.as_fd()).unwrap(), (33, 101));
+    }
+}
