@@ -111,6 +111,10 @@ fn bracketed_paste_reaches_programs_that_ask_for_it_only() {
     t.wait_text("plain-paste");
     assert!(!t.contents().contains("[200~"), "{}", t.contents());
     t.send(b"\x03");
+    // Type the next command only once the shell is back, or cat would swallow it.
+    t.wait("the prompt again", |t| {
+        t.pane_lines().iter().any(|l| l == PROMPT)
+    });
     t.line(r"printf '\e[?2004h'; echo cat-again; cat -v");
     t.wait("cat running", |t| t.has_line("cat-again"));
     t.send(b"\x1b[200~marked-paste\x1b[201~\r");

@@ -40,6 +40,10 @@ impl ApiClient {
         })
     }
 
+    pub fn into_reader(self) -> BufReader<UnixStream> {
+        self.reader
+    }
+
     pub fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
         self.next_id += 1;
         let mut line =

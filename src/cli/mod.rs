@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and one small module per subcommand group.
 
 pub mod api_client;
+pub mod control;
 pub mod server;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +31,29 @@ pub enum Command {
         #[command(subcommand)]
         command: ServerCommand,
     },
+    /// List, create, close, rename and focus workspaces.
+    Workspace {
+        #[command(subcommand)]
+        command: control::WorkspaceCommand,
+    },
+    /// List, create, close, rename and focus tabs.
+    Tab {
+        #[command(subcommand)]
+        command: control::TabCommand,
+    },
+    /// Drive panes: split, close, focus, zoom, resize, rename, send input, read, wait.
+    Pane {
+        #[command(subcommand)]
+        command: control::PaneCommand,
+    },
+    /// Print the session's events as they happen (created, closed, focused, output, …).
+    Events {
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script.
+    Completion { shell: clap_complete::Shell },
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,10 +74,15 @@ pub enum ServerCommand {
 }
 
 impl Cli {
+    /// The session: `--session`, else the one this command runs inside (a pane's
+    /// `HERDR_SESSION`), else the default.
     pub fn session(&self) -> anyhow::Result<SessionName> {
         match &self.session {
             Some(name) => Ok(SessionName::parse(name)?),
-            None => Ok(SessionName::default_session()),
+            None => match std::env::var("HERDR_SESSION") {
+                Ok(name) if !name.is_empty() => Ok(SessionName::parse(&name)?),
+                _ => Ok(SessionName::default_session()),
+            },
         }
     }
 }
@@ -63,5 +92,14 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         None => crate::client::attach(&session),
         Some(Command::Server { command }) => server::run(&session, command),
+        Some(Command::Workspace { command }) => control::workspace(&session, command),
+        Some(Command::Tab { command }) => control::tab(&session, command),
+        Some(Command::Pane { command }) => control::pane(&session, command),
+        Some(Command::Events { json }) => control::events(&session, json),
+        Some(Command::Completion { shell }) => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut std::io::stdout());
+            Ok(0)
+        }
     }
 }

@@ -85,7 +85,7 @@ fn stop(session: &SessionName) -> anyhow::Result<i32> {
     api.call("server.stop", json!({}))?;
     // Wait until the process is gone: its panes are hung up and reaped before it exits.
     let deadline = Instant::now() + STOP_TIMEOUT;
-    while pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() {
+    while pid > 0 && process_alive(pid) {
         if Instant::now() > deadline {
             anyhow::bail!(
                 "the server (pid {pid}) did not exit within {}s",
@@ -96,4 +96,17 @@ fn stop(session: &SessionName) -> anyhow::Result<i32> {
     }
     println!("stopped the herdr server for session {session}");
     Ok(0)
+}
+
+/// Alive and not a zombie (a zombie has exited; only its parent has not looked yet).
+fn process_alive(pid: i32) -> bool {
+    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
 }

@@ -92,6 +92,7 @@ pub fn connect_or_start(
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(s) = connect(session, role, size)? {
+            reap_in_background(child);
             return Ok((s, true));
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -109,6 +110,16 @@ pub fn connect_or_start(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The server is our child until we exit: reap it when it ends, so a stopped server never
+/// lingers as a zombie while this client runs.
+fn reap_in_background(mut child: std::process::Child) {
+    let _ = std::thread::Builder::new()
+        .name("herdr-reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+        });
 }
 
 /// Starts `herdr server run` detached: no stdin, stdout/stderr appended to the log. The

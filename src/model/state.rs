@@ -21,12 +21,17 @@ pub struct TerminalState {
     pub title: String,
     /// Exit code once the program ended.
     pub exited: Option<Option<i32>>,
+    /// The agent running in it and its state, once detected (agents issue).
+    pub agent: Option<String>,
+    pub agent_state: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PaneState {
     pub no: PaneNo,
     pub terminal: TerminalId,
+    /// A name given by the user or a script (`pane rename`).
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +125,7 @@ impl AppState {
             PaneState {
                 no,
                 terminal: term.id,
+                label: None,
             },
         );
         self.terminals.insert(term.id, term);
@@ -385,6 +391,8 @@ mod tests {
             argv: vec![],
             title: String::new(),
             exited: None,
+            agent: None,
+            agent_state: None,
         }
     }
 

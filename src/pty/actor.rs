@@ -42,6 +42,8 @@ pub enum PtyEvent {
     Bell,
     /// A complete OSC 52 sequence to pass to clients.
     Clipboard(Vec<u8>),
+    /// The window title changed (OSC 0/2).
+    Title(String),
     /// The program ended (EOF on the master). Exit code when the child was ours to reap.
     Exited(Option<i32>),
 }
@@ -54,6 +56,24 @@ pub enum WriteError {
     Closed,
 }
 
+/// One entry of a terminal's input queue.
+enum Input {
+    Bytes(Vec<u8>),
+    /// Text, then a pause, then Enter: the Enter lands after the text and before any
+    /// input queued later (some programs treat text+Enter in one burst as a paste).
+    Submit {
+        text: Vec<u8>,
+        enter: Vec<u8>,
+        delay: Duration,
+    },
+}
+
+/// Input waiting to be written: bytes, or a pause that holds everything behind it.
+enum Chunk {
+    Bytes(Vec<u8>),
+    Pause(Duration),
+}
+
 enum Control {
     Resize { rows: u16, cols: u16 },
     Shutdown,
@@ -62,7 +82,7 @@ enum Control {
 pub type Notify = Box<dyn Fn(PtyEvent) + Send + 'static>;
 
 pub struct PtyHandle {
-    input: SyncSender<Vec<u8>>,
+    input: SyncSender<Input>,
     control: mpsc::Sender<Control>,
     waker: Waker,
     dirty: Arc<AtomicBool>,
@@ -95,6 +115,7 @@ impl PtyHandle {
             pending: VecDeque::new(),
             offset: 0,
             pending_len: 0,
+            hold_until: None,
             dirty: dirty.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -114,7 +135,21 @@ impl PtyHandle {
         if bytes.is_empty() {
             return Ok(());
         }
-        match self.input.try_send(bytes) {
+        self.enqueue(Input::Bytes(bytes))
+    }
+
+    /// Queues `text`, a pause of `delay`, then `enter`, as one unit; never blocks.
+    pub fn try_submit(
+        &self,
+        text: Vec<u8>,
+        enter: Vec<u8>,
+        delay: Duration,
+    ) -> Result<(), WriteError> {
+        self.enqueue(Input::Submit { text, enter, delay })
+    }
+
+    fn enqueue(&self, input: Input) -> Result<(), WriteError> {
+        match self.input.try_send(input) {
             Ok(()) => {
                 self.waker.wake();
                 Ok(())
@@ -162,13 +197,15 @@ struct Actor {
     emulator: SharedEmulator,
     notify: Notify,
     wake: WakePipe,
-    input: Receiver<Vec<u8>>,
+    input: Receiver<Input>,
     control: Receiver<Control>,
     /// Input not yet written; `offset` bytes of the front chunk are already written.
-    pending: VecDeque<Vec<u8>>,
+    pending: VecDeque<Chunk>,
     offset: usize,
     /// Bytes in `pending` not yet written.
     pending_len: usize,
+    /// A submit's pause: nothing more is written before this instant.
+    hold_until: Option<Instant>,
     dirty: Arc<AtomicBool>,
 }
 
@@ -219,7 +256,12 @@ impl Actor {
         loop {
             while self.pending_len < MAX_PENDING_BYTES {
                 match self.input.try_recv() {
-                    Ok(chunk) => self.push_pending(chunk),
+                    Ok(Input::Bytes(chunk)) => self.push_pending(chunk),
+                    Ok(Input::Submit { text, enter, delay }) => {
+                        self.push_pending(text);
+                        self.pending.push_back(Chunk::Pause(delay));
+                        self.push_pending(enter);
+                    }
                     Err(_) => break,
                 }
             }
@@ -229,13 +271,12 @@ impl Actor {
                 break;
             }
         }
-        let ready = sys::poll_pty_and_wake(
-            self.master.as_fd(),
-            &self.wake,
-            true,
-            !self.pending.is_empty(),
-            None,
-        )?;
+        let hold = self
+            .hold_until
+            .map(|t| t.saturating_duration_since(Instant::now()));
+        let want_write = hold.is_none() && !self.pending.is_empty();
+        let ready =
+            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, true, want_write, hold)?;
         if ready.woken {
             self.wake.drain();
         }
@@ -272,12 +313,16 @@ impl Actor {
         if effects.bell {
             (self.notify)(PtyEvent::Bell);
         }
+        if effects.title_changed {
+            let title = super::lock(&self.emulator).title().to_string();
+            (self.notify)(PtyEvent::Title(title));
+        }
         self.mark_dirty();
     }
 
     fn push_pending(&mut self, chunk: Vec<u8>) {
         self.pending_len += chunk.len();
-        self.pending.push_back(chunk);
+        self.pending.push_back(Chunk::Bytes(chunk));
     }
 
     fn mark_dirty(&self) {
@@ -288,7 +333,21 @@ impl Actor {
 
     /// Writes as much pending input as the PTY takes without blocking.
     fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(t) = self.hold_until {
+            if Instant::now() < t {
+                return Ok(());
+            }
+            self.hold_until = None;
+        }
         while let Some(front) = self.pending.front() {
+            let front = match front {
+                Chunk::Bytes(b) => b,
+                Chunk::Pause(d) => {
+                    self.hold_until = Some(Instant::now() + *d);
+                    self.pending.pop_front();
+                    break;
+                }
+            };
             match sys::write_nb(self.master.as_fd(), &front[self.offset..])? {
                 None => break,
                 Some(n) => {

@@ -7,6 +7,7 @@
 //! the master and ends the child (unless released for a handoff in a later step).
 
 pub mod actor;
+pub mod proc;
 pub mod spawn;
 
 use std::collections::HashMap;

@@ -74,9 +74,6 @@ impl SendTimeoutCompat for SyncSender<Vec<u8>> {
     }
 }
 
-/// Reply channel for one API request.
-pub type ApiReply = SyncSender<String>;
-
 pub fn spawn_acceptor(listener: UnixListener, events: Sender<Event>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("herdr-accept".into())
@@ -197,33 +194,80 @@ fn spawn_writer(
     Ok(())
 }
 
+/// Longest API request line; a longer one is answered with an error and the connection
+/// closed, so a peer cannot make the server buffer without limit.
+pub const MAX_API_LINE: usize = 1024 * 1024;
+/// Reply and event lines queued per API connection; a peer that stops reading is
+/// disconnected when its queue is full.
+const API_QUEUE_LINES: usize = 4096;
+
+/// The server's handle on one API connection's outgoing lines.
+pub struct ApiWriter {
+    tx: SyncSender<String>,
+    stream: UnixStream,
+}
+
+impl ApiWriter {
+    /// Queues one line (without its newline); false if the peer is not keeping up.
+    pub fn try_send(&self, line: String) -> bool {
+        self.tx.try_send(line).is_ok()
+    }
+
+    pub fn close(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 fn api_loop(
     id: ClientId,
-    mut stream: UnixStream,
-    reader: BufReader<UnixStream>,
+    stream: UnixStream,
+    mut reader: BufReader<UnixStream>,
     events: Sender<Event>,
 ) {
-    for line in reader.split(b'\n') {
-        let Ok(line) = line else { break };
+    let (tx, rx) = mpsc::sync_channel::<String>(API_QUEUE_LINES);
+    let Ok(mut write_half) = stream.try_clone() else {
+        return;
+    };
+    let spawned = std::thread::Builder::new()
+        .name(format!("herdr-api-write-{id}"))
+        .spawn(move || {
+            for mut line in rx {
+                line.push('\n');
+                if write_half.write_all(line.as_bytes()).is_err() {
+                    break;
+                }
+            }
+            let _ = write_half.shutdown(std::net::Shutdown::Both);
+        });
+    if spawned.is_err() {
+        return;
+    }
+    let writer = ApiWriter { tx, stream };
+    if events.send(Event::ApiOpen { id, writer }).is_err() {
+        return;
+    }
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let limit = MAX_API_LINE as u64 + 1;
+        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.last() != Some(&b'\n') {
+            if line.len() > MAX_API_LINE {
+                let _ = events.send(Event::ApiTooLong(id));
+            }
+            // Otherwise: end of stream in the middle of a line, nothing to answer.
+            break;
+        }
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let (tx, rx) = mpsc::sync_channel(1);
         let text = String::from_utf8_lossy(&line).into_owned();
-        if events
-            .send(Event::Api {
-                id,
-                line: text,
-                reply: tx,
-            })
-            .is_err()
-        {
-            break;
-        }
-        let Ok(mut answer) = rx.recv() else { break };
-        answer.push('\n');
-        if stream.write_all(answer.as_bytes()).is_err() {
+        if events.send(Event::ApiRequest { id, line: text }).is_err() {
             break;
         }
     }
+    let _ = events.send(Event::ApiClosed(id));
 }

@@ -33,7 +33,7 @@ use crate::render::diff::{self, Frame};
 use crate::render::ui::{self, Overlay, View};
 
 pub use conn::ClientId;
-use conn::{ApiReply, ClientWriter};
+use conn::{ApiWriter, ClientWriter};
 
 /// Minimum time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
@@ -51,11 +51,17 @@ pub enum Event {
     ClientMsg(ClientId, ClientMsg),
     /// The client's connection ended; `Some(reason)` when it sent a malformed frame.
     ClientGone(ClientId, Option<String>),
-    Api {
+    ApiOpen {
+        id: ClientId,
+        writer: ApiWriter,
+    },
+    ApiRequest {
         id: ClientId,
         line: String,
-        reply: ApiReply,
     },
+    /// The peer sent a line over the size limit.
+    ApiTooLong(ClientId),
+    ApiClosed(ClientId),
     Pty(TerminalId, PtyEvent),
     /// SIGTERM/SIGINT: stop cleanly (clients told, children hung up, socket removed).
     Signal(i32),
@@ -103,6 +109,7 @@ pub struct Server {
     pub(crate) runtimes: TerminalRuntimeRegistry,
     pub(crate) clients: BTreeMap<ClientId, Client>,
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
+    pub(crate) api: api::ApiState,
     /// The client whose size the session uses: the most recently active one.
     active_client: Option<ClientId>,
     pub(crate) size: (u16, u16),
@@ -153,6 +160,7 @@ impl Server {
             runtimes: TerminalRuntimeRegistry::default(),
             clients: BTreeMap::new(),
             scroll: BTreeMap::new(),
+            api: api::ApiState::default(),
             active_client: None,
             size: (80, 24),
             sidebar,
@@ -201,13 +209,30 @@ impl Server {
     fn next_deadline(&self) -> Option<Instant> {
         let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
         let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
-        [self.frame_due, msg, input].into_iter().flatten().min()
+        let wait = self.next_wait_deadline();
+        [self.frame_due, msg, input, wait]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// A bug in one handler must not take every pane down with the server: the panic is
     /// logged and the server keeps serving.
     fn handle_guarded(&mut self, ev: Event) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.handle(ev)));
+        // Output notifications cannot change the structure; everything else may.
+        let structural = !matches!(
+            ev,
+            Event::Pty(
+                _,
+                PtyEvent::Output | PtyEvent::Bell | PtyEvent::Clipboard(_)
+            )
+        );
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handle(ev);
+            if structural {
+                self.publish_structure();
+            }
+        }));
         if result.is_err() {
             eprintln!("herdr server: an internal error was caught; the session continues");
             self.say("internal error (see the server log); the session continues");
@@ -231,10 +256,10 @@ impl Server {
                     }
                 }
             }
-            Event::Api { id, line, reply } => {
-                let answer = self.api(id, &line);
-                let _ = reply.send(answer);
-            }
+            Event::ApiOpen { id, writer } => self.api_open(id, writer),
+            Event::ApiRequest { id, line } => self.api_request(id, &line),
+            Event::ApiTooLong(id) => self.api_too_long(id),
+            Event::ApiClosed(id) => self.api_closed(id),
             Event::Pty(tid, pev) => self.pty_event(tid, pev),
             Event::Signal(sig) => self.stop(&format!("server stopped by signal {sig}")),
         }
@@ -307,10 +332,49 @@ impl Server {
 
     fn pty_event(&mut self, tid: TerminalId, ev: PtyEvent) {
         match ev {
-            PtyEvent::Output => self.request_render(),
+            PtyEvent::Output => {
+                if self.is_visible(tid) {
+                    self.request_render();
+                } else if let Some(rt) = self.runtimes.get(tid) {
+                    // Nobody sees it: no frame. Re-arm the notification so waits and
+                    // subscribers still hear about later output.
+                    rt.handle.take_dirty();
+                }
+                if self.api.waits.iter().any(|w| w.terminal == tid) {
+                    self.recheck_waits(Some(tid));
+                }
+                self.note_output(tid);
+            }
+            PtyEvent::Title(title) => {
+                if let Some(t) = self.state.terminals.get_mut(&tid) {
+                    t.title = title.clone();
+                }
+                if let Some(p) = self.state.pane_of_terminal(tid) {
+                    let id = self.pane_no(p);
+                    self.emit(
+                        serde_json::json!({ "event": "pane.title", "id": id, "title": title }),
+                    );
+                }
+                self.request_render();
+            }
             PtyEvent::Bell => self.broadcast_raw(b"\x07"),
             PtyEvent::Clipboard(seq) => self.broadcast_raw(&seq),
             PtyEvent::Exited(code) => self.terminal_exited(tid, code),
+        }
+    }
+
+    /// Whether a terminal is on screen (in the active tab of the active workspace).
+    fn is_visible(&self, tid: TerminalId) -> bool {
+        let Some(tab) = self.state.active_tab() else {
+            return false;
+        };
+        let shown = |p: &crate::model::ids::PaneId| {
+            self.state.panes.get(p).is_some_and(|ps| ps.terminal == tid)
+        };
+        if tab.zoomed {
+            shown(&tab.focused)
+        } else {
+            tab.layout.panes().iter().any(shown)
         }
     }
 
@@ -348,6 +412,12 @@ impl Server {
             .collect();
         for id in due {
             self.flush_input(id);
+        }
+        if self.next_wait_deadline().is_some_and(|d| d <= now) {
+            self.recheck_waits(None);
+        }
+        if self.next_activity_deadline().is_some_and(|d| d <= now) {
+            self.flush_activity();
         }
         if let Some((_, t)) = &self.message {
             if now >= *t + MESSAGE_TIME {

@@ -84,6 +84,8 @@ impl Server {
             argv,
             title: String::new(),
             exited: None,
+            agent: None,
+            agent_state: None,
         };
         let rt = TerminalRuntime {
             handle,
@@ -179,6 +181,7 @@ impl Server {
         self.relayout();
     }
 
+    /// A pane's program ended: record it, tell subscribers and waiters, close the pane.
     pub(crate) fn terminal_exited(&mut self, tid: TerminalId, code: Option<i32>) {
         let Some(pane) = self.state.pane_of_terminal(tid) else {
             return;
@@ -187,7 +190,14 @@ impl Server {
             t.exited = Some(code);
         }
         let no = self.state.panes.get(&pane).map(|p| p.no);
+        if let Some(no) = no {
+            self.emit(
+                serde_json::json!({ "event": "pane.exited", "id": no.to_string(), "status": code }),
+            );
+        }
+        self.recheck_waits(Some(tid));
         self.close_pane(pane);
+        self.recheck_waits(Some(tid));
         if let (Some(no), Some(code)) = (no, code) {
             if code != 0 {
                 self.say(format!("pane {no} exited with status {code}"));

@@ -166,6 +166,60 @@ impl Emulator {
         self.parser.screen().scrollback()
     }
 
+    /// The last `n` lines of history and screen, oldest first; trailing blank lines of the
+    /// screen are left out. `ansi` keeps colours and attributes as SGR sequences. The view's
+    /// scroll position is restored afterwards.
+    pub fn last_lines(&mut self, n: usize, ansi: bool) -> Vec<String> {
+        let saved = self.scrollback();
+        let (rows, cols) = self.size();
+        let rows = usize::from(rows);
+        let history = self.history_len();
+        // Lines are numbered from the top of history; the screen is lines history.. .
+        let mut end = history + rows;
+        self.set_scrollback(0);
+        while end > history
+            && self
+                .row_text(end - history - 1, cols, false)
+                .trim()
+                .is_empty()
+        {
+            end -= 1;
+        }
+        let start = end.saturating_sub(n);
+        let mut out = Vec::with_capacity(end - start);
+        let mut line = start;
+        while line < end {
+            // Scroll so that `line` is the top row (or as far as history allows).
+            let offset = history.saturating_sub(line);
+            self.set_scrollback(offset);
+            let top = history - self.scrollback();
+            let mut row = line - top;
+            while row < rows && line < end {
+                out.push(self.row_text(row, cols, ansi));
+                row += 1;
+                line += 1;
+            }
+        }
+        self.set_scrollback(saved);
+        out
+    }
+
+    fn row_text(&self, row: usize, cols: u16, ansi: bool) -> String {
+        let screen = self.parser.screen();
+        let row = u16::try_from(row).unwrap_or(u16::MAX);
+        if ansi {
+            screen
+                .rows_formatted(0, cols)
+                .nth(usize::from(row))
+                .unwrap_or_default()
+        } else {
+            screen
+                .contents_between(row, 0, row, cols)
+                .trim_end()
+                .to_string()
+        }
+    }
+
     /// How many history lines exist above the live screen.
     pub fn history_len(&self) -> usize {
         self.parser.screen().scrollback_len()
@@ -192,6 +246,26 @@ mod tests {
         assert!(fx.title_changed);
         assert_eq!(e.title(), "my title");
         assert_eq!(fx.clipboard, vec![b"\x1b]52;c;aGk=\x07".to_vec()]);
+    }
+
+    #[test]
+    fn last_lines_spans_history_and_screen() {
+        let mut e = Emulator::new(5, 20, 100);
+        for i in 0..12 {
+            e.process(format!("line {i}\r\n").as_bytes());
+        }
+        e.set_scrollback(3);
+        assert_eq!(e.last_lines(3, false), ["line 9", "line 10", "line 11"]);
+        let all = e.last_lines(100, false);
+        assert_eq!(all.first().map(String::as_str), Some("line 0"));
+        assert_eq!(all.len(), 12);
+        assert_eq!(e.scrollback(), 3, "view position restored");
+        e.process(b"\x1b[31mred\x1b[0m");
+        let last = e.last_lines(1, true);
+        assert!(
+            last[0].contains("\x1b[31m") && last[0].contains("red"),
+            "{last:?}"
+        );
     }
 
     #[test]

@@ -1,0 +1,336 @@
+//! API methods that read or change the structure: workspaces, tabs, panes.
+
+use serde_json::{json, Value};
+
+use super::targets::{opt_bool, opt_str, opt_str_list, opt_u64, req_str};
+use super::{now, ApiError, ApiResult};
+use crate::model::ids::PaneId;
+use crate::model::layout::{Side, SplitDir};
+use crate::model::state::PanePos;
+use crate::pty::proc;
+use crate::render::ui;
+use crate::server::Server;
+
+fn cwd_param(p: &Value) -> Result<Option<std::path::PathBuf>, ApiError> {
+    match opt_str(p, "cwd")? {
+        None => Ok(None),
+        Some(dir) => {
+            let path = std::path::PathBuf::from(dir);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(ApiError::params(format!(
+                    "\"cwd\" must be an existing absolute folder, got {dir:?}"
+                )));
+            }
+            Ok(Some(path))
+        }
+    }
+}
+
+fn spawn_err(e: impl std::fmt::Display) -> ApiError {
+    ApiError::new("spawn_failed", e.to_string())
+}
+
+impl Server {
+    pub(crate) fn workspace_list(&self) -> Value {
+        let items: Vec<Value> = self
+            .state
+            .workspaces
+            .iter()
+            .enumerate()
+            .map(|(i, ws)| {
+                json!({
+                    "id": ws.no.to_string(),
+                    "name": ws.name,
+                    "focused": i == self.state.active,
+                    "tabs": ws.tabs.iter().map(|t| t.no.to_string()).collect::<Vec<_>>(),
+                    "panes": ws.tabs.iter().map(|t| t.layout.len()).sum::<usize>(),
+                })
+            })
+            .collect();
+        Value::Array(items)
+    }
+
+    pub(crate) fn workspace_create(&mut self, p: &Value) -> ApiResult {
+        let name = opt_str(p, "name")?.map(str::to_string);
+        let cwd = cwd_param(p)?;
+        let pane = self.create_workspace(name, cwd).map_err(spawn_err)?;
+        let ws = &self.state.workspaces[self.state.active];
+        now(
+            json!({ "id": ws.no.to_string(), "tab": ws.tabs[0].no.to_string(), "pane": self.pane_no(pane) }),
+        )
+    }
+
+    pub(crate) fn workspace_close(&mut self, p: &Value) -> ApiResult {
+        let w = self.target_workspace(p)?;
+        let id = self.state.workspaces[w].no.to_string();
+        let panes: Vec<PaneId> = self.state.workspaces[w]
+            .tabs
+            .iter()
+            .flat_map(|t| t.layout.panes())
+            .collect();
+        for pane in panes {
+            self.close_pane(pane);
+        }
+        now(json!({ "closed": id }))
+    }
+
+    pub(crate) fn workspace_rename(&mut self, p: &Value) -> ApiResult {
+        let w = self.target_workspace(p)?;
+        let name = req_str(p, "name")?.trim().to_string();
+        if name.is_empty() {
+            return Err(ApiError::params("\"name\" must not be empty"));
+        }
+        self.state.workspaces[w].name = name;
+        self.request_render();
+        now(json!({ "id": self.state.workspaces[w].no.to_string() }))
+    }
+
+    pub(crate) fn workspace_focus(&mut self, p: &Value) -> ApiResult {
+        let w = self.target_workspace(p)?;
+        self.state.select_workspace(w);
+        self.request_render();
+        now(json!({ "id": self.state.workspaces[w].no.to_string() }))
+    }
+
+    fn tab_json(&self, pos: PanePos) -> Value {
+        let ws = &self.state.workspaces[pos.workspace];
+        let tab = &ws.tabs[pos.tab];
+        json!({
+            "id": tab.no.to_string(),
+            "workspace": ws.no.to_string(),
+            "name": tab.name,
+            "title": ui::tab_label(&self.state, &self.runtimes, tab),
+            "focused": pos.workspace == self.state.active && pos.tab == ws.active,
+            "panes": tab.layout.panes().iter().map(|p| self.pane_no(*p)).collect::<Vec<_>>(),
+            "zoomed": tab.zoomed,
+        })
+    }
+
+    pub(crate) fn tab_list(&mut self, p: &Value) -> ApiResult {
+        let only = match p.get("workspace") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(self.target_workspace(p)?),
+        };
+        let mut out = Vec::new();
+        for (wi, ws) in self.state.workspaces.iter().enumerate() {
+            if only.is_some_and(|o| o != wi) {
+                continue;
+            }
+            for ti in 0..ws.tabs.len() {
+                out.push(self.tab_json(PanePos {
+                    workspace: wi,
+                    tab: ti,
+                }));
+            }
+        }
+        now(Value::Array(out))
+    }
+
+    pub(crate) fn tab_create(&mut self, p: &Value) -> ApiResult {
+        let w = self.target_workspace(p)?;
+        let cwd = cwd_param(p)?;
+        let name = opt_str(p, "name")?.map(str::to_string);
+        self.state.select_workspace(w);
+        let pane = self.create_tab(cwd).map_err(spawn_err)?;
+        let pos = self
+            .state
+            .find_pane(pane)
+            .ok_or_else(|| ApiError::new("internal", "new tab vanished"))?;
+        if let Some(tab) = self.state.tab_at_mut(pos) {
+            tab.name = name;
+        }
+        let id = self.state.workspaces[pos.workspace].tabs[pos.tab]
+            .no
+            .to_string();
+        now(json!({ "id": id, "pane": self.pane_no(pane) }))
+    }
+
+    pub(crate) fn tab_close(&mut self, p: &Value) -> ApiResult {
+        let pos = self.target_tab(p)?;
+        let tab = &self.state.workspaces[pos.workspace].tabs[pos.tab];
+        let id = tab.no.to_string();
+        for pane in tab.layout.panes() {
+            self.close_pane(pane);
+        }
+        now(json!({ "closed": id }))
+    }
+
+    pub(crate) fn tab_rename(&mut self, p: &Value) -> ApiResult {
+        let pos = self.target_tab(p)?;
+        let name = req_str(p, "name")?.trim().to_string();
+        let tab = self
+            .state
+            .tab_at_mut(pos)
+            .ok_or_else(|| ApiError::new("not_found", "no such tab"))?;
+        tab.name = (!name.is_empty()).then_some(name);
+        let id = tab.no.to_string();
+        self.request_render();
+        now(json!({ "id": id }))
+    }
+
+    pub(crate) fn tab_focus(&mut self, p: &Value) -> ApiResult {
+        let pos = self.target_tab(p)?;
+        self.state.select_workspace(pos.workspace);
+        self.state.select_tab(pos.tab);
+        self.request_render();
+        now(self.tab_json(pos))
+    }
+
+    pub(crate) fn pane_no(&self, pane: PaneId) -> String {
+        self.state
+            .panes
+            .get(&pane)
+            .map(|p| p.no.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Everything a script wants to know about one pane.
+    pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
+        let ps = self.state.panes.get(&pane)?;
+        let pos = self.state.find_pane(pane)?;
+        let ws = &self.state.workspaces[pos.workspace];
+        let tab = &ws.tabs[pos.tab];
+        let term = self.state.terminals.get(&ps.terminal)?;
+        let rt = self.runtimes.get(ps.terminal);
+        let fg = rt.and_then(|r| r.pid).and_then(proc::foreground);
+        let (rows, cols) = rt.map(|r| r.size).unwrap_or((0, 0));
+        let focused =
+            pos.workspace == self.state.active && pos.tab == ws.active && tab.focused == pane;
+        Some(json!({
+            "id": ps.no.to_string(),
+            "workspace": ws.no.to_string(),
+            "tab": tab.no.to_string(),
+            "title": ui::terminal_title(&self.state, &self.runtimes, ps.terminal),
+            "label": ps.label,
+            "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
+            "pid": rt.and_then(|r| r.pid),
+            "command": fg.as_ref().map(|f| f.argv.join(" ")),
+            "argv": term.argv,
+            "rows": rows,
+            "cols": cols,
+            "focused": focused,
+            "zoomed": tab.zoomed && tab.focused == pane,
+            "agent": term.agent,
+            "agent_state": term.agent_state,
+        }))
+    }
+
+    pub(crate) fn pane_list(&mut self, p: &Value) -> ApiResult {
+        let tab_filter = match p.get("tab") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(self.target_tab(p)?),
+        };
+        let ws_filter = match p.get("workspace") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(self.target_workspace(p)?),
+        };
+        let items: Vec<Value> = self
+            .state
+            .all_panes()
+            .into_iter()
+            .filter(|(pos, _)| {
+                tab_filter.is_none_or(|t| t == *pos) && ws_filter.is_none_or(|w| w == pos.workspace)
+            })
+            .filter_map(|(_, pane)| self.pane_json(pane))
+            .collect();
+        now(Value::Array(items))
+    }
+
+    pub(crate) fn pane_get(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        self.pane_json(pane)
+            .map(super::Outcome::Now)
+            .ok_or_else(|| ApiError::new("not_found", "no such pane"))
+    }
+
+    pub(crate) fn pane_split(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        let dir = match opt_str(p, "direction")?.unwrap_or("right") {
+            "right" => SplitDir::Right,
+            "down" => SplitDir::Down,
+            other => {
+                return Err(ApiError::params(format!(
+                    "\"direction\" must be right or down, got {other:?}"
+                )))
+            }
+        };
+        let argv = opt_str_list(p, "command")?.unwrap_or_default();
+        let cwd = match cwd_param(p)? {
+            Some(c) => Some(c),
+            None => self.pane_cwd(pane),
+        };
+        let new = self.split(Some(pane), dir, argv, cwd).map_err(spawn_err)?;
+        now(json!({ "id": self.pane_no(new) }))
+    }
+
+    fn pane_cwd(&self, pane: PaneId) -> Option<std::path::PathBuf> {
+        let tid = self.state.panes.get(&pane)?.terminal;
+        let pid = self.runtimes.get(tid)?.pid?;
+        proc::foreground(pid).and_then(|f| f.cwd)
+    }
+
+    pub(crate) fn pane_close(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        let id = self.pane_no(pane);
+        self.close_pane(pane);
+        now(json!({ "closed": id }))
+    }
+
+    pub(crate) fn pane_focus(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        self.state.focus_pane(pane);
+        self.request_render();
+        now(json!({ "id": self.pane_no(pane) }))
+    }
+
+    pub(crate) fn pane_zoom(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        let want = opt_bool(p, "zoom")?;
+        self.state.focus_pane(pane);
+        let tab = self
+            .state
+            .active_tab_mut()
+            .ok_or_else(|| ApiError::new("not_found", "no tab"))?;
+        let z = want.unwrap_or(!tab.zoomed) && tab.layout.len() > 1;
+        tab.zoomed = z;
+        self.relayout();
+        now(json!({ "id": self.pane_no(pane), "zoomed": z }))
+    }
+
+    pub(crate) fn pane_resize(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        let side = match req_str(p, "direction")? {
+            "left" => Side::Left,
+            "right" => Side::Right,
+            "up" => Side::Up,
+            "down" => Side::Down,
+            other => {
+                return Err(ApiError::params(format!(
+                    "\"direction\" must be left, right, up or down, got {other:?}"
+                )))
+            }
+        };
+        let cells = opt_u64(p, "cells")?.unwrap_or(1).min(u64::from(u16::MAX)) as u16;
+        let area = self.pane_area();
+        let pos = self
+            .state
+            .find_pane(pane)
+            .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
+        let moved = self
+            .state
+            .tab_at_mut(pos)
+            .is_some_and(|t| t.layout.resize(area, pane, side, cells));
+        self.relayout();
+        now(json!({ "id": self.pane_no(pane), "resized": moved }))
+    }
+
+    pub(crate) fn pane_rename(&mut self, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        let name = req_str(p, "name")?.trim().to_string();
+        if let Some(ps) = self.state.panes.get_mut(&pane) {
+            ps.label = (!name.is_empty()).then_some(name);
+        }
+        self.request_render();
+        now(json!({ "id": self.pane_no(pane) }))
+    }
+}

@@ -1,0 +1,294 @@
+//! The JSON API served to connections whose hello says `"role":"api"`: one request object
+//! per line (`{"id":…, "method":…, "params":{…}}`), one reply per line with the same id and
+//! either `result` or `error: {code, message}`; subscribers also receive event lines
+//! (`{"event":…, …}`). A malformed request gets an error reply; it never affects another
+//! connection. A peer that stops reading is disconnected once its queue is full, so
+//! server memory stays bounded.
+
+mod events;
+mod io;
+mod layout;
+mod targets;
+
+use std::collections::BTreeMap;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::conn::ApiWriter;
+use super::{ClientId, Server};
+use crate::model::ids::TerminalId;
+use crate::protocol::{PROTOCOL_VERSION, VERSION};
+
+pub use events::Summary;
+pub(crate) use io::PendingWait;
+
+/// `pane.output` is announced at most this often per pane (leading and trailing edge).
+const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
+
+/// An API error: a stable machine-readable code and a sentence for people.
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn params(message: impl Into<String>) -> ApiError {
+        ApiError::new("invalid_params", message)
+    }
+}
+
+/// What a method produced: a result now, or a reply that will be sent later (a wait).
+pub enum Outcome {
+    Now(Value),
+    Later,
+}
+
+pub type ApiResult = Result<Outcome, ApiError>;
+
+pub fn now(v: Value) -> ApiResult {
+    Ok(Outcome::Now(v))
+}
+
+pub(crate) struct ApiConn {
+    writer: ApiWriter,
+    subscribed: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct ApiState {
+    conns: BTreeMap<ClientId, ApiConn>,
+    pub waits: Vec<PendingWait>,
+    /// The structure as last announced to subscribers.
+    last: Option<Summary>,
+    /// Per terminal: when `pane.output` was last announced, and whether more output came
+    /// since (announced when the interval has passed).
+    activity: BTreeMap<TerminalId, (Instant, bool)>,
+}
+
+impl ApiState {
+    pub fn has_subscribers(&self) -> bool {
+        self.conns.values().any(|c| c.subscribed)
+    }
+}
+
+pub fn reply_line(id: &Value, result: Result<Value, ApiError>) -> String {
+    let v = match result {
+        Ok(r) => json!({ "id": id, "result": r }),
+        Err(e) => json!({ "id": id, "error": { "code": e.code, "message": e.message } }),
+    };
+    v.to_string()
+}
+
+impl Server {
+    pub(crate) fn api_open(&mut self, id: ClientId, writer: ApiWriter) {
+        self.api.conns.insert(
+            id,
+            ApiConn {
+                writer,
+                subscribed: false,
+            },
+        );
+    }
+
+    pub(crate) fn api_closed(&mut self, id: ClientId) {
+        self.api.conns.remove(&id);
+        self.api.waits.retain(|w| w.conn != id);
+    }
+
+    pub(crate) fn api_too_long(&mut self, id: ClientId) {
+        let msg = format!(
+            "request line longer than {} bytes",
+            super::conn::MAX_API_LINE
+        );
+        self.api_send(
+            id,
+            reply_line(&Value::Null, Err(ApiError::new("too_large", msg))),
+        );
+        if let Some(c) = self.api.conns.remove(&id) {
+            c.writer.close();
+        }
+    }
+
+    /// Sends one line to an API connection; a peer that is not reading is dropped.
+    pub(crate) fn api_send(&mut self, id: ClientId, line: String) {
+        let Some(conn) = self.api.conns.get(&id) else {
+            return;
+        };
+        if !conn.writer.try_send(line) {
+            eprintln!("api connection {id}: not reading its replies/events; disconnecting");
+            conn.writer.close();
+            self.api_closed(id);
+        }
+    }
+
+    pub(crate) fn api_request(&mut self, conn: ClientId, line: &str) {
+        let request: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                let err = ApiError::new("parse_error", format!("request is not JSON: {e}"));
+                return self.api_send(conn, reply_line(&Value::Null, Err(err)));
+            }
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let Some(method) = request.get("method").and_then(|m| m.as_str()) else {
+            let err = ApiError::new("invalid_request", "missing \"method\" (a string)");
+            return self.api_send(conn, reply_line(&id, Err(err)));
+        };
+        let params = match request.get("params") {
+            None | Some(Value::Null) => json!({}),
+            Some(p @ Value::Object(_)) => p.clone(),
+            Some(_) => {
+                let err = ApiError::params("\"params\" must be an object");
+                return self.api_send(conn, reply_line(&id, Err(err)));
+            }
+        };
+        let method = method.to_string();
+        match self.dispatch(conn, &id, &method, &params) {
+            Ok(Outcome::Now(v)) => self.api_send(conn, reply_line(&id, Ok(v))),
+            Ok(Outcome::Later) => {}
+            Err(e) => self.api_send(conn, reply_line(&id, Err(e))),
+        }
+        self.publish_structure();
+    }
+
+    fn dispatch(&mut self, conn: ClientId, id: &Value, method: &str, p: &Value) -> ApiResult {
+        match method {
+            "ping" => {
+                now(json!({ "pong": true, "protocol": PROTOCOL_VERSION, "version": VERSION }))
+            }
+            "server.status" => now(self.status()),
+            "server.stop" => {
+                self.stop("server stopped");
+                now(json!({ "stopping": true }))
+            }
+            "events.subscribe" => {
+                if let Some(c) = self.api.conns.get_mut(&conn) {
+                    c.subscribed = true;
+                }
+                // Subscribers are told about changes from now on.
+                self.api.last = Some(self.summary());
+                now(json!({ "subscribed": true }))
+            }
+            "workspace.list" => now(self.workspace_list()),
+            "workspace.create" => self.workspace_create(p),
+            "workspace.close" => self.workspace_close(p),
+            "workspace.rename" => self.workspace_rename(p),
+            "workspace.focus" => self.workspace_focus(p),
+            "tab.list" => self.tab_list(p),
+            "tab.create" => self.tab_create(p),
+            "tab.close" => self.tab_close(p),
+            "tab.rename" => self.tab_rename(p),
+            "tab.focus" => self.tab_focus(p),
+            "pane.list" => self.pane_list(p),
+            "pane.get" => self.pane_get(p),
+            "pane.split" => self.pane_split(p),
+            "pane.close" => self.pane_close(p),
+            "pane.focus" => self.pane_focus(p),
+            "pane.zoom" => self.pane_zoom(p),
+            "pane.resize" => self.pane_resize(p),
+            "pane.rename" => self.pane_rename(p),
+            "pane.send" => self.pane_send(p),
+            "pane.keys" => self.pane_keys(p),
+            "pane.submit" => self.pane_submit(p),
+            "pane.read" => self.pane_read(p),
+            "pane.wait" => self.pane_wait(conn, id, p),
+            other => Err(ApiError::new(
+                "unknown_method",
+                format!("unknown method {other:?}; see docs/api.md for the list"),
+            )),
+        }
+    }
+
+    pub(super) fn status(&self) -> Value {
+        json!({
+            "version": VERSION,
+            "protocol": PROTOCOL_VERSION,
+            "pid": std::process::id(),
+            "uptime_secs": self.started.elapsed().as_secs(),
+            "session": self.session.as_str(),
+            "socket": self.socket.display().to_string(),
+            "workspaces": self.state.workspaces.len(),
+            "panes": self.state.pane_count(),
+            "clients": self.clients.len(),
+            "size": { "cols": self.size.0, "rows": self.size.1 },
+        })
+    }
+
+    /// Output happened in a terminal: announce `pane.output`, coalesced per pane.
+    pub(crate) fn note_output(&mut self, tid: TerminalId) {
+        if !self.api.has_subscribers() {
+            self.api.activity.clear();
+            return;
+        }
+        let now = Instant::now();
+        match self.api.activity.get_mut(&tid) {
+            Some((last, pending)) if now < *last + ACTIVITY_INTERVAL => *pending = true,
+            _ => {
+                self.api.activity.insert(tid, (now, false));
+                self.emit_output(tid);
+            }
+        }
+    }
+
+    pub(crate) fn next_activity_deadline(&self) -> Option<Instant> {
+        self.api
+            .activity
+            .values()
+            .filter(|(_, pending)| *pending)
+            .map(|(t, _)| *t + ACTIVITY_INTERVAL)
+            .min()
+    }
+
+    /// Announces output that was held back by the interval.
+    pub(crate) fn flush_activity(&mut self) {
+        let now = Instant::now();
+        let due: Vec<TerminalId> = self
+            .api
+            .activity
+            .iter()
+            .filter(|(_, (t, pending))| *pending && now >= *t + ACTIVITY_INTERVAL)
+            .map(|(id, _)| *id)
+            .collect();
+        for tid in due {
+            self.api.activity.insert(tid, (now, false));
+            self.emit_output(tid);
+        }
+    }
+
+    fn emit_output(&mut self, tid: TerminalId) {
+        if let Some(p) = self.state.pane_of_terminal(tid) {
+            let id = self.pane_no(p);
+            self.emit(json!({ "event": "pane.output", "id": id }));
+        } else {
+            self.api.activity.remove(&tid);
+        }
+    }
+
+    /// Sends an event line to every subscriber.
+    pub(crate) fn emit(&mut self, event: Value) {
+        let ids: Vec<ClientId> = self
+            .api
+            .conns
+            .iter()
+            .filter(|(_, c)| c.subscribed)
+            .map(|(id, _)| *id)
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let line = event.to_string();
+        for id in ids {
+            self.api_send(id, line.clone());
+        }
+    }
+}

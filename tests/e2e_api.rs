@@ -1,0 +1,297 @@
+//! End-to-end through the CLI against a real server: the control plane.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{wait_until, Env};
+
+fn ok(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn json(out: std::process::Output) -> Value {
+    serde_json::from_str(&ok(out)).expect("JSON output")
+}
+
+fn started(name: &str) -> Env {
+    let env = Env::new(name);
+    ok(env.herdr(&["server", "start"]));
+    env
+}
+
+/// Waits until a pane shows the shell prompt (so typed input is read by bash).
+fn prompt(env: &Env, pane: &str) {
+    wait_until("the prompt", || {
+        let out = env.herdr(&["pane", "read", "--pane", pane]);
+        String::from_utf8_lossy(&out.stdout).contains(support::PROMPT)
+    });
+}
+
+#[test]
+fn build_a_layout_submit_read_and_wait() {
+    let env = started("layout");
+    let ws = ok(env.herdr(&["workspace", "create", "--name", "agents"]));
+    assert_eq!(ws, "w2");
+    let tab = json(env.herdr(&["tab", "create", "--workspace", "w2", "--json"]));
+    let t = tab["id"].as_str().unwrap().to_string();
+    let first = tab["pane"].as_str().unwrap().to_string();
+    let split = ok(env.herdr(&["pane", "split", "--pane", &first, "--direction", "down"]));
+    assert_ne!(split, first);
+    prompt(&env, &split);
+    ok(env.herdr(&["pane", "submit", "--pane", &split, "echo $((6*7))"]));
+    let start = Instant::now();
+    let line = ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        &split,
+        "--output",
+        "^42$",
+        "--timeout",
+        "20",
+    ]));
+    assert_eq!(line, "42");
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let screen = ok(env.herdr(&["pane", "read", "--pane", &split]));
+    assert!(screen.lines().any(|l| l == "42"), "{screen}");
+    // pane list --json: every field a script relies on.
+    let panes = json(env.herdr(&["pane", "list", "--json"]));
+    let p = panes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == split.as_str())
+        .unwrap()
+        .clone();
+    for key in [
+        "id",
+        "workspace",
+        "tab",
+        "title",
+        "cwd",
+        "pid",
+        "command",
+        "rows",
+        "cols",
+        "focused",
+        "agent",
+        "agent_state",
+    ] {
+        assert!(p.get(key).is_some(), "missing {key} in {p}");
+    }
+    assert_eq!(p["workspace"], "w2");
+    assert_eq!(p["tab"], t.as_str());
+    assert_eq!(p["agent"], Value::Null);
+    assert!(p["command"].as_str().unwrap().contains("bash"), "{p}");
+    assert!(p["pid"].as_u64().unwrap() > 1);
+    let tabs = json(env.herdr(&["tab", "list", "--workspace", "w2", "--json"]));
+    assert_eq!(tabs.as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_split_can_run_a_program_and_wait_returns_its_exit_status() {
+    let env = started("exit");
+    let pane = ok(env.herdr(&[
+        "pane",
+        "split",
+        "--",
+        "sh",
+        "-c",
+        "echo working; sleep 0.5; exit 7",
+    ]));
+    let out = ok(env.herdr(&["pane", "wait", "--pane", &pane, "--exit", "--timeout", "20"]));
+    assert_eq!(out, "exited with status 7");
+    // The pane is gone afterwards, and its id is not reused.
+    let panes = json(env.herdr(&["pane", "list", "--json"]));
+    assert!(panes
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["id"] != pane.as_str()));
+    let next = ok(env.herdr(&["pane", "split"]));
+    assert_ne!(next, pane);
+}
+
+#[test]
+fn wait_times_out_with_its_own_exit_code() {
+    let env = started("timeout");
+    let out = env.herdr(&[
+        "pane",
+        "wait",
+        "--output",
+        "never-printed-xyz",
+        "--timeout",
+        "0.3",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = env.herdr(&["pane", "wait", "--pane", "p99", "--exit"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no pane"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn keys_send_and_read_with_scrollback() {
+    let env = started("keys");
+    prompt(&env, "p1");
+    ok(env.herdr(&["pane", "send", "seq 1 100"]));
+    ok(env.herdr(&["pane", "keys", "Enter"]));
+    ok(env.herdr(&["pane", "wait", "--output", "^100$", "--timeout", "20"]));
+    let last = ok(env.herdr(&["pane", "read", "--lines", "200"]));
+    assert!(
+        last.lines().any(|l| l == "1"),
+        "scrollback included:\n{last}"
+    );
+    ok(env.herdr(&["pane", "send", "sleep 30"]));
+    ok(env.herdr(&["pane", "keys", "Enter"]));
+    ok(env.herdr(&["pane", "keys", "C-c"]));
+    // The interrupt flushes typed-ahead input: wait for the prompt before typing again.
+    wait_until("the prompt after C-c", || {
+        let screen = String::from_utf8_lossy(&env.herdr(&["pane", "read"]).stdout).into_owned();
+        screen.lines().map(str::trim_end).rfind(|l| !l.is_empty()) == Some(support::PROMPT)
+    });
+    ok(env.herdr(&["pane", "submit", "echo after-$((1+2))"]));
+    ok(env.herdr(&["pane", "wait", "--output", "after-3", "--timeout", "20"]));
+    let bad = env.herdr(&["pane", "keys", "C-Nope"]);
+    assert_eq!(bad.status.code(), Some(1));
+}
+
+#[test]
+fn rename_focus_zoom_resize_close() {
+    let env = started("manage");
+    let right = ok(env.herdr(&["pane", "split", "--direction", "right"]));
+    ok(env.herdr(&["pane", "rename", "--pane", &right, "builder"]));
+    ok(env.herdr(&["pane", "focus", "--pane", "p1"]));
+    let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["focused"], true);
+    let cols_before = p1["cols"].as_u64().unwrap();
+    ok(env.herdr(&[
+        "pane",
+        "resize",
+        "--pane",
+        "p1",
+        "--direction",
+        "right",
+        "--cells",
+        "5",
+    ]));
+    let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["cols"].as_u64().unwrap(), cols_before + 5);
+    ok(env.herdr(&["pane", "zoom", "--pane", &right, "--on"]));
+    let r = json(env.herdr(&["pane", "get", "--pane", &right, "--json"]));
+    assert_eq!(r["zoomed"], true);
+    assert_eq!(r["label"], "builder");
+    ok(env.herdr(&["pane", "close", "--pane", &right]));
+    ok(env.herdr(&["workspace", "rename", "main"]));
+    let ws = json(env.herdr(&["workspace", "list", "--json"]));
+    assert_eq!(ws[0]["name"], "main");
+    assert_eq!(ws[0]["panes"], 1);
+}
+
+fn api_conn(env: &Env) -> (UnixStream, BufReader<UnixStream>) {
+    let mut s = UnixStream::connect(env.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n")
+        .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":true"), "{line}");
+    (s, r)
+}
+
+fn next(r: &mut BufReader<UnixStream>) -> Value {
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+#[test]
+fn events_arrive_in_order_for_a_scripted_sequence() {
+    let env = started("events");
+    let (mut s, mut r) = api_conn(&env);
+    s.write_all(b"{\"id\":1,\"method\":\"events.subscribe\"}\n")
+        .unwrap();
+    assert_eq!(next(&mut r)["result"]["subscribed"], true);
+    let tab = ok(env.herdr(&["tab", "create"]));
+    let pane = ok(env.herdr(&["pane", "split"]));
+    ok(env.herdr(&["tab", "rename", "--tab", &tab, "build"]));
+    ok(env.herdr(&["pane", "close", "--pane", &pane]));
+    ok(env.herdr(&["tab", "close", &tab]));
+    let want = [
+        ("tab.created", tab.as_str()),
+        ("pane.created", "p2"),
+        ("tab.focused", tab.as_str()),
+        ("pane.focused", "p2"),
+        ("pane.created", pane.as_str()),
+        ("pane.focused", pane.as_str()),
+        ("tab.renamed", tab.as_str()),
+        ("pane.closed", pane.as_str()),
+        ("pane.focused", "p2"),
+        ("pane.closed", "p2"),
+        ("tab.closed", tab.as_str()),
+        ("tab.focused", "t1"),
+        ("pane.focused", "p1"),
+    ];
+    let mut got = Vec::new();
+    while got.len() < want.len() {
+        let ev = next(&mut r);
+        let name = ev["event"].as_str().unwrap().to_string();
+        if name == "pane.output" || name == "pane.title" {
+            continue;
+        }
+        got.push((name, ev["id"].as_str().unwrap().to_string()));
+    }
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn exits_are_announced_with_their_status() {
+    let env = started("exitev");
+    let (mut s, mut r) = api_conn(&env);
+    s.write_all(b"{\"id\":1,\"method\":\"events.subscribe\"}\n")
+        .unwrap();
+    next(&mut r);
+    let pane = ok(env.herdr(&["pane", "split", "--", "sh", "-c", "exit 3"]));
+    loop {
+        let ev = next(&mut r);
+        if ev["event"] == "pane.exited" {
+            assert_eq!(ev["id"], pane.as_str());
+            assert_eq!(ev["status"], 3);
+            break;
+        }
+    }
+    assert_eq!(next_non_output(&mut r)["event"], "pane.closed");
+}
+
+fn next_non_output(r: &mut BufReader<UnixStream>) -> Value {
+    loop {
+        let ev = next(r);
+        if ev["event"] != "pane.output" && ev["event"] != "pane.title" {
+            return ev;
+        }
+    }
+}
