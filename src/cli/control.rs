@@ -258,7 +258,12 @@ fn call(
                 human(&v)
             };
             if !text.is_empty() {
-                println!("{text}");
+                // A reader that went away (`| head`) is not an error.
+                let mut out = std::io::stdout();
+                match writeln!(out, "{text}").and_then(|_| out.flush()) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+                    _ => {}
+                }
             }
             Ok(0)
         }

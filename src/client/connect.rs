@@ -43,7 +43,9 @@ pub fn hello(
 ) -> anyhow::Result<UnixStream> {
     let mut line = serde_json::to_string(&Hello::new(role, size))?;
     line.push('\n');
-    stream.write_all(line.as_bytes())?;
+    stream
+        .write_all(line.as_bytes())
+        .map_err(|e| anyhow::anyhow!("the server closed the connection before the hello ({e})"))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let answer =
         read_line_unbuffered(&mut stream).context("the server did not answer the hello")?;

@@ -231,4 +231,52 @@ mod tests {
         d.push(&[0, 0, 0, 2, 2, 0]);
         assert!(matches!(d.next_client(), Err(FrameError::Malformed(2))));
     }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn arb_client() -> impl Strategy<Value = ClientMsg> {
+            prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..300).prop_map(ClientMsg::Input),
+                (any::<u16>(), any::<u16>()).prop_map(|(c, r)| ClientMsg::Resize(c, r)),
+                Just(ClientMsg::Detach),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn arbitrary_bytes_in_any_chunks_never_panic(
+                bytes in prop::collection::vec(any::<u8>(), 0..600),
+                cut in 1usize..50,
+            ) {
+                let mut d = Decoder::default();
+                for chunk in bytes.chunks(cut) {
+                    d.push(chunk);
+                    while let Ok(Some(_)) = d.next_client() {}
+                }
+                // Buffered bytes never exceed what was pushed.
+                prop_assert!(d.buf.len() <= bytes.len());
+            }
+
+            #[test]
+            fn messages_round_trip_through_any_chunking(
+                msgs in prop::collection::vec(arb_client(), 1..8),
+                cut in 1usize..64,
+            ) {
+                let wire: Vec<u8> = msgs.iter().flat_map(|m| m.encode()).collect();
+                let mut d = Decoder::default();
+                let mut got = Vec::new();
+                for chunk in wire.chunks(cut) {
+                    d.push(chunk);
+                    while let Some(m) = d.next_client().unwrap() {
+                        got.push(m);
+                    }
+                }
+                prop_assert_eq!(got, msgs);
+            }
+        }
+    }
 }

@@ -81,6 +81,36 @@ impl ApiState {
     }
 }
 
+/// Splits a request line into (id, method, params); on failure, the id to answer (if one
+/// could be read) and the error. Never panics, whatever the input.
+pub fn parse_request(line: &str) -> Result<(Value, String, Value), (Value, ApiError)> {
+    let request: Value = serde_json::from_str(line).map_err(|e| {
+        (
+            Value::Null,
+            ApiError::new("parse_error", format!("request is not JSON: {e}")),
+        )
+    })?;
+    if !request.is_object() {
+        return Err((
+            Value::Null,
+            ApiError::new("invalid_request", "a request must be a JSON object"),
+        ));
+    }
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let Some(method) = request.get("method").and_then(|m| m.as_str()) else {
+        return Err((
+            id,
+            ApiError::new("invalid_request", "missing \"method\" (a string)"),
+        ));
+    };
+    let params = match request.get("params") {
+        None | Some(Value::Null) => json!({}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => return Err((id, ApiError::params("\"params\" must be an object"))),
+    };
+    Ok((id, method.to_string(), params))
+}
+
 pub fn reply_line(id: &Value, result: Result<Value, ApiError>) -> String {
     let v = match result {
         Ok(r) => json!({ "id": id, "result": r }),
@@ -114,9 +144,9 @@ impl Server {
             id,
             reply_line(&Value::Null, Err(ApiError::new("too_large", msg))),
         );
-        if let Some(c) = self.api.conns.remove(&id) {
-            c.writer.close();
-        }
+        // Dropping the writer lets its thread flush the error, then close the connection.
+        self.api.conns.remove(&id);
+        self.api.waits.retain(|w| w.conn != id);
     }
 
     /// Sends one line to an API connection; a peer that is not reading is dropped.
@@ -132,27 +162,10 @@ impl Server {
     }
 
     pub(crate) fn api_request(&mut self, conn: ClientId, line: &str) {
-        let request: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                let err = ApiError::new("parse_error", format!("request is not JSON: {e}"));
-                return self.api_send(conn, reply_line(&Value::Null, Err(err)));
-            }
+        let (id, method, params) = match parse_request(line) {
+            Ok(r) => r,
+            Err((id, err)) => return self.api_send(conn, reply_line(&id, Err(err))),
         };
-        let id = request.get("id").cloned().unwrap_or(Value::Null);
-        let Some(method) = request.get("method").and_then(|m| m.as_str()) else {
-            let err = ApiError::new("invalid_request", "missing \"method\" (a string)");
-            return self.api_send(conn, reply_line(&id, Err(err)));
-        };
-        let params = match request.get("params") {
-            None | Some(Value::Null) => json!({}),
-            Some(p @ Value::Object(_)) => p.clone(),
-            Some(_) => {
-                let err = ApiError::params("\"params\" must be an object");
-                return self.api_send(conn, reply_line(&id, Err(err)));
-            }
-        };
-        let method = method.to_string();
         match self.dispatch(conn, &id, &method, &params) {
             Ok(Outcome::Now(v)) => self.api_send(conn, reply_line(&id, Ok(v))),
             Ok(Outcome::Later) => {}
@@ -220,6 +233,7 @@ impl Server {
             "workspaces": self.state.workspaces.len(),
             "panes": self.state.pane_count(),
             "clients": self.clients.len(),
+            "api_clients": self.api.conns.len(),
             "size": { "cols": self.size.0, "rows": self.size.1 },
         })
     }
@@ -290,5 +304,72 @@ impl Server {
         for id in ids {
             self.api_send(id, line.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn requests_parse_or_say_why() {
+        let (id, m, p) = parse_request(r#"{"id":3,"method":"ping"}"#).unwrap();
+        assert_eq!((id, m.as_str(), p), (json!(3), "ping", json!({})));
+        assert_eq!(
+            parse_request("[1,2]").unwrap_err().1.code,
+            "invalid_request"
+        );
+        assert_eq!(parse_request("{").unwrap_err().1.code, "parse_error");
+        let (id, e) = parse_request(r#"{"id":"a","method":"x","params":[1]}"#).unwrap_err();
+        assert_eq!((id, e.code), (json!("a"), "invalid_params"));
+        let (id, e) = parse_request(r#"{"id":9,"method":7}"#).unwrap_err();
+        assert_eq!((id, e.code), (json!(9), "invalid_request"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_line_parses_or_errors_without_panicking(line in "\\PC{0,200}") {
+            let _ = parse_request(&line);
+        }
+
+        #[test]
+        fn any_json_value_parses_or_errors(v in arb_json()) {
+            let line = v.to_string();
+            match parse_request(&line) {
+                Ok((_, m, p)) => {
+                    prop_assert!(p.is_object());
+                    prop_assert_eq!(Some(m.as_str()), v.get("method").and_then(|m| m.as_str()));
+                }
+                Err((_, e)) => prop_assert!(!e.message.is_empty()),
+            }
+        }
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z.]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("id".to_string()),
+                        Just("method".to_string()),
+                        Just("params".to_string()),
+                        "[a-z]{1,5}"
+                    ],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 }

@@ -1,0 +1,262 @@
+//! End-to-end: bad input and hostile peers on the API socket. Each gets an error and/or
+//! its connection closed; the server and every other client carry on.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{wait_until, Env};
+
+const HELLO: &[u8] = b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
+
+fn started(name: &str) -> Env {
+    let env = Env::new(name);
+    assert!(env.herdr(&["server", "start"]).status.success());
+    env
+}
+
+fn api_conn(env: &Env) -> (UnixStream, BufReader<UnixStream>) {
+    let mut s = UnixStream::connect(env.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(HELLO).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":true"), "{line}");
+    (s, r)
+}
+
+fn request(s: &mut UnixStream, r: &mut BufReader<UnixStream>, line: &str) -> Value {
+    s.write_all(line.as_bytes()).unwrap();
+    s.write_all(b"\n").unwrap();
+    let mut answer = String::new();
+    r.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap()
+}
+
+fn status(env: &Env) -> Value {
+    serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout).unwrap()
+}
+
+#[test]
+fn wrong_parameter_types_get_invalid_params() {
+    let env = started("types");
+    let (mut s, mut r) = api_conn(&env);
+    for (req, needle) in [
+        (
+            r#"{"id":1,"method":"pane.split","params":{"direction":5}}"#,
+            "direction",
+        ),
+        (
+            r#"{"id":2,"method":"pane.get","params":{"pane":[1]}}"#,
+            "pane",
+        ),
+        (
+            r#"{"id":3,"method":"pane.wait","params":{"output":"(","timeout_ms":10}}"#,
+            "regex",
+        ),
+        (
+            r#"{"id":4,"method":"pane.read","params":{"lines":-3}}"#,
+            "lines",
+        ),
+        (
+            r#"{"id":5,"method":"pane.keys","params":{"keys":"Enter"}}"#,
+            "keys",
+        ),
+        (
+            r#"{"id":6,"method":"pane.split","params":{"cwd":"relative/dir"}}"#,
+            "cwd",
+        ),
+        (
+            r#"{"id":7,"method":"pane.wait","params":{"exit":true,"output":"x"}}"#,
+            "exactly one",
+        ),
+    ] {
+        let v = request(&mut s, &mut r, req);
+        assert_eq!(v["error"]["code"], "invalid_params", "{req} → {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(needle),
+            "{req} → {v}"
+        );
+    }
+    // The connection is still usable.
+    assert_eq!(
+        request(&mut s, &mut r, r#"{"id":8,"method":"ping"}"#)["result"]["pong"],
+        true
+    );
+}
+
+#[test]
+fn an_oversized_request_is_refused_and_only_that_connection_closed() {
+    let env = started("huge");
+    let (mut s, mut r) = api_conn(&env);
+    let big = vec![b'x'; 2 * 1024 * 1024];
+    // The server may close while we are still writing; that is the point.
+    let _ = s.write_all(&big);
+    let mut answer = String::new();
+    let _ = r.read_line(&mut answer);
+    assert!(answer.contains("too_large"), "{answer:?}");
+    let mut rest = Vec::new();
+    assert_eq!(r.read_to_end(&mut rest).unwrap_or(0), 0);
+    assert_eq!(status(&env)["panes"], 1);
+}
+
+#[test]
+fn a_half_sent_request_stalls_only_its_own_connection() {
+    let env = started("half");
+    let (mut stalled, _r) = api_conn(&env);
+    stalled.write_all(b"{\"id\":1,\"meth").unwrap();
+    // Everyone else is served meanwhile.
+    let (mut s, mut r) = api_conn(&env);
+    assert_eq!(
+        request(&mut s, &mut r, r#"{"id":1,"method":"ping"}"#)["result"]["pong"],
+        true
+    );
+    assert!(env.herdr(&["pane", "split"]).status.success());
+    assert_eq!(status(&env)["panes"], 2);
+    // Finishing the line later still works.
+    stalled.write_all(b"od\":\"ping\"}\n").unwrap();
+    let mut answer = String::new();
+    BufReader::new(stalled).read_line(&mut answer).unwrap();
+    assert!(answer.contains("pong"), "{answer}");
+}
+
+#[test]
+fn a_peer_that_never_reads_is_disconnected_with_bounded_memory() {
+    let env = started("noread");
+    // A subscriber that never reads, and a script that renames a pane as fast as the
+    // server answers: every rename is an event for the subscriber.
+    let (mut lazy, _r) = api_conn(&env);
+    lazy.write_all(b"{\"id\":1,\"method\":\"events.subscribe\"}\n")
+        .unwrap();
+    // (`status` itself is an API client while it asks, hence the +1.)
+    wait_until("the subscriber is registered", || {
+        status(&env)["api_clients"] == 2
+    });
+    let (mut busy, busy_r) = api_conn(&env);
+    let reader = std::thread::spawn(move || {
+        let mut n = 0;
+        for line in busy_r.lines() {
+            if line.is_err() {
+                break;
+            }
+            n += 1;
+            if n == 20_000 {
+                break;
+            }
+        }
+        n
+    });
+    let mut batch = Vec::new();
+    for i in 0..20_000 {
+        batch.extend_from_slice(
+            format!("{{\"id\":{i},\"method\":\"pane.rename\",\"params\":{{\"name\":\"n{i}\"}}}}\n")
+                .as_bytes(),
+        );
+    }
+    busy.write_all(&batch).unwrap();
+    assert_eq!(
+        reader.join().unwrap(),
+        20_000,
+        "the busy client got all its replies"
+    );
+    drop(busy);
+    wait_until("the lazy subscriber is dropped", || {
+        status(&env)["api_clients"] == 1
+    });
+    // A requester that never reads its replies meets the same fate.
+    let (mut greedy, _r2) = api_conn(&env);
+    let pings = b"{\"id\":1,\"method\":\"ping\"}\n".repeat(2000);
+    greedy
+        .set_write_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    for _ in 0..100 {
+        if greedy.write_all(&pings).is_err() {
+            break;
+        }
+    }
+    wait_until("the greedy requester is dropped", || {
+        status(&env)["api_clients"] == 1
+    });
+    // The server's memory stayed bounded and it still serves.
+    let pid = status(&env)["pid"].as_i64().unwrap();
+    let rss_kib: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
+        })
+        .unwrap();
+    assert!(rss_kib < 200 * 1024, "server RSS {rss_kib} KiB");
+    assert!(env.herdr(&["pane", "list"]).status.success());
+}
+
+#[test]
+fn another_user_is_refused() {
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipped: needs root to run a client as another user");
+        return;
+    }
+    let env = started("otheruid");
+    // Open the way to the socket so only the server's peer-uid check stands in between.
+    use std::os::unix::fs::PermissionsExt;
+    let run = env.dir.path().join("run");
+    for dir in [env.dir.path().to_path_buf(), run.clone(), run.join("herdr")] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(env.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(support::BIN)
+        .args(["--session", &env.session, "pane", "list"])
+        .env_clear()
+        .env("XDG_RUNTIME_DIR", &run)
+        .env("HOME", "/")
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "another uid got in: {:?} {} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did not answer") || err.contains("closed"),
+        "{err}"
+    );
+    // The owner still gets in.
+    assert!(env.herdr(&["pane", "list"]).status.success());
+}
+
+#[test]
+fn commands_inside_a_pane_target_that_pane_and_session() {
+    let env = started("inside");
+    let pane = String::from_utf8_lossy(&env.herdr(&["pane", "split"]).stdout)
+        .trim()
+        .to_string();
+    let script = format!(
+        "{} pane rename from-inside; {} pane get --json > {}/inside.json",
+        support::BIN,
+        support::BIN,
+        env.home().display()
+    );
+    assert!(env
+        .herdr(&["pane", "submit", "--pane", &pane, &script])
+        .status
+        .success());
+    let file = env.home().join("inside.json");
+    wait_until("the command in the pane ran", || {
+        std::fs::read_to_string(&file)
+            .map(|s| s.ends_with("}\n"))
+            .unwrap_or(false)
+    });
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(v["id"], pane.as_str());
+    assert_eq!(v["label"], "from-inside");
+}
