@@ -37,8 +37,17 @@ fn version_and_status() {
     let env = Env::new("status");
     let out = env.herdr(&["--version"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+    for shell in ["bash", "zsh", "fish"] {
+        let out = env.herdr(&["completion", shell]);
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && script.contains("herdr") && script.contains("workspace"), "{shell}");
+    }
     let out = env.herdr(&["server", "status"]);
     assert_eq!(out.status.code(), Some(3), "not running yet");
+    let out = env.herdr(&["pane", "list"]);
+    assert_eq!(out.status.code(), Some(3), "API commands too");
+    let out = env.herdr(&["pane", "split", "--direction", "sideways"]);
+    assert_eq!(out.status.code(), Some(2), "usage error");
     assert!(env.herdr(&["server", "start"]).status.success());
     let out = env.herdr(&["server", "status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
