@@ -33,6 +33,12 @@ pub struct Config {
     pub sidebar_width: u16,
     /// `[keys]` bindings in file order; they override the built-in table.
     pub keys: Vec<KeySetting>,
+    /// `[persistence]`: save the panes' screens and scrollback too (may hold secrets).
+    pub history: bool,
+    /// `[persistence]`: lines of history saved per pane.
+    pub history_lines: usize,
+    /// `[persistence]`: programs that are re-run in their pane on restore.
+    pub restore_commands: Vec<String>,
 }
 
 /// One `[keys]` entry. Names are not validated here because the key parser
@@ -96,6 +102,9 @@ impl Default for Config {
             sidebar: true,
             sidebar_width: 24,
             keys: Vec::new(),
+            history: false,
+            history_lines: 1000,
+            restore_commands: Vec::new(),
         }
     }
 }
@@ -182,6 +191,8 @@ enum Kind {
     },
     /// A table of free-form `key = "action"` pairs kept in file order.
     Bindings(fn(&mut Config) -> &mut Vec<KeySetting>),
+    /// A list of non-empty strings.
+    StrList(fn(&mut Config) -> &mut Vec<String>),
 }
 
 /// A known key: its name within its section and what it accepts.
@@ -216,6 +227,24 @@ const ROOT_FIELDS: &[Field] = &[
         },
     ),
     Field("keys", Kind::Bindings(|c| &mut c.keys)),
+    Field("persistence", Kind::Table(PERSISTENCE_FIELDS)),
+];
+
+const PERSISTENCE_FIELDS: &[Field] = &[
+    Field("history", Kind::Bool(|c| &mut c.history)),
+    Field(
+        "history_lines",
+        Kind::UInt {
+            min: 0,
+            max: 100_000,
+            get: |c| u64::try_from(c.history_lines).unwrap_or(u64::MAX),
+            set: |c, v| c.history_lines = usize::try_from(v).unwrap_or(c.history_lines),
+        },
+    ),
+    Field(
+        "restore_commands",
+        Kind::StrList(|c| &mut c.restore_commands),
+    ),
 ];
 
 /// Applies a parsed document to `config`, collecting diagnostics. Because each
@@ -295,6 +324,29 @@ impl Walker<'_> {
             (Kind::Bindings(_), v) => {
                 let what = "a table of key = \"action\" bindings";
                 self.wrong(key, line, what, v, "using the default bindings");
+            }
+            (Kind::StrList(slot), DeValue::Array(items)) => {
+                let mut list = Vec::new();
+                for item in items.iter() {
+                    match item.get_ref() {
+                        DeValue::String(s) if !s.trim().is_empty() => {
+                            list.push(s.trim().to_string())
+                        }
+                        other => {
+                            self.wrong(
+                                key,
+                                line,
+                                "non-empty strings",
+                                other,
+                                "ignoring this entry",
+                            );
+                        }
+                    }
+                }
+                *slot(&mut self.config) = list;
+            }
+            (Kind::StrList(_), v) => {
+                self.wrong(key, line, "a list of strings", v, "using an empty list")
             }
         }
     }
@@ -414,6 +466,7 @@ mod tests {
             sidebar: false,
             sidebar_width: 30,
             keys: vec![binding("x", "close_pane", 7)],
+            ..Config::default()
         };
         assert_eq!(config, want);
     }
@@ -469,8 +522,29 @@ mod tests {
         let message = one(&diags, 2, "sidbar_width");
         assert!(message.contains("known keys are prefix, shell, scrollback_lines"));
         assert!(!config.sidebar, "valid keys still apply");
-        let (_, diags) = parse_str("prefix = \"C-a\"\n\n[persistence]\nhistory = true\n");
-        one(&diags, 3, "persistence");
+        let (_, diags) = parse_str("prefix = \"C-a\"\n\n[persist]\nhistory = true\n");
+        one(&diags, 3, "persist");
+    }
+
+    #[test]
+    fn persistence_section() {
+        let text = "[persistence]\nhistory = true\nhistory_lines = 50\nrestore_commands = [\"vim\", \"npm run dev\", \"\", 3]\n";
+        let (c, diags) = parse_str(text);
+        assert!(c.history);
+        assert_eq!(c.history_lines, 50);
+        assert_eq!(c.restore_commands, ["vim", "npm run dev"]);
+        assert_eq!(
+            diags.len(),
+            2,
+            "the empty and the non-string entry: {diags:#?}"
+        );
+        assert_eq!(
+            diags[0].key.as_deref(),
+            Some("persistence.restore_commands")
+        );
+        let (c, diags) = parse_str("[persistence]\nrestore_commands = \"vim\"\n");
+        assert!(c.restore_commands.is_empty());
+        assert!(diags[0].message.contains("a list of strings"), "{diags:#?}");
     }
 
     #[test]

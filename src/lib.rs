@@ -23,6 +23,7 @@ pub mod config;
 pub mod input;
 pub mod model;
 pub mod paths;
+pub mod persist;
 pub mod protocol;
 pub mod pty;
 pub mod render;

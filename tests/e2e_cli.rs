@@ -40,7 +40,10 @@ fn version_and_status() {
     for shell in ["bash", "zsh", "fish"] {
         let out = env.herdr(&["completion", shell]);
         let script = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && script.contains("herdr") && script.contains("workspace"), "{shell}");
+        assert!(
+            out.status.success() && script.contains("herdr") && script.contains("workspace"),
+            "{shell}"
+        );
     }
     let out = env.herdr(&["server", "status"]);
     assert_eq!(out.status.code(), Some(3), "not running yet");

@@ -102,6 +102,33 @@ impl AppState {
         TerminalId(self.next_terminal_id)
     }
 
+    /// The last public numbers handed out: (workspace, tab, pane).
+    pub fn counters(&self) -> (u32, u32, u32) {
+        (self.next_workspace_no, self.next_tab_no, self.next_pane_no)
+    }
+
+    /// Puts back the counters of a restored session (they never go backwards, so ids a
+    /// script saw before the restart are not given to anything new).
+    pub fn restore_counters(&mut self, (w, t, p): (u32, u32, u32)) {
+        self.next_workspace_no = self.next_workspace_no.max(w);
+        self.next_tab_no = self.next_tab_no.max(t);
+        self.next_pane_no = self.next_pane_no.max(p);
+    }
+
+    /// Adds a restored workspace as it was: its public numbers, tabs, layouts, labels.
+    /// The caller has spawned every terminal in `panes`.
+    pub fn insert_restored(
+        &mut self,
+        ws: Workspace,
+        panes: Vec<(PaneId, PaneState, TerminalState)>,
+    ) {
+        for (id, ps, term) in panes {
+            self.terminals.insert(term.id, term);
+            self.panes.insert(id, ps);
+        }
+        self.workspaces.push(ws);
+    }
+
     /// The public number the next pane will get.
     pub fn peek_pane_no(&self) -> u32 {
         self.next_pane_no + 1

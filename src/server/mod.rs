@@ -11,6 +11,7 @@ mod api;
 mod conn;
 mod keys;
 mod panes;
+mod persist;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -63,6 +64,8 @@ pub enum Event {
     ApiTooLong(ClientId),
     ApiClosed(ClientId),
     Pty(TerminalId, PtyEvent),
+    /// The background saver finished a save.
+    Saved(crate::persist::SaveReport),
     /// SIGTERM/SIGINT: stop cleanly (clients told, children hung up, socket removed).
     Signal(i32),
 }
@@ -110,6 +113,7 @@ pub struct Server {
     pub(crate) clients: BTreeMap<ClientId, Client>,
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
     pub(crate) api: api::ApiState,
+    pub(crate) persist: Option<persist::Persistence>,
     /// The client whose size the session uses: the most recently active one.
     active_client: Option<ClientId>,
     pub(crate) size: (u16, u16),
@@ -161,6 +165,7 @@ impl Server {
             clients: BTreeMap::new(),
             scroll: BTreeMap::new(),
             api: api::ApiState::default(),
+            persist: None,
             active_client: None,
             size: (80, 24),
             sidebar,
@@ -210,7 +215,9 @@ impl Server {
         let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
         let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
         let wait = self.next_wait_deadline();
-        [self.frame_due, msg, input, wait]
+        let activity = self.next_activity_deadline();
+        let save = self.persist_deadline();
+        [self.frame_due, msg, input, wait, activity, save]
             .into_iter()
             .flatten()
             .min()
@@ -231,6 +238,7 @@ impl Server {
             self.handle(ev);
             if structural {
                 self.publish_structure();
+                self.persist_note_change();
             }
         }));
         if result.is_err() {
@@ -261,6 +269,7 @@ impl Server {
             Event::ApiTooLong(id) => self.api_too_long(id),
             Event::ApiClosed(id) => self.api_closed(id),
             Event::Pty(tid, pev) => self.pty_event(tid, pev),
+            Event::Saved(report) => self.persist_saved(report),
             Event::Signal(sig) => self.stop(&format!("server stopped by signal {sig}")),
         }
     }
@@ -419,6 +428,9 @@ impl Server {
         if self.next_activity_deadline().is_some_and(|d| d <= now) {
             self.flush_activity();
         }
+        if self.persist_deadline().is_some_and(|d| d <= now) {
+            self.persist_tick(now);
+        }
         if let Some((_, t)) = &self.message {
             if now >= *t + MESSAGE_TIME {
                 self.message = None;
@@ -508,6 +520,8 @@ impl Server {
             }
         }
         let _ = std::fs::remove_file(&self.socket);
+        // Saved while every program still runs, so cwds and commands can be read.
+        self.persist_final();
         // Stop every terminal in parallel: each actor hangs up its child, waits a grace
         // period, then kills; joining them all bounds the total to one grace period.
         let runtimes = self.runtimes.drain();
@@ -562,9 +576,22 @@ pub fn main(session: SessionName) -> anyhow::Result<()> {
             Instant::now() + Duration::from_secs(10),
         ));
     }
-    if let Err(e) = server.create_workspace(None, None) {
-        let _ = std::fs::remove_file(&socket);
-        return Err(anyhow::anyhow!("{e}"));
+    match paths::ensure_state_dir(&server.session) {
+        Ok(dir) => match persist::Persistence::start(dir, server.events_tx.clone()) {
+            Ok(p) => server.persist = Some(p),
+            Err(e) => {
+                eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
+            }
+        },
+        Err(e) => eprintln!(
+            "persistence: cannot create the state folder: {e}; the session will not be saved"
+        ),
+    }
+    if !server.persist_restore() {
+        if let Err(e) = server.create_workspace(None, None) {
+            let _ = std::fs::remove_file(&socket);
+            return Err(anyhow::anyhow!("{e}"));
+        }
     }
     eprintln!(
         "herdr server {} for session {} listening on {}",

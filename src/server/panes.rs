@@ -43,6 +43,31 @@ impl Server {
         cwd: Option<PathBuf>,
         rect: Rect,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
+        // The public pane number is allocated on commit; it is always the next one.
+        let no = self.state.peek_pane_no();
+        self.spawn_terminal_as(no, argv, cwd, rect, None)
+    }
+
+    /// A fresh shell for a restored pane: its old public number, and the saved screen
+    /// (if any) shown before anything the new shell prints.
+    pub(crate) fn spawn_restored(
+        &mut self,
+        no: u32,
+        cwd: Option<PathBuf>,
+        rect: Rect,
+        preface: Option<Vec<u8>>,
+    ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
+        self.spawn_terminal_as(no, vec![], cwd, rect, preface)
+    }
+
+    fn spawn_terminal_as(
+        &mut self,
+        pane_no: u32,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+        rect: Rect,
+        preface: Option<Vec<u8>>,
+    ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
         let id = self.state.alloc_terminal_id();
         let (rows, cols) = (rect.height.max(1), rect.width.max(1));
         let spec = SpawnSpec {
@@ -52,22 +77,19 @@ impl Server {
             env: vec![
                 ("HERDR_SESSION".into(), self.session.as_str().into()),
                 ("HERDR_SOCKET".into(), self.socket.display().to_string()),
-                // The public pane number is allocated on commit; it is always the next one.
-                (
-                    "HERDR_PANE".into(),
-                    format!("p{}", self.state.peek_pane_no()),
-                ),
+                ("HERDR_PANE".into(), format!("p{pane_no}")),
             ],
             rows,
             cols,
         };
         let spawned = spawn(&spec)?;
         let pid = spawned.child.process_id();
-        let emulator = Arc::new(Mutex::new(Emulator::new(
-            rows,
-            cols,
-            self.config.scrollback_lines,
-        )));
+        let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
+        if let Some(bytes) = preface {
+            // Presentation only: fed to the emulator, never to the program.
+            let _ = emu.process(&bytes);
+        }
+        let emulator = Arc::new(Mutex::new(emu));
         let tx = self.events_tx.clone();
         let handle = PtyHandle::start(ActorParts {
             master: spawned.master,

@@ -1,0 +1,613 @@
+//! The server's side of cold persistence: capturing a snapshot of the live session,
+//! deciding when to save (see `persist::schedule`), and rebuilding a session from a
+//! snapshot at start-up.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::{Event, Server};
+use crate::model::ids::{PaneId, PaneNo, TabNo, WorkspaceNo};
+use crate::model::layout::{Layout, LayoutTree, SplitDir};
+use crate::model::{PaneState, Tab, Workspace};
+use crate::persist::schedule::SaveSchedule;
+use crate::persist::snapshot::{
+    Counters, DirSnap, HistorySnapshot, LayoutSnap, PaneHistory, PaneSnap, SessionSnapshot,
+    TabSnap, WorkspaceSnap, SNAPSHOT_VERSION,
+};
+use crate::persist::{self, HistoryAction, Loaded, Paths, SaveJob, SaveReport, Saver};
+use crate::pty::{lock, proc};
+
+/// How often the server looks for changes that are not structural (a shell's `cd`, a
+/// program started in a pane) and saves them.
+const RESCAN_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Persistence state of a running server.
+pub(crate) struct Persistence {
+    paths: Paths,
+    schedule: SaveSchedule,
+    saver: Saver,
+    /// Set when the files on disk must not be written (a newer herdr's session).
+    read_only: Option<String>,
+    generation: u64,
+    /// The structure as of the last noted change (no /proc facts), to spot changes.
+    last_structure: Option<SessionSnapshot>,
+    /// What was last handed to the saver (full), to skip identical saves.
+    last_saved: Option<SessionSnapshot>,
+    next_rescan: Instant,
+    pub last_report: Option<SaveReport>,
+}
+
+impl Persistence {
+    pub fn start(
+        dir: PathBuf,
+        events: std::sync::mpsc::Sender<Event>,
+    ) -> std::io::Result<Persistence> {
+        let paths = Paths::in_dir(&dir);
+        let saver = Saver::start(paths.clone(), move |report| {
+            let _ = events.send(Event::Saved(report));
+        })?;
+        Ok(Persistence {
+            paths,
+            schedule: SaveSchedule::default(),
+            saver,
+            read_only: None,
+            generation: 0,
+            last_structure: None,
+            last_saved: None,
+            next_rescan: Instant::now() + RESCAN_INTERVAL,
+            last_report: None,
+        })
+    }
+
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+}
+
+/// Whether a foreground command line is one the user asked to have re-run on restore.
+/// An entry matches when its words equal the start of the command line, comparing the
+/// program by name (`vim` matches `/usr/bin/vim notes.md`); an interpreter in front
+/// (`node /usr/bin/npm run dev`) is skipped.
+pub fn restorable(argv: &[String], allowed: &[String]) -> bool {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    let matches = |argv: &[String], entry: &[&str]| {
+        !entry.is_empty()
+            && argv.len() >= entry.len()
+            && base(&argv[0]) == base(entry[0])
+            && argv[1..entry.len()]
+                .iter()
+                .zip(&entry[1..])
+                .all(|(a, e)| a == e)
+    };
+    allowed.iter().any(|entry| {
+        let words: Vec<&str> = entry.split_whitespace().collect();
+        matches(argv, &words) || (argv.len() > 1 && matches(&argv[1..], &words))
+    })
+}
+
+/// Quotes a word for a POSIX shell.
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+fn tree_to_snap(tree: &LayoutTree, no: &dyn Fn(PaneId) -> u32) -> LayoutSnap {
+    match tree {
+        LayoutTree::Pane(p) => LayoutSnap::Pane { pane: no(*p) },
+        LayoutTree::Split {
+            dir,
+            ratio,
+            first,
+            second,
+        } => LayoutSnap::Split {
+            split: match dir {
+                SplitDir::Right => DirSnap::Right,
+                SplitDir::Down => DirSnap::Down,
+            },
+            ratio: *ratio,
+            first: Box::new(tree_to_snap(first, no)),
+            second: Box::new(tree_to_snap(second, no)),
+        },
+    }
+}
+
+fn snap_to_tree(snap: &LayoutSnap, id: &HashMap<u32, PaneId>) -> Option<LayoutTree> {
+    Some(match snap {
+        LayoutSnap::Pane { pane } => LayoutTree::Pane(*id.get(pane)?),
+        LayoutSnap::Split {
+            split,
+            ratio,
+            first,
+            second,
+        } => LayoutTree::Split {
+            dir: match split {
+                DirSnap::Right => SplitDir::Right,
+                DirSnap::Down => SplitDir::Down,
+            },
+            ratio: *ratio,
+            first: Box::new(snap_to_tree(first, id)?),
+            second: Box::new(snap_to_tree(second, id)?),
+        },
+    })
+}
+
+impl Server {
+    /// The session as a snapshot. `live` adds what only the processes know (cwd, the
+    /// foreground command); without it the capture is cheap and pure.
+    pub(crate) fn capture(&self, live: bool) -> SessionSnapshot {
+        let (w, t, p) = self.state.counters();
+        let no = |pane: PaneId| self.state.panes.get(&pane).map(|ps| ps.no.0).unwrap_or(0);
+        let workspaces = self
+            .state
+            .workspaces
+            .iter()
+            .map(|ws| WorkspaceSnap {
+                id: ws.no.0,
+                name: ws.name.clone(),
+                active_tab: ws.active,
+                tabs: ws
+                    .tabs
+                    .iter()
+                    .map(|tab| TabSnap {
+                        id: tab.no.0,
+                        name: tab.name.clone(),
+                        zoomed: tab.zoomed,
+                        focused: no(tab.focused),
+                        layout: tree_to_snap(&tab.layout.to_tree(), &no),
+                        panes: tab
+                            .layout
+                            .panes()
+                            .iter()
+                            .map(|p| self.pane_snap(*p, live))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        SessionSnapshot {
+            version: SNAPSHOT_VERSION,
+            generation: 0,
+            saved_at: 0,
+            counters: Counters {
+                workspace: w,
+                tab: t,
+                pane: p,
+            },
+            active_workspace: self.state.active,
+            workspaces,
+        }
+    }
+
+    fn pane_snap(&self, pane: PaneId, live: bool) -> PaneSnap {
+        let ps = self.state.panes.get(&pane);
+        let term = ps.and_then(|ps| self.state.terminals.get(&ps.terminal));
+        let mut cwd = term
+            .and_then(|t| t.cwd.as_ref())
+            .map(|c| c.display().to_string());
+        let mut command = None;
+        if live {
+            let rt = ps.and_then(|ps| self.runtimes.get(ps.terminal));
+            if let Some(fg) = rt.and_then(|rt| rt.pid.map(|pid| (pid, proc::foreground(pid)))) {
+                let (leader, fg) = fg;
+                if let Some(fg) = fg {
+                    if let Some(c) = &fg.cwd {
+                        cwd = Some(c.display().to_string());
+                    }
+                    if fg.pid != leader as i32
+                        && restorable(&fg.argv, &self.config.restore_commands)
+                    {
+                        command = Some(fg.argv.clone());
+                    }
+                }
+            }
+        }
+        PaneSnap {
+            id: ps.map(|p| p.no.0).unwrap_or(0),
+            label: ps.and_then(|p| p.label.clone()),
+            cwd,
+            argv: term.map(|t| t.argv.clone()).unwrap_or_default(),
+            command,
+            agent: term.and_then(|t| t.agent.clone()),
+            agent_session: None,
+        }
+    }
+
+    /// After anything that may have changed the structure: schedule a save if it did.
+    pub(crate) fn persist_note_change(&mut self) {
+        if self.persist.as_ref().is_none_or(|p| p.read_only.is_some()) || self.stopping.is_some() {
+            return;
+        }
+        let now_snap = self.capture(false);
+        let Some(p) = self.persist.as_mut() else {
+            return;
+        };
+        if p.last_structure.as_ref() != Some(&now_snap) {
+            p.last_structure = Some(now_snap);
+            p.schedule.changed(Instant::now());
+        }
+    }
+
+    pub(crate) fn persist_deadline(&self) -> Option<Instant> {
+        let p = self.persist.as_ref()?;
+        if p.read_only.is_some() {
+            return None;
+        }
+        Some(
+            p.schedule
+                .due_at()
+                .map_or(p.next_rescan, |d| d.min(p.next_rescan)),
+        )
+    }
+
+    pub(crate) fn persist_tick(&mut self, now: Instant) {
+        let Some(p) = self.persist.as_mut() else {
+            return;
+        };
+        if p.read_only.is_some() || self.stopping.is_some() {
+            return;
+        }
+        if now >= p.next_rescan {
+            p.next_rescan = now + RESCAN_INTERVAL;
+            if !p.schedule.pending() && !p.schedule.in_flight() {
+                // Non-structural changes (cwd, foreground program) are found by looking.
+                let full = self.capture(true);
+                let Some(p) = self.persist.as_mut() else {
+                    return;
+                };
+                if p.last_saved.as_ref() != Some(&full) {
+                    p.schedule.changed(now);
+                }
+            }
+        }
+        let Some(p) = self.persist.as_mut() else {
+            return;
+        };
+        if p.schedule.is_due(now) {
+            let job = self.make_job();
+            let Some(p) = self.persist.as_mut() else {
+                return;
+            };
+            p.schedule.start(now);
+            if !p.saver.submit(job) {
+                p.schedule.finished(false, now);
+            }
+        }
+    }
+
+    /// Builds the next save (structure, and history when enabled).
+    fn make_job(&mut self) -> SaveJob {
+        let snap = self.capture(true);
+        let history_on = self.config.history;
+        let lines = self.config.history_lines;
+        let history = history_on.then(|| self.capture_history(lines));
+        let Some(p) = self.persist.as_mut() else {
+            return SaveJob {
+                generation: 0,
+                session: Vec::new(),
+                history: HistoryAction::Delete,
+            };
+        };
+        p.generation += 1;
+        p.last_saved = Some(snap.clone());
+        let mut snap = snap;
+        snap.generation = p.generation;
+        snap.saved_at = persist::unix_now();
+        let session = serde_json::to_vec_pretty(&snap).unwrap_or_default();
+        let history = match history {
+            Some(mut h) => {
+                h.generation = p.generation;
+                HistoryAction::Write(serde_json::to_vec(&h).unwrap_or_default())
+            }
+            None => HistoryAction::Delete,
+        };
+        SaveJob {
+            generation: p.generation,
+            session,
+            history,
+        }
+    }
+
+    fn capture_history(&self, lines: usize) -> HistorySnapshot {
+        let mut panes = Vec::new();
+        for (_, pane) in self.state.all_panes() {
+            let Some(ps) = self.state.panes.get(&pane) else {
+                continue;
+            };
+            let Some(rt) = self.runtimes.get(ps.terminal) else {
+                continue;
+            };
+            let text = lock(&rt.emulator).last_lines(lines, true);
+            panes.push(PaneHistory {
+                id: ps.no.0,
+                lines: text.len(),
+                ansi: text.join("\r\n"),
+            });
+        }
+        HistorySnapshot {
+            version: SNAPSHOT_VERSION,
+            generation: 0,
+            panes,
+        }
+    }
+
+    pub(crate) fn persist_saved(&mut self, report: SaveReport) {
+        let now = Instant::now();
+        let failed = report.result.as_ref().err().cloned();
+        if let Some(p) = self.persist.as_mut() {
+            p.schedule.finished(failed.is_none(), now);
+            p.last_report = Some(report);
+        }
+        if let Some(e) = failed {
+            eprintln!("persistence: saving the session failed: {e}");
+            self.say(format!("could not save the session: {e}"));
+        }
+    }
+
+    /// The last save, done synchronously on a clean stop.
+    pub(crate) fn persist_final(&mut self) {
+        if self.persist.as_ref().is_none_or(|p| p.read_only.is_some()) {
+            return;
+        }
+        if self.state.workspaces.is_empty() {
+            // The session ended because its last pane closed: next time starts fresh.
+            if let Some(p) = self.persist.as_mut() {
+                p.saver.finish();
+                let _ = persist::files::remove_if_exists(&p.paths.session);
+                let _ = persist::files::remove_if_exists(&p.paths.history);
+            }
+            return;
+        }
+        let job = self.make_job();
+        if let Some(p) = self.persist.as_mut() {
+            p.saver.finish();
+            let report = persist::write(&p.paths, &job);
+            if let Err(e) = &report.result {
+                eprintln!("persistence: the final save failed: {e}");
+            }
+        }
+    }
+
+    /// At start-up: load what is on disk and rebuild the session. Returns whether a
+    /// session was restored (otherwise the caller creates a fresh one).
+    pub(crate) fn persist_restore(&mut self) -> bool {
+        let Some(p) = self.persist.as_ref() else {
+            return false;
+        };
+        let paths = p.paths().clone();
+        match persist::load(&paths) {
+            Loaded::Nothing => false,
+            Loaded::Newer(v) => {
+                let msg = format!(
+                    "{} was written by a newer herdr (snapshot version {v}); it is kept as is and this server will not save the session",
+                    paths.session.display()
+                );
+                eprintln!("persistence: {msg}");
+                self.say(msg.clone());
+                if let Some(p) = self.persist.as_mut() {
+                    p.read_only = Some(msg);
+                }
+                false
+            }
+            Loaded::Corrupt { reason, moved_to } => {
+                let msg = match moved_to {
+                    Some(to) => format!(
+                        "{} was unreadable ({reason}); moved to {} and started empty",
+                        paths.session.display(),
+                        to.display()
+                    ),
+                    None => format!(
+                        "{} was unreadable ({reason}); started empty",
+                        paths.session.display()
+                    ),
+                };
+                eprintln!("persistence: {msg}");
+                self.say(msg);
+                false
+            }
+            Loaded::Snapshot(snap, history) => {
+                let started = Instant::now();
+                let notes = self.restore(&snap, history.as_ref());
+                eprintln!(
+                    "persistence: restored {} pane(s) from {} in {} ms",
+                    self.state.pane_count(),
+                    paths.session.display(),
+                    started.elapsed().as_millis()
+                );
+                if let Some(p) = self.persist.as_mut() {
+                    p.generation = snap.generation;
+                }
+                if let Some(first) = notes.first() {
+                    let more = if notes.len() > 1 {
+                        format!(" (+{} more, see the log)", notes.len() - 1)
+                    } else {
+                        String::new()
+                    };
+                    self.say(format!("{first}{more}"));
+                }
+                for n in &notes {
+                    eprintln!("persistence: {n}");
+                }
+                !self.state.workspaces.is_empty()
+            }
+        }
+    }
+
+    /// Rebuilds workspaces, tabs, layouts and ids; a fresh shell per pane in its folder.
+    fn restore(
+        &mut self,
+        snap: &SessionSnapshot,
+        history: Option<&HistorySnapshot>,
+    ) -> Vec<String> {
+        let mut notes = Vec::new();
+        self.state.restore_counters((
+            snap.counters.workspace,
+            snap.counters.tab,
+            snap.counters.pane,
+        ));
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let marker = format!(
+            "\x1b[0;2m— restored {} —\x1b[0m\r\n",
+            persist::format_utc(snap.saved_at)
+        );
+        let area = self.pane_area();
+        for ws in &snap.workspaces {
+            let mut tabs = Vec::new();
+            let mut panes = Vec::new();
+            for tab in &ws.tabs {
+                let ids: HashMap<u32, PaneId> = tab
+                    .panes
+                    .iter()
+                    .map(|p| (p.id, self.state.alloc_pane_id()))
+                    .collect();
+                let Some(layout) =
+                    snap_to_tree(&tab.layout, &ids).and_then(|t| Layout::from_tree(t).ok())
+                else {
+                    notes.push(format!(
+                        "tab t{} had an unusable layout and was skipped",
+                        tab.id
+                    ));
+                    continue;
+                };
+                let geometry: HashMap<PaneId, ratatui::layout::Rect> =
+                    layout.geometry(area).into_iter().collect();
+                let mut spawned = Vec::new();
+                for ps in &tab.panes {
+                    let Some(&pid) = ids.get(&ps.id) else {
+                        continue;
+                    };
+                    let mut cwd = ps.cwd.as_ref().map(PathBuf::from);
+                    if let Some(c) = &cwd {
+                        if !c.is_dir() {
+                            notes.push(format!(
+                                "p{}: {} no longer exists; started in the home folder",
+                                ps.id,
+                                c.display()
+                            ));
+                            cwd = home.clone();
+                        }
+                    }
+                    let preface = history
+                        .and_then(|h| h.panes.iter().find(|x| x.id == ps.id))
+                        .filter(|h| h.lines > 0)
+                        .map(|h| format!("{}\r\n{marker}", h.ansi).into_bytes());
+                    let rect = geometry.get(&pid).copied().unwrap_or(area);
+                    match self.spawn_restored(ps.id, cwd.clone(), rect, preface) {
+                        Ok((mut term, rt)) => {
+                            term.agent = ps.agent.clone();
+                            if let Some(cmd) = ps
+                                .command
+                                .as_ref()
+                                .filter(|c| restorable(c, &self.config.restore_commands))
+                            {
+                                let line: Vec<String> =
+                                    cmd.iter().map(|w| shell_quote(w)).collect();
+                                let _ = rt
+                                    .handle
+                                    .try_write(format!("{}\r", line.join(" ")).into_bytes());
+                            }
+                            let state = PaneState {
+                                no: PaneNo(ps.id),
+                                terminal: term.id,
+                                label: ps.label.clone(),
+                            };
+                            self.runtimes.insert(term.id, rt);
+                            spawned.push((pid, state, term));
+                        }
+                        Err(e) => notes.push(format!("p{}: could not start a shell: {e}", ps.id)),
+                    }
+                }
+                // A pane that failed to start leaves the layout: the rest stays usable.
+                let mut layout = layout;
+                for (num, pid) in &ids {
+                    if !spawned.iter().any(|(p, _, _)| p == pid) && layout.len() > 1 {
+                        layout.remove(*pid);
+                        let _ = num;
+                    }
+                }
+                if spawned.is_empty() {
+                    continue;
+                }
+                let focused = ids
+                    .get(&tab.focused)
+                    .copied()
+                    .filter(|f| layout.contains(*f))
+                    .unwrap_or_else(|| layout.first());
+                tabs.push(Tab {
+                    no: TabNo(tab.id),
+                    name: tab.name.clone(),
+                    layout,
+                    focused,
+                    zoomed: tab.zoomed,
+                });
+                panes.extend(spawned);
+            }
+            if tabs.is_empty() {
+                continue;
+            }
+            let active = ws.active_tab.min(tabs.len() - 1);
+            self.state.insert_restored(
+                Workspace {
+                    no: WorkspaceNo(ws.id),
+                    name: ws.name.clone(),
+                    tabs,
+                    active,
+                },
+                panes,
+            );
+        }
+        self.state.active = snap
+            .active_workspace
+            .min(self.state.workspaces.len().saturating_sub(1));
+        self.relayout();
+        if let Some(p) = self.persist.as_mut() {
+            p.last_structure = None;
+        }
+        notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(words: &[&str]) -> Vec<String> {
+        words.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_listed_commands_are_restorable() {
+        let allowed = v(&["vim", "less", "npm run dev"]);
+        assert!(restorable(&v(&["/usr/bin/vim", "notes.md"]), &allowed));
+        assert!(restorable(&v(&["less", "-R", "log"]), &allowed));
+        assert!(restorable(
+            &v(&["npm", "run", "dev", "--port", "3"]),
+            &allowed
+        ));
+        assert!(restorable(
+            &v(&["node", "/usr/bin/npm", "run", "dev"]),
+            &allowed
+        ));
+        assert!(!restorable(&v(&["npm", "run", "build"]), &allowed));
+        assert!(!restorable(&v(&["rm", "-rf", "/"]), &allowed));
+        assert!(!restorable(&v(&["vimdiff", "a"]), &allowed));
+        assert!(!restorable(&v(&[]), &allowed));
+        assert!(!restorable(&v(&["vim"]), &[]));
+    }
+
+    #[test]
+    fn shell_quoting_is_safe() {
+        assert_eq!(shell_quote("notes.md"), "notes.md");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("$(rm -rf ~)"), "'$(rm -rf ~)'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}
