@@ -2,6 +2,7 @@
 //! and emulator screens); `diff` turns two frames into the terminal bytes between them.
 
 pub mod diff;
+pub mod pane;
 pub mod ui;
 
 /// Standard base64 (for OSC 52 clipboard payloads).

@@ -14,6 +14,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::diff::Frame;
+use super::pane::{draw_pane, RowCache};
 use crate::bindings::Bindings;
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{DividerId, SplitDir};
@@ -215,8 +216,84 @@ fn contains(r: Rect, x: u16, y: u16) -> bool {
     x >= r.x && x < r.right() && y >= r.y && y < r.bottom()
 }
 
-pub fn compose(view: &View<'_>, size: (u16, u16)) -> Frame {
-    let mut frame = Frame::new(size.0, size.1);
+/// What a client's frame was laid out from. While it stays the same, the next frame is
+/// the previous one with only the changed parts redrawn.
+#[derive(Debug, Clone, PartialEq)]
+struct LayoutKey {
+    size: (u16, u16),
+    sidebar: u16,
+    overlay: Overlay,
+    active: (usize, usize),
+    zoomed: bool,
+    focused: Option<PaneId>,
+    geometry: Vec<(PaneId, Rect)>,
+    /// Scroll-mode panes: their state, view offset and history length (the marks and the
+    /// position label are drawn over the rows).
+    scroll: Vec<(TerminalId, Scroll, usize, usize)>,
+}
+
+/// Per-client memory of the last composition (see [`compose`]).
+#[derive(Debug, Default)]
+pub struct ComposeCache {
+    key: Option<LayoutKey>,
+    rows: RowCache,
+}
+
+fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
+    let area = pane_area(size, view.sidebar);
+    let tab = view.state.active_tab();
+    let geometry = tab.map(|t| tab_geometry(t, area)).unwrap_or_default();
+    let scroll = geometry
+        .iter()
+        .filter_map(|(p, _)| view.state.panes.get(p).map(|ps| ps.terminal))
+        .filter_map(|tid| {
+            let st = *view.scroll.get(&tid)?;
+            let rt = view.runtimes.get(tid)?;
+            let emu = lock(&rt.emulator);
+            Some((tid, st, emu.scrollback(), emu.history_len()))
+        })
+        .collect();
+    LayoutKey {
+        size,
+        sidebar: view.sidebar,
+        overlay: view.overlay,
+        active: (
+            view.state.active,
+            view.state.active_workspace().map_or(0, |w| w.active),
+        ),
+        zoomed: tab.is_some_and(|t| t.zoomed),
+        focused: tab.map(|t| t.focused),
+        geometry,
+        scroll,
+    }
+}
+
+/// Composes a client's view. With the client's previous frame (same size) and an
+/// unchanged layout, only the chrome and the pane rows that changed are redrawn; otherwise
+/// the frame is drawn afresh. Either way the result is the same frame.
+pub fn compose(
+    view: &View<'_>,
+    size: (u16, u16),
+    prev: Option<&Frame>,
+    cache: &mut ComposeCache,
+) -> Frame {
+    let key = layout_key(view, size);
+    let reuse = prev.filter(|p| {
+        (p.buffer.area.width, p.buffer.area.height) == size && cache.key.as_ref() == Some(&key)
+    });
+    let mut frame = match reuse {
+        Some(p) => {
+            let mut f = p.clone();
+            clear_chrome(&mut f.buffer, size, view.sidebar);
+            f
+        }
+        None => {
+            cache.rows.clear();
+            Frame::new(size.0, size.1)
+        }
+    };
+    cache.key = Some(key);
+    frame.cursor = None;
     if size.0 == 0 || size.1 == 0 {
         return frame;
     }
@@ -239,7 +316,7 @@ pub fn compose(view: &View<'_>, size: (u16, u16)) -> Frame {
             };
             let focused = pane == tab.focused;
             let scroll = view.scroll.get(&tid);
-            let cursor = draw_pane(buf, rect, &rt.emulator, scroll);
+            let cursor = draw_pane(buf, rect, tid, &rt.emulator, scroll, &mut cache.rows);
             if focused {
                 highlight_border(buf, rect, area);
                 frame.application_cursor = cursor.app_cursor;
@@ -257,117 +334,23 @@ pub fn compose(view: &View<'_>, size: (u16, u16)) -> Frame {
     frame
 }
 
-struct PaneCursor {
-    pos: Option<(u16, u16)>,
-    app_cursor: bool,
-    app_keypad: bool,
-}
-
-fn vt_color(c: vt100::Color) -> Color {
-    match c {
-        vt100::Color::Default => Color::Reset,
-        vt100::Color::Idx(i) => Color::Indexed(i),
-        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
-    }
-}
-
-fn draw_pane(
-    buf: &mut Buffer,
-    rect: Rect,
-    emu: &SharedEmulator,
-    scroll: Option<&Scroll>,
-) -> PaneCursor {
-    let emu = lock(emu);
-    let screen = emu.screen();
-    for row in 0..rect.height {
-        let mut col = 0;
-        while col < rect.width {
-            let Some(cell) = screen.cell(row, col) else {
-                break;
-            };
-            let (x, y) = (rect.x + col, rect.y + row);
-            let wide = cell.is_wide();
-            if wide && col + 1 >= rect.width {
-                // A wide char that does not fit: show a blank, as terminals do.
-                if let Some(c) = buf.cell_mut((x, y)) {
-                    c.reset();
-                }
-                break;
-            }
-            if let Some(c) = buf.cell_mut((x, y)) {
-                let sym = cell.contents();
-                c.set_symbol(if sym.is_empty() { " " } else { sym });
-                let mut m = Modifier::empty();
-                if cell.bold() {
-                    m |= Modifier::BOLD;
-                }
-                if cell.dim() {
-                    m |= Modifier::DIM;
-                }
-                if cell.italic() {
-                    m |= Modifier::ITALIC;
-                }
-                if cell.underline() {
-                    m |= Modifier::UNDERLINED;
-                }
-                if cell.inverse() {
-                    m |= Modifier::REVERSED;
-                }
-                c.fg = vt_color(cell.fgcolor());
-                c.bg = vt_color(cell.bgcolor());
-                c.modifier = m;
-            }
-            if wide {
-                if let Some(c) = buf.cell_mut((x + 1, y)) {
-                    c.reset();
-                }
-                col += 2;
-            } else {
-                col += 1;
-            }
+/// Blanks the sidebar, tab bar and status line before they are drawn again.
+fn clear_chrome(buf: &mut Buffer, size: (u16, u16), sidebar: u16) {
+    let (cols, rows) = size;
+    let mut blank = |x: u16, y: u16| {
+        if let Some(c) = buf.cell_mut((x, y)) {
+            c.reset();
         }
-    }
-    if let Some(st) = scroll {
-        draw_scroll_marks(buf, rect, st, screen.scrollback(), screen.scrollback_len());
-    }
-    let (crow, ccol) = screen.cursor_position();
-    let visible = !screen.hide_cursor()
-        && screen.scrollback() == 0
-        && crow < rect.height
-        && ccol < rect.width;
-    PaneCursor {
-        pos: visible.then_some((rect.x + ccol, rect.y + crow)),
-        app_cursor: screen.application_cursor(),
-        app_keypad: screen.application_keypad(),
-    }
-}
-
-fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, history: usize) {
-    let rows = i64::from(rect.height);
-    let cursor_abs = offset as i64 + rows - 1 - i64::from(st.cursor);
-    let (lo, hi) = match st.mark {
-        Some(m) => (m.min(cursor_abs), m.max(cursor_abs)),
-        None => (cursor_abs, cursor_abs),
     };
-    for row in 0..rect.height {
-        let abs = offset as i64 + rows - 1 - i64::from(row);
-        if abs >= lo && abs <= hi {
-            for x in rect.x..rect.right() {
-                if let Some(c) = buf.cell_mut((x, rect.y + row)) {
-                    c.modifier |= Modifier::REVERSED;
-                }
-            }
+    for y in 0..rows {
+        let xs = if y == 0 || y + 1 == rows {
+            0..cols
+        } else {
+            0..sidebar.min(cols)
+        };
+        for x in xs {
+            blank(x, y);
         }
-    }
-    let label = format!("[{offset}/{history}]");
-    let w = label.chars().count() as u16;
-    if w <= rect.width {
-        buf.set_string(
-            rect.right() - w,
-            rect.y,
-            label,
-            Style::default().fg(Color::Black).bg(Color::Yellow),
-        );
     }
 }
 

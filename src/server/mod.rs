@@ -88,6 +88,8 @@ pub(crate) struct Client {
     drag: Option<crate::model::layout::DividerId>,
     /// A frame is owed (the last one could not be queued).
     behind: bool,
+    /// What its last frame was composed from (for incremental redraws).
+    cache: ui::ComposeCache,
     /// An incomplete escape sequence is buffered; if nothing follows by then, it was
     /// typed as is (e.g. alt+[) and is flushed.
     input_flush_at: Option<Instant>,
@@ -292,6 +294,7 @@ impl Server {
                 drag: None,
                 behind: false,
                 input_flush_at: None,
+                cache: ui::ComposeCache::default(),
             },
         );
         self.active_client = Some(id);
@@ -456,32 +459,37 @@ impl Server {
         let message = self.message.as_ref().map(|(m, _)| m.clone());
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for id in ids {
-            let Some(client) = self.clients.get(&id) else {
+            let Some(client) = self.clients.get_mut(&id) else {
                 continue;
             };
-            let overlay = match client.mode {
+            let mut cache = std::mem::take(&mut client.cache);
+            let prev = client.prev.take();
+            let (mode, client_size) = (client.mode, client.size);
+            let overlay = match mode {
                 Mode::Help => Overlay::Help,
                 Mode::Prefix => Overlay::Prefix,
                 Mode::Normal => Overlay::None,
             };
             let view = self.view(overlay, message.as_deref());
-            let frame = ui::compose(&view, self.size);
-            let frame = ui::fit(frame, client.size);
-            let bytes = match &client.prev {
+            // Incremental only when this client shows the session at its own size.
+            let base = prev.as_ref().filter(|_| client_size == self.size);
+            let frame = ui::compose(&view, self.size, base, &mut cache);
+            let frame = ui::fit(frame, client_size);
+            let bytes = match &prev {
                 Some(prev) => diff::encode_diff(prev, &frame),
                 None => diff::encode_full(&frame),
             };
             let Some(client) = self.clients.get_mut(&id) else {
                 continue;
             };
-            if bytes.is_empty() {
-                client.behind = false;
-                continue;
-            }
-            if client.writer.try_send(ServerMsg::Output(bytes).encode()) {
+            if bytes.is_empty() || client.writer.try_send(ServerMsg::Output(bytes).encode()) {
                 client.prev = Some(frame);
+                client.cache = cache;
                 client.behind = false;
             } else {
+                // Not sent: the client still shows `prev`, which the cache no longer
+                // describes; the next frame is composed afresh.
+                client.prev = prev;
                 client.behind = true;
             }
         }

@@ -1,0 +1,211 @@
+//! Drawing one pane's emulator screen into a frame, redrawing only the rows that changed
+//! since the last frame drawn from the same cache.
+//!
+//! vt100 gives cells one lookup at a time, which costs far more than comparing a row's
+//! formatted text; so each row's formatted form is remembered, and a row whose form is
+//! unchanged keeps the cells already in the frame. Invariant: a cache is only used with
+//! the frame it was filled for (the caller clears it whenever it starts a frame afresh).
+
+use std::collections::HashMap;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::model::ids::TerminalId;
+use crate::pty::{lock, SharedEmulator};
+use crate::server::Scroll;
+
+/// Per client: each visible terminal's rows as last drawn.
+#[derive(Debug, Default)]
+pub struct RowCache {
+    rows: HashMap<TerminalId, Vec<String>>,
+}
+
+impl RowCache {
+    pub fn clear(&mut self) {
+        self.rows.clear();
+    }
+}
+
+pub struct PaneCursor {
+    pub pos: Option<(u16, u16)>,
+    pub app_cursor: bool,
+    pub app_keypad: bool,
+}
+
+pub fn vt_color(c: vt100::Color) -> Color {
+    match c {
+        vt100::Color::Default => Color::Reset,
+        vt100::Color::Idx(i) => Color::Indexed(i),
+        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+    }
+}
+
+/// Draws the pane's screen into `rect`; rows whose formatted text matches the cache are
+/// left as they are in `buf`.
+pub fn draw_pane(
+    buf: &mut Buffer,
+    rect: Rect,
+    tid: TerminalId,
+    emu: &SharedEmulator,
+    scroll: Option<&Scroll>,
+    cache: &mut RowCache,
+) -> PaneCursor {
+    let emu = lock(emu);
+    let screen = emu.screen();
+    let cached = cache.rows.entry(tid).or_default();
+    cached.resize(usize::from(rect.height), String::from("\u{0}unset"));
+    let mut formatted = screen.rows_formatted(0, rect.width);
+    for row in 0..rect.height {
+        let text = formatted.next().unwrap_or_default();
+        let slot = &mut cached[usize::from(row)];
+        if *slot == text {
+            continue;
+        }
+        draw_row(buf, rect, screen, row);
+        *slot = text;
+    }
+    if let Some(st) = scroll {
+        draw_scroll_marks(buf, rect, st, screen.scrollback(), screen.scrollback_len());
+    }
+    let (crow, ccol) = screen.cursor_position();
+    let visible = !screen.hide_cursor()
+        && screen.scrollback() == 0
+        && crow < rect.height
+        && ccol < rect.width;
+    PaneCursor {
+        pos: visible.then_some((rect.x + ccol, rect.y + crow)),
+        app_cursor: screen.application_cursor(),
+        app_keypad: screen.application_keypad(),
+    }
+}
+
+fn draw_row(buf: &mut Buffer, rect: Rect, screen: &vt100::Screen, row: u16) {
+    let y = rect.y + row;
+    let mut col = 0;
+    while col < rect.width {
+        let x = rect.x + col;
+        let Some(cell) = screen.cell(row, col) else {
+            // The emulator is smaller than the pane for a moment (a resize in flight):
+            // blank the rest rather than keep stale cells.
+            for x in x..rect.right() {
+                if let Some(c) = buf.cell_mut((x, y)) {
+                    c.reset();
+                }
+            }
+            return;
+        };
+        let wide = cell.is_wide();
+        if wide && col + 1 >= rect.width {
+            // A wide char that does not fit: show a blank, as terminals do.
+            if let Some(c) = buf.cell_mut((x, y)) {
+                c.reset();
+            }
+            return;
+        }
+        if let Some(c) = buf.cell_mut((x, y)) {
+            let sym = cell.contents();
+            c.set_symbol(if sym.is_empty() { " " } else { sym });
+            let mut m = Modifier::empty();
+            if cell.bold() {
+                m |= Modifier::BOLD;
+            }
+            if cell.dim() {
+                m |= Modifier::DIM;
+            }
+            if cell.italic() {
+                m |= Modifier::ITALIC;
+            }
+            if cell.underline() {
+                m |= Modifier::UNDERLINED;
+            }
+            if cell.inverse() {
+                m |= Modifier::REVERSED;
+            }
+            c.fg = vt_color(cell.fgcolor());
+            c.bg = vt_color(cell.bgcolor());
+            c.modifier = m;
+        }
+        if wide {
+            if let Some(c) = buf.cell_mut((x + 1, y)) {
+                c.reset();
+            }
+            col += 2;
+        } else {
+            col += 1;
+        }
+    }
+}
+
+fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+    let rows = i64::from(rect.height);
+    let cursor_abs = offset as i64 + rows - 1 - i64::from(st.cursor);
+    let (lo, hi) = match st.mark {
+        Some(m) => (m.min(cursor_abs), m.max(cursor_abs)),
+        None => (cursor_abs, cursor_abs),
+    };
+    for row in 0..rect.height {
+        let abs = offset as i64 + rows - 1 - i64::from(row);
+        if abs >= lo && abs <= hi {
+            for x in rect.x..rect.right() {
+                if let Some(c) = buf.cell_mut((x, rect.y + row)) {
+                    c.modifier |= Modifier::REVERSED;
+                }
+            }
+        }
+    }
+    let label = format!("[{offset}/{history}]");
+    let w = label.chars().count() as u16;
+    if w <= rect.width {
+        buf.set_string(
+            rect.right() - w,
+            rect.y,
+            label,
+            Style::default().fg(Color::Black).bg(Color::Yellow),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::term::Emulator;
+    use std::sync::{Arc, Mutex};
+
+    fn text(buf: &Buffer, rect: Rect) -> Vec<String> {
+        (rect.y..rect.bottom())
+            .map(|y| {
+                (rect.x..rect.right())
+                    .map(|x| buf.cell((x, y)).map_or(" ", |c| c.symbol()))
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn incremental_drawing_matches_a_fresh_drawing() {
+        let rect = Rect::new(3, 1, 20, 5);
+        let emu: SharedEmulator = Arc::new(Mutex::new(Emulator::new(5, 20, 100)));
+        let tid = TerminalId(1);
+        let mut cache = RowCache::default();
+        let mut buf = Buffer::empty(Rect::new(0, 0, 30, 8));
+        let steps: [&[u8]; 5] = [
+            b"hello\r\nworld",
+            b"\x1b[31mred\x1b[0m",
+            b"\r\n\xe6\xbc\xa2\xe5\xad\x97!",
+            b"\x1b[2J\x1b[Hcleared",
+            b"\r\n1\r\n2\r\n3\r\n4\r\n5",
+        ];
+        for step in steps {
+            lock(&emu).process(step);
+            draw_pane(&mut buf, rect, tid, &emu, None, &mut cache);
+            let mut fresh = Buffer::empty(Rect::new(0, 0, 30, 8));
+            draw_pane(&mut fresh, rect, tid, &emu, None, &mut RowCache::default());
+            assert_eq!(buf, fresh, "after {:?}", String::from_utf8_lossy(step));
+        }
+        assert_eq!(text(&buf, rect), ["1", "2", "3", "4", "5"]);
+    }
+}
