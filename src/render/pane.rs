@@ -51,6 +51,7 @@ pub fn draw_pane(
     emu: &SharedEmulator,
     scroll: Option<&Scroll>,
     cache: &mut RowCache,
+    dirty: &mut [bool],
 ) -> PaneCursor {
     let emu = lock(emu);
     let screen = emu.screen();
@@ -65,6 +66,9 @@ pub fn draw_pane(
         }
         draw_row(buf, rect, screen, row);
         *slot = text;
+        if let Some(d) = dirty.get_mut(usize::from(rect.y + row)) {
+            *d = true;
+        }
     }
     if let Some(st) = scroll {
         draw_scroll_marks(buf, rect, st, screen.scrollback(), screen.scrollback_len());
@@ -201,9 +205,17 @@ mod tests {
         ];
         for step in steps {
             lock(&emu).process(step);
-            draw_pane(&mut buf, rect, tid, &emu, None, &mut cache);
+            draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
             let mut fresh = Buffer::empty(Rect::new(0, 0, 30, 8));
-            draw_pane(&mut fresh, rect, tid, &emu, None, &mut RowCache::default());
+            draw_pane(
+                &mut fresh,
+                rect,
+                tid,
+                &emu,
+                None,
+                &mut RowCache::default(),
+                &mut [false; 8],
+            );
             assert_eq!(buf, fresh, "after {:?}", String::from_utf8_lossy(step));
         }
         assert_eq!(text(&buf, rect), ["1", "2", "3", "4", "5"]);

@@ -14,7 +14,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::diff::Frame;
-use super::pane::{draw_pane, RowCache};
+use super::pane::{draw_pane, PaneCursor, RowCache};
 use crate::bindings::Bindings;
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{DividerId, SplitDir};
@@ -237,6 +237,15 @@ struct LayoutKey {
 pub struct ComposeCache {
     key: Option<LayoutKey>,
     rows: RowCache,
+    /// The chrome as last drawn (only its sidebar, tab bar and status cells are used).
+    chrome: Option<Buffer>,
+}
+
+impl ComposeCache {
+    /// Forgets everything: the next frame is composed afresh.
+    pub fn invalidate(&mut self) {
+        self.key = None;
+    }
 }
 
 fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
@@ -268,43 +277,23 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
     }
 }
 
-/// Composes a client's view. With the client's previous frame (same size) and an
-/// unchanged layout, only the chrome and the pane rows that changed are redrawn; otherwise
-/// the frame is drawn afresh. Either way the result is the same frame.
-pub fn compose(
-    view: &View<'_>,
-    size: (u16, u16),
-    prev: Option<&Frame>,
-    cache: &mut ComposeCache,
-) -> Frame {
-    let key = layout_key(view, size);
-    let reuse = prev.filter(|p| {
-        (p.buffer.area.width, p.buffer.area.height) == size && cache.key.as_ref() == Some(&key)
-    });
-    let mut frame = match reuse {
-        Some(p) => {
-            let mut f = p.clone();
-            clear_chrome(&mut f.buffer, size, view.sidebar);
-            f
-        }
-        None => {
-            cache.rows.clear();
-            Frame::new(size.0, size.1)
-        }
-    };
-    cache.key = Some(key);
-    frame.cursor = None;
+/// Composes a client's view afresh (and resets the cache to describe this frame).
+pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> Frame {
+    cache.rows.clear();
+    cache.chrome = None;
+    cache.key = Some(layout_key(view, size));
+    let mut frame = Frame::new(size.0, size.1);
     if size.0 == 0 || size.1 == 0 {
         return frame;
     }
-    let buf = &mut frame.buffer;
-    draw_sidebar(view, buf, size);
-    draw_tab_bar(view, buf, size);
+    draw_sidebar(view, &mut frame.buffer, size);
+    draw_tab_bar(view, &mut frame.buffer, size);
     let area = pane_area(size, view.sidebar);
+    let mut dirty = vec![false; usize::from(size.1)];
     if let Some(tab) = view.state.active_tab() {
         if !tab.zoomed {
             for d in tab.layout.dividers(area) {
-                draw_divider(buf, d.rect, d.dir, Style::default().fg(MUTED));
+                draw_divider(&mut frame.buffer, d.rect, d.dir, Style::default().fg(MUTED));
             }
         }
         for (pane, rect) in tab_geometry(tab, area) {
@@ -314,24 +303,109 @@ pub fn compose(
             let Some(rt) = view.runtimes.get(tid) else {
                 continue;
             };
-            let focused = pane == tab.focused;
             let scroll = view.scroll.get(&tid);
-            let cursor = draw_pane(buf, rect, tid, &rt.emulator, scroll, &mut cache.rows);
-            if focused {
-                highlight_border(buf, rect, area);
-                frame.application_cursor = cursor.app_cursor;
-                frame.application_keypad = cursor.app_keypad;
-                if view.overlay != Overlay::Help && scroll.is_none() {
-                    frame.cursor = cursor.pos;
+            let cursor = draw_pane(
+                &mut frame.buffer,
+                rect,
+                tid,
+                &rt.emulator,
+                scroll,
+                &mut cache.rows,
+                &mut dirty,
+            );
+            if pane == tab.focused {
+                highlight_border(&mut frame.buffer, rect, area);
+                apply_cursor(
+                    &mut frame,
+                    &cursor,
+                    view.overlay != Overlay::Help && scroll.is_none(),
+                );
+            }
+        }
+    }
+    let buf = &mut frame.buffer;
+    draw_status(view, buf, size);
+    if view.overlay == Overlay::Help {
+        draw_help(view, buf, size);
+    }
+    frame
+}
+
+fn apply_cursor(frame: &mut Frame, cursor: &PaneCursor, show: bool) {
+    frame.application_cursor = cursor.app_cursor;
+    frame.application_keypad = cursor.app_keypad;
+    frame.cursor = if show { cursor.pos } else { None };
+}
+
+/// Brings `frame` — the last frame composed with this cache — up to date in place, marking
+/// in `dirty` (one flag per row) every row it changed. Returns false, touching nothing,
+/// when the layout changed or an overlay or scroll mode is showing: then the caller
+/// composes afresh with [`compose`].
+pub fn compose_update(
+    view: &View<'_>,
+    size: (u16, u16),
+    frame: &mut Frame,
+    cache: &mut ComposeCache,
+    dirty: &mut Vec<bool>,
+) -> bool {
+    if frame.size() != size || size.0 == 0 || size.1 == 0 || view.overlay == Overlay::Help {
+        return false;
+    }
+    let key = layout_key(view, size);
+    if cache.key.as_ref() != Some(&key) || !key.scroll.is_empty() {
+        return false;
+    }
+    dirty.clear();
+    dirty.resize(usize::from(size.1), false);
+    // The chrome is drawn aside and copied over only where it changed.
+    let area = Rect::new(0, 0, size.0, size.1);
+    let chrome = cache.chrome.get_or_insert_with(|| Buffer::empty(area));
+    if chrome.area != area {
+        *chrome = Buffer::empty(area);
+    }
+    clear_chrome(chrome, size, view.sidebar);
+    draw_sidebar(view, chrome, size);
+    draw_tab_bar(view, chrome, size);
+    draw_status(view, chrome, size);
+    for y in 0..size.1 {
+        let width = if y == 0 || y + 1 == size.1 {
+            size.0
+        } else {
+            view.sidebar.min(size.0)
+        };
+        for x in 0..width {
+            if let (Some(src), Some(dst)) = (chrome.cell((x, y)), frame.buffer.cell_mut((x, y))) {
+                if src != dst {
+                    *dst = src.clone();
+                    dirty[usize::from(y)] = true;
                 }
             }
         }
     }
-    draw_status(view, &mut frame.buffer, size);
-    if view.overlay == Overlay::Help {
-        draw_help(view, &mut frame.buffer, size);
+    let pane_area = pane_area(size, view.sidebar);
+    if let Some(tab) = view.state.active_tab() {
+        for (pane, rect) in tab_geometry(tab, pane_area) {
+            let Some(tid) = view.state.panes.get(&pane).map(|p| p.terminal) else {
+                continue;
+            };
+            let Some(rt) = view.runtimes.get(tid) else {
+                continue;
+            };
+            let cursor = draw_pane(
+                &mut frame.buffer,
+                rect,
+                tid,
+                &rt.emulator,
+                None,
+                &mut cache.rows,
+                dirty,
+            );
+            if pane == tab.focused {
+                apply_cursor(frame, &cursor, true);
+            }
+        }
     }
-    frame
+    true
 }
 
 /// Blanks the sidebar, tab bar and status line before they are drawn again.

@@ -90,6 +90,10 @@ pub(crate) struct Client {
     behind: bool,
     /// What its last frame was composed from (for incremental redraws).
     cache: ui::ComposeCache,
+    /// A second frame buffer, reused for the next frame; it differs from `prev` only in
+    /// the rows flagged in `spare_stale`.
+    spare: Option<Frame>,
+    spare_stale: Vec<bool>,
     /// An incomplete escape sequence is buffered; if nothing follows by then, it was
     /// typed as is (e.g. alt+[) and is flushed.
     input_flush_at: Option<Instant>,
@@ -295,6 +299,8 @@ impl Server {
                 behind: false,
                 input_flush_at: None,
                 cache: ui::ComposeCache::default(),
+                spare: None,
+                spare_stale: Vec::new(),
             },
         );
         self.active_client = Some(id);
@@ -459,39 +465,74 @@ impl Server {
         let message = self.message.as_ref().map(|(m, _)| m.clone());
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for id in ids {
-            let Some(client) = self.clients.get_mut(&id) else {
-                continue;
+            self.render_client(id, message.as_deref());
+        }
+    }
+
+    /// One client's frame. While its layout is unchanged, the next frame is built in the
+    /// client's spare buffer (first brought level with what the client shows) and only the
+    /// rows that changed are compared and sent; otherwise it is composed afresh.
+    fn render_client(&mut self, id: ClientId, message: Option<&str>) {
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let mut cache = std::mem::take(&mut client.cache);
+        let prev = client.prev.take();
+        let spare = client.spare.take();
+        let stale = std::mem::take(&mut client.spare_stale);
+        let (mode, client_size) = (client.mode, client.size);
+        let overlay = match mode {
+            Mode::Help => Overlay::Help,
+            Mode::Prefix => Overlay::Prefix,
+            Mode::Normal => Overlay::None,
+        };
+        let view = self.view(overlay, message);
+        let mut dirty = Vec::new();
+        let mut next = None;
+        if let Some(prev) = prev.as_ref().filter(|_| client_size == self.size) {
+            let mut candidate = match spare {
+                Some(mut s) if s.size() == prev.size() => {
+                    sync_rows(&mut s, prev, &stale);
+                    s
+                }
+                _ => prev.clone(),
             };
-            let mut cache = std::mem::take(&mut client.cache);
-            let prev = client.prev.take();
-            let (mode, client_size) = (client.mode, client.size);
-            let overlay = match mode {
-                Mode::Help => Overlay::Help,
-                Mode::Prefix => Overlay::Prefix,
-                Mode::Normal => Overlay::None,
-            };
-            let view = self.view(overlay, message.as_deref());
-            // Incremental only when this client shows the session at its own size.
-            let base = prev.as_ref().filter(|_| client_size == self.size);
-            let frame = ui::compose(&view, self.size, base, &mut cache);
-            let frame = ui::fit(frame, client_size);
-            let bytes = match &prev {
-                Some(prev) => diff::encode_diff(prev, &frame),
-                None => diff::encode_full(&frame),
-            };
-            let Some(client) = self.clients.get_mut(&id) else {
-                continue;
-            };
-            if bytes.is_empty() || client.writer.try_send(ServerMsg::Output(bytes).encode()) {
-                client.prev = Some(frame);
-                client.cache = cache;
-                client.behind = false;
-            } else {
-                // Not sent: the client still shows `prev`, which the cache no longer
-                // describes; the next frame is composed afresh.
-                client.prev = prev;
-                client.behind = true;
+            if ui::compose_update(&view, self.size, &mut candidate, &mut cache, &mut dirty) {
+                next = Some(candidate);
             }
+        }
+        let (frame, bytes) = match (next, &prev) {
+            (Some(frame), Some(prev)) => {
+                let bytes = diff::encode_diff_rows(prev, &frame, &dirty);
+                (frame, bytes)
+            }
+            _ => {
+                let frame = ui::fit(ui::compose(&view, self.size, &mut cache), client_size);
+                dirty = vec![true; usize::from(client_size.1)];
+                let bytes = match &prev {
+                    Some(prev) => diff::encode_diff(prev, &frame),
+                    None => diff::encode_full(&frame),
+                };
+                (frame, bytes)
+            }
+        };
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        if bytes.is_empty() || client.writer.try_send(ServerMsg::Output(bytes).encode()) {
+            // The old frame becomes the spare; it differs from the new one in `dirty`.
+            client.spare = prev;
+            client.spare_stale = dirty;
+            client.prev = Some(frame);
+            client.cache = cache;
+            client.behind = false;
+        } else {
+            // Not sent: the client still shows `prev`, which the cache no longer
+            // describes; the next frame is composed afresh.
+            client.prev = prev;
+            cache.invalidate();
+            client.cache = cache;
+            client.behind = true;
         }
     }
 
@@ -541,6 +582,26 @@ impl Server {
             h.shutdown_and_join();
         }
     }
+}
+
+/// Copies the rows flagged in `stale` from `from` into `to` (frames of one size), and the
+/// frame-wide fields, so `to` equals `from` again.
+fn sync_rows(to: &mut Frame, from: &Frame, stale: &[bool]) {
+    let width = usize::from(from.buffer.area.width);
+    for (y, flag) in stale.iter().enumerate() {
+        if *flag {
+            let row = y * width..(y + 1) * width;
+            if let (Some(dst), Some(src)) = (
+                to.buffer.content.get_mut(row.clone()),
+                from.buffer.content.get(row),
+            ) {
+                dst.clone_from_slice(src);
+            }
+        }
+    }
+    to.cursor = from.cursor;
+    to.application_cursor = from.application_cursor;
+    to.application_keypad = from.application_keypad;
 }
 
 /// Turns SIGTERM and SIGINT into a clean stop; SIGHUP is ignored (a daemon has no

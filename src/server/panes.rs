@@ -331,4 +331,43 @@ mod tests {
         assert_eq!(s.state.panes[&p].no.0, 2);
         s.shutdown();
     }
+
+    #[test]
+    fn updating_a_frame_in_place_matches_composing_it_afresh() {
+        use crate::render::ui::{self, ComposeCache, Overlay};
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut s = server();
+        s.split(None, SplitDir::Right, vec![], None).unwrap();
+        s.split(None, SplitDir::Down, vec![], None).unwrap();
+        let size = s.size;
+        let mut cache = ComposeCache::default();
+        let mut frame = ui::compose(&s.view(Overlay::None, None), size, &mut cache);
+        let steps: [&[u8]; 4] = [
+            b"\x1b[2J\x1b[Hhello",
+            b"\r\n\x1b[1;32mgreen\x1b[0m world",
+            "\r\n漢字".as_bytes(),
+            b"\x1b]2;new title\x07",
+        ];
+        for (i, step) in steps.iter().enumerate() {
+            let tid = s.state.focused_terminal().unwrap();
+            crate::pty::lock(&s.runtimes.get(tid).unwrap().emulator).process(step);
+            if i == 2 {
+                s.say("a status message");
+            }
+            let view = s.view(Overlay::None, s.message.as_ref().map(|(m, _)| m.as_str()));
+            let mut dirty = Vec::new();
+            assert!(ui::compose_update(
+                &view, size, &mut frame, &mut cache, &mut dirty
+            ));
+            let fresh = ui::compose(&view, size, &mut ComposeCache::default());
+            assert_eq!(frame, fresh, "step {i}");
+            assert!(
+                dirty.iter().any(|d| *d) && !dirty.iter().all(|d| *d),
+                "only some rows change"
+            );
+        }
+        s.shutdown();
+    }
 }

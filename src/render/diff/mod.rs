@@ -55,7 +55,7 @@ impl Frame {
         }
     }
 
-    fn size(&self) -> (u16, u16) {
+    pub fn size(&self) -> (u16, u16) {
         (self.buffer.area.width, self.buffer.area.height)
     }
 
@@ -83,8 +83,21 @@ pub fn encode_diff(prev: &Frame, next: &Frame) -> Vec<u8> {
     }
 }
 
+/// Like [`encode_diff`] for frames known to differ at most in the rows marked in `rows`
+/// (one flag per row): only those rows are compared, which keeps a keystroke's frame cheap.
+pub fn encode_diff_rows(prev: &Frame, next: &Frame, rows: &[bool]) -> Vec<u8> {
+    if prev.size() != next.size() {
+        return encode_full(next);
+    }
+    encode_rows(Some(prev), next, Some(rows))
+}
+
 /// `prev` = `None` means the screen state is unknown, so it is cleared first.
 fn encode(prev: Option<&Frame>, next: &Frame) -> Vec<u8> {
+    encode_rows(prev, next, None)
+}
+
+fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec<u8> {
     let was_shown = prev.and_then(Frame::shown_cursor);
     let cursor = match (prev, was_shown) {
         (None, _) => Cursor::At(0, 0), // where RESET_SCREEN leaves it
@@ -105,7 +118,7 @@ fn encode(prev: Option<&Frame>, next: &Frame) -> Vec<u8> {
             &blank
         }
     };
-    enc.draw(shown, &next.buffer);
+    enc.draw(shown, &next.buffer, rows);
     enc.set_pen(Pen::DEFAULT);
 
     let mut out = Vec::with_capacity(enc.out.len() + 64);
@@ -351,10 +364,13 @@ struct Encoder {
 
 impl Encoder {
     /// Draws the rows of `next` that differ from `prev`, which the terminal shows.
-    fn draw(&mut self, prev: &Buffer, next: &Buffer) {
+    fn draw(&mut self, prev: &Buffer, next: &Buffer, rows: Option<&[bool]>) {
         let width = usize::from(self.width);
         let (mut old, mut new, mut changed) = (Vec::new(), Vec::new(), Vec::new());
         for y in 0..next.area.height {
+            if rows.is_some_and(|r| !r.get(usize::from(y)).copied().unwrap_or(true)) {
+                continue;
+            }
             let row = usize::from(y) * width..(usize::from(y) + 1) * width;
             if prev.content.get(row.clone()) == next.content.get(row) {
                 continue;
