@@ -20,6 +20,15 @@ fn ok(out: std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Like `ok`, and on failure also shows the server's log (for rare failures on CI).
+fn ok_logged(env: &Env, out: std::process::Output) -> String {
+    if !out.status.success() {
+        let log = std::fs::read_to_string(state_dir(env).join("server.log")).unwrap_or_default();
+        eprintln!("server log:\n{log}");
+    }
+    ok(out)
+}
+
 fn json(out: std::process::Output) -> Value {
     serde_json::from_str(&ok(out)).unwrap()
 }
@@ -238,7 +247,7 @@ fn killed_servers_restore_from_the_last_save_at_most_about_a_second_old() {
     let delays = [150u64, 1600, 700, 1900, 40, 1300];
     for (round, delay) in delays.iter().enumerate() {
         let label = format!("round-{round}");
-        ok(env.herdr(&["pane", "rename", "--pane", "p1", &label]));
+        ok_logged(&env, env.herdr(&["pane", "rename", "--pane", "p1", &label]));
         let changed = Instant::now();
         std::thread::sleep(Duration::from_millis(*delay)); // the random moment of the crash
         let pid = env.server_pid().unwrap();
@@ -268,8 +277,12 @@ fn killed_servers_restore_from_the_last_save_at_most_about_a_second_old() {
                 "a change {waited:?} old was not saved"
             );
         }
-        ok(env.herdr(&["server", "start"]));
-        let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+        ok_logged(&env, env.herdr(&["server", "start"]));
+        let p1: Value = serde_json::from_str(&ok_logged(
+            &env,
+            env.herdr(&["pane", "get", "--pane", "p1", "--json"]),
+        ))
+        .unwrap();
         assert_eq!(p1["label"], label_saved, "restored what was saved");
     }
 }

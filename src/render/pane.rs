@@ -20,11 +20,15 @@ use crate::server::Scroll;
 #[derive(Debug, Default)]
 pub struct RowCache {
     rows: HashMap<TerminalId, Vec<String>>,
+    /// The emulator's content sequence when the pane was last drawn, with its rect: if
+    /// both are unchanged, nothing in the pane can have changed.
+    seen: HashMap<TerminalId, (u64, Rect)>,
 }
 
 impl RowCache {
     pub fn clear(&mut self) {
         self.rows.clear();
+        self.seen.clear();
     }
 }
 
@@ -55,10 +59,11 @@ pub fn draw_pane(
 ) -> PaneCursor {
     let emu = lock(emu);
     let screen = emu.screen();
+    let unchanged = cache.seen.insert(tid, (emu.seq(), rect)) == Some((emu.seq(), rect));
     let cached = cache.rows.entry(tid).or_default();
     cached.resize(usize::from(rect.height), String::from("\u{0}unset"));
     let mut formatted = screen.rows_formatted(0, rect.width);
-    for row in 0..rect.height {
+    for row in (0..rect.height).filter(|_| !unchanged) {
         let text = formatted.next().unwrap_or_default();
         let slot = &mut cached[usize::from(row)];
         if *slot == text {

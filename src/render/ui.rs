@@ -239,6 +239,7 @@ pub struct ComposeCache {
     rows: RowCache,
     /// The chrome as last drawn (only its sidebar, tab bar and status cells are used).
     chrome: Option<Buffer>,
+    chrome_signature: Option<String>,
 }
 
 impl ComposeCache {
@@ -281,6 +282,7 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
 pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> Frame {
     cache.rows.clear();
     cache.chrome = None;
+    cache.chrome_signature = None;
     cache.key = Some(layout_key(view, size));
     let mut frame = Frame::new(size.0, size.1);
     if size.0 == 0 || size.1 == 0 {
@@ -363,11 +365,17 @@ pub fn compose_update(
     if chrome.area != area {
         *chrome = Buffer::empty(area);
     }
-    clear_chrome(chrome, size, view.sidebar);
-    draw_sidebar(view, chrome, size);
-    draw_tab_bar(view, chrome, size);
-    draw_status(view, chrome, size);
-    for y in 0..size.1 {
+    // Everything the chrome shows, as text: when it is unchanged, so is the chrome.
+    let signature = chrome_signature(view, size);
+    let chrome_changed = cache.chrome_signature.as_deref() != Some(signature.as_str());
+    cache.chrome_signature = Some(signature);
+    if chrome_changed {
+        clear_chrome(chrome, size, view.sidebar);
+        draw_sidebar(view, chrome, size);
+        draw_tab_bar(view, chrome, size);
+        draw_status(view, chrome, size);
+    }
+    for y in (0..size.1).filter(|_| chrome_changed) {
         let width = if y == 0 || y + 1 == size.1 {
             size.0
         } else {
@@ -406,6 +414,38 @@ pub fn compose_update(
         }
     }
     true
+}
+
+/// The inputs of the sidebar, tab bar and status line, as one string. Must name everything
+/// `draw_sidebar`, `draw_tab_bar` and `draw_status` read.
+fn chrome_signature(view: &View<'_>, size: (u16, u16)) -> String {
+    use std::fmt::Write;
+    let st = view.state;
+    let mut s = format!(
+        "{}|{:?}|{}|{:?}|{}|",
+        view.session, size, view.sidebar, view.overlay, view.bindings.prefix
+    );
+    let _ = write!(s, "{:?}|{}|", view.message, st.active);
+    for ws in &st.workspaces {
+        let _ = write!(s, "w{}:{}:{}[", ws.no.0, ws.name, ws.active);
+        for tab in &ws.tabs {
+            let focused = st.panes.get(&tab.focused).map_or(0, |p| p.no.0);
+            let _ = write!(
+                s,
+                "t{}:{}:{}:{}/",
+                tab.no.0,
+                tab.zoomed,
+                focused,
+                tab_label(st, view.runtimes, tab)
+            );
+        }
+        s.push(']');
+    }
+    let scrolling = st
+        .focused_terminal()
+        .is_some_and(|t| view.scroll.contains_key(&t));
+    let _ = write!(s, "|{scrolling}");
+    s
 }
 
 /// Blanks the sidebar, tab bar and status line before they are drawn again.
