@@ -8,8 +8,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::protocol::frame::Decoder;
@@ -25,17 +28,52 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 pub type ClientId = u64;
 
 /// The server's handle on one interactive client's outgoing byte stream.
+///
+/// A frame is written straight from the server thread when nothing is queued and the
+/// socket takes it without blocking (no thread hop on the keystroke path); otherwise it
+/// goes to the writer thread's bounded queue. The lock keeps the two writers in order:
+/// the writer thread holds it while writing, the server thread only tries it.
 pub struct ClientWriter {
     tx: SyncSender<Vec<u8>>,
     stream: UnixStream,
+    shared: Arc<WriterShared>,
+}
+
+#[derive(Default)]
+struct WriterShared {
+    /// Held by whoever is writing to the socket.
+    lock: Mutex<()>,
+    /// Frames queued for the writer thread and not yet written.
+    queued: AtomicUsize,
 }
 
 impl ClientWriter {
-    /// Queues an encoded frame; false if the client is behind (the frame was not queued).
+    /// Sends or queues an encoded frame; false if the client is behind (not sent).
     pub fn try_send(&self, bytes: Vec<u8>) -> bool {
+        if self.shared.queued.load(Ordering::Acquire) == 0 {
+            if let Ok(_guard) = self.shared.lock.try_lock() {
+                if self.shared.queued.load(Ordering::Acquire) == 0 {
+                    let written = send_dontwait(&self.stream, &bytes);
+                    if written == bytes.len() {
+                        return true;
+                    }
+                    // The rest must follow before anything else: queue it while we still
+                    // hold the lock, so the writer thread writes it next.
+                    return self.enqueue(bytes[written..].to_vec());
+                }
+            }
+        }
+        self.enqueue(bytes)
+    }
+
+    fn enqueue(&self, bytes: Vec<u8>) -> bool {
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
         match self.tx.try_send(bytes) {
             Ok(()) => true,
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => false,
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+                false
+            }
         }
     }
 
@@ -47,7 +85,10 @@ impl ClientWriter {
     /// Queues a last message, waiting briefly for room; then closes the write side once it
     /// is flushed.
     pub fn send_last(self, bytes: Vec<u8>) {
-        let _ = self.tx.send_timeout_compat(bytes);
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        if self.tx.send_timeout_compat(bytes).is_err() {
+            self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+        }
         drop(self.tx);
     }
 }
@@ -146,10 +187,11 @@ fn client_loop(
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
-    if spawn_writer(id, write_half, rx).is_err() {
+    let shared = Arc::new(WriterShared::default());
+    if spawn_writer(id, write_half, rx, shared.clone()).is_err() {
         return;
     }
-    let writer = ClientWriter { tx, stream };
+    let writer = ClientWriter { tx, stream, shared };
     if events.send(Event::Attach { id, writer, size }).is_err() {
         return;
     }
@@ -180,18 +222,43 @@ fn spawn_writer(
     id: ClientId,
     mut stream: UnixStream,
     rx: Receiver<Vec<u8>>,
+    shared: Arc<WriterShared>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(format!("herdr-write-{id}"))
         .spawn(move || {
             for bytes in rx {
-                if stream.write_all(&bytes).is_err() {
+                let guard = shared.lock.lock().unwrap_or_else(|e| e.into_inner());
+                let ok = stream.write_all(&bytes).is_ok();
+                shared.queued.fetch_sub(1, Ordering::AcqRel);
+                drop(guard);
+                if !ok {
                     break;
                 }
             }
             let _ = stream.shutdown(std::net::Shutdown::Write);
         })?;
     Ok(())
+}
+
+/// Writes what the socket takes right now (MSG_DONTWAIT: this call only, the socket stays
+/// blocking for the writer thread); returns how many bytes went out.
+fn send_dontwait(stream: &UnixStream, bytes: &[u8]) -> usize {
+    use nix::sys::socket::{send, MsgFlags};
+    let mut done = 0;
+    while done < bytes.len() {
+        match send(
+            stream.as_raw_fd(),
+            &bytes[done..],
+            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+        ) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+    done
 }
 
 /// Longest API request line; a longer one is answered with an error and the connection

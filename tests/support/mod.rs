@@ -138,12 +138,21 @@ impl Drop for Env {
             return;
         }
         let pid = self.server_pid();
-        let _ = self.herdr(&["server", "stop"]);
-        if let Some(pid) = pid {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+        let stopped = self.herdr(&["server", "stop"]).status.success();
+        // Only a server that would not stop is killed, and only after checking the pid is
+        // still that server: pids are reused quickly, and another test's server may have
+        // the number by now.
+        if let Some(pid) = pid.filter(|_| !stopped) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let ours = String::from_utf8_lossy(&cmdline)
+                .split('\0')
+                .any(|a| a == self.session);
+            if ours {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }
