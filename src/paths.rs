@@ -110,8 +110,24 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let meta = fs::metadata(dir)?;
+    check_private_dir(dir, true)
+}
+
+/// Checks that `dir` is a real folder (not a symlink) owned by us and closed to others —
+/// our sockets live there, and anyone who could put a socket in it could read our
+/// keystrokes. With `fix`, too-open permissions on our own folder are tightened.
+pub fn check_private_dir(dir: &Path, fix: bool) -> io::Result<()> {
+    let meta = fs::symlink_metadata(dir)?;
     let uid = nix::unistd::getuid().as_raw();
+    if !meta.file_type().is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a folder (a symbolic link?); remove it or set XDG_RUNTIME_DIR",
+                dir.display()
+            ),
+        ));
+    }
     if meta.uid() != uid {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
@@ -123,6 +139,16 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         ));
     }
     if meta.mode() & 0o077 != 0 {
+        if !fix {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is open to other users (mode {:o}); run chmod 700 on it",
+                    dir.display(),
+                    meta.mode() & 0o777
+                ),
+            ));
+        }
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
     }
     Ok(())

@@ -295,3 +295,48 @@ fn next_non_output(r: &mut BufReader<UnixStream>) -> Value {
         }
     }
 }
+
+#[test]
+fn closing_a_pane_ends_its_waits_at_once() {
+    let env = started("closewait");
+    let pane = ok(env.herdr(&["pane", "split"]));
+    let waiter = {
+        let (s, b, args) = (
+            support::BIN.to_string(),
+            env.vars(),
+            [
+                "--session",
+                &env.session,
+                "pane",
+                "wait",
+                "--pane",
+                &pane,
+                "--output",
+                "never-xyz",
+            ],
+        );
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        std::thread::spawn(move || {
+            std::process::Command::new(s)
+                .env_clear()
+                .envs(b)
+                .args(args)
+                .output()
+                .unwrap()
+        })
+    };
+    // Give the wait time to register, then close the pane.
+    wait_until("the wait is registered", || {
+        let v: Value =
+            serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout).unwrap();
+        v["api_clients"] == 2
+    });
+    ok(env.herdr(&["pane", "close", "--pane", &pane]));
+    let out = waiter.join().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("closed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

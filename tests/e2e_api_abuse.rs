@@ -209,28 +209,46 @@ fn another_user_is_refused() {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(env.socket(), std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(support::BIN)
-        .args(["--session", &env.session, "pane", "list"])
-        .env_clear()
-        .env("XDG_RUNTIME_DIR", &run)
-        .env("HOME", "/")
-        .output()
-        .unwrap();
+    let as_nobody = |program: &str, args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                program,
+            ])
+            .args(args)
+            .env_clear()
+            .env("XDG_RUNTIME_DIR", &run)
+            .env("HOME", "/")
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    // The server refuses the connection before reading a byte.
+    let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
+                  s.sendall(b'{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"x\",\"role\":\"api\"}\\n')\n\
+                  s.settimeout(10)\ntry:\n    print(repr(s.recv(100)))\nexcept OSError as e:\n    print('error', e)\n";
+    let out = as_nobody("python3", &["-c", script, env.socket().to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
-        !out.status.success(),
-        "another uid got in: {:?} {} {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
+        said.trim() == "b''" || said.contains("reset"),
+        "another uid got an answer: {said} {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // And the client refuses a socket folder that is not its own.
+    let out = as_nobody(support::BIN, &["--session", &env.session, "pane", "list"]);
+    assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not to you"), "{err}");
+    // The owner's client also refuses the opened folder, and gets in once it is private.
+    let out = env.herdr(&["pane", "list"]);
     assert!(
-        err.contains("did not answer") || err.contains("closed"),
-        "{err}"
+        String::from_utf8_lossy(&out.stderr).contains("open to other users"),
+        "{out:?}"
     );
-    // The owner still gets in.
+    std::fs::set_permissions(run.join("herdr"), std::fs::Permissions::from_mode(0o700)).unwrap();
     assert!(env.herdr(&["pane", "list"]).status.success());
 }
 

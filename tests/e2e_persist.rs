@@ -26,9 +26,19 @@ fn ok_logged(env: &Env, out: std::process::Output) -> String {
         let log = std::fs::read_to_string(state_dir(env).join("server.log")).unwrap_or_default();
         eprintln!("server log:\n{log}");
         let again = env.herdr(&["server", "status", "--json"]);
-        eprintln!("status now: {} {}", String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&again.stderr));
-        let ps = std::process::Command::new("ps").args(["-eo", "pid,ppid,stat,args"]).output().unwrap();
-        for l in String::from_utf8_lossy(&ps.stdout).lines().filter(|l| l.contains(&env.session)) {
+        eprintln!(
+            "status now: {} {}",
+            String::from_utf8_lossy(&again.stdout),
+            String::from_utf8_lossy(&again.stderr)
+        );
+        let ps = std::process::Command::new("ps")
+            .args(["-eo", "pid,ppid,stat,args"])
+            .output()
+            .unwrap();
+        for l in String::from_utf8_lossy(&ps.stdout)
+            .lines()
+            .filter(|l| l.contains(&env.session))
+        {
             eprintln!("ps: {l}");
         }
     }

@@ -21,6 +21,14 @@ pub fn connect(
     size: Option<(u16, u16)>,
 ) -> anyhow::Result<Option<UnixStream>> {
     let socket = paths::socket_path(session);
+    // Never talk to a socket in a folder someone else controls.
+    if let Some(dir) = socket.parent() {
+        match paths::check_private_dir(dir, false) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).context("refusing to connect"),
+        }
+    }
     let stream = match UnixStream::connect(&socket) {
         Ok(s) => s,
         Err(e)
@@ -41,6 +49,14 @@ pub fn hello(
     role: Role,
     size: Option<(u16, u16)>,
 ) -> anyhow::Result<UnixStream> {
+    use std::os::fd::AsFd;
+    let me = nix::unistd::getuid().as_raw();
+    let peer = crate::sys::peer_uid(stream.as_fd()).context("cannot check who owns the server")?;
+    if peer != me {
+        anyhow::bail!(
+            "the socket is served by uid {peer}, not by you (uid {me}); refusing to connect"
+        );
+    }
     let mut line = serde_json::to_string(&Hello::new(role, size))?;
     line.push('\n');
     stream

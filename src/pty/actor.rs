@@ -304,7 +304,10 @@ impl Actor {
 
     fn feed(&mut self, bytes: &[u8]) {
         let effects = super::lock(&self.emulator).process(bytes);
-        if !effects.responses.is_empty() {
+        // Answers to queries go back to the program; one that asks without ever reading
+        // its input must not make us buffer without limit, so answers beyond the cap
+        // are dropped (a terminal would block instead; we must not).
+        if !effects.responses.is_empty() && self.pending_len < MAX_PENDING_BYTES {
             self.push_pending(effects.responses);
         }
         for seq in effects.clipboard {
@@ -363,8 +366,26 @@ impl Actor {
         Ok(())
     }
 
+    /// After EOF: the child has usually exited, but it may have closed its terminal and
+    /// kept running. Give it the grace period, then end it like a closed pane, so this
+    /// thread (and a `server stop` joining it) never waits forever.
     fn reap(&mut self) -> Option<i32> {
         let child = self.child.as_mut()?;
+        let deadline = Instant::now() + KILL_GRACE;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status.exit_code() as i32),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Ok(None) => break,
+                Err(_) => return None,
+            }
+        }
+        let pid = child.process_id()? as i32;
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGHUP);
+        std::thread::sleep(Duration::from_millis(100));
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
         child.wait().ok().map(|s| s.exit_code() as i32)
     }
 

@@ -148,6 +148,13 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &vt100::Screen, row: u16) {
 }
 
 fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+    if rect.height == 0
+        || rect.width == 0
+        || rect.y >= buf.area.bottom()
+        || rect.right() > buf.area.right()
+    {
+        return;
+    }
     let rows = i64::from(rect.height);
     let cursor_abs = offset as i64 + rows - 1 - i64::from(st.cursor);
     let (lo, hi) = match st.mark {

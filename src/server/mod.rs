@@ -38,6 +38,12 @@ use conn::{ApiWriter, ClientWriter};
 
 /// Minimum time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
+/// How soon a client that is behind (its writer queue was full) is offered a frame again.
+const BEHIND_RETRY: Duration = Duration::from_millis(20);
+/// The largest terminal we lay out: a bigger size from a client is clamped (a hostile
+/// size could otherwise make every pane allocate gigabytes).
+const MAX_COLS: u16 = 1000;
+const MAX_ROWS: u16 = 500;
 /// How long an incomplete escape sequence from a client waits for its remaining bytes.
 const INPUT_FLUSH_DELAY: Duration = Duration::from_millis(25);
 /// How long a status-line message stays visible.
@@ -211,7 +217,7 @@ impl Server {
                     break;
                 }
             }
-            self.tick();
+            self.tick_guarded();
         }
         self.shutdown();
         Ok(())
@@ -222,8 +228,14 @@ impl Server {
         let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
         let wait = self.next_wait_deadline();
         let activity = self.next_activity_deadline();
+        // A client whose last frame could not be queued gets another try soon.
+        let behind = self
+            .clients
+            .values()
+            .any(|c| c.behind)
+            .then(|| Instant::now() + BEHIND_RETRY);
         let save = self.persist_deadline();
-        [self.frame_due, msg, input, wait, activity, save]
+        [self.frame_due, msg, input, wait, activity, save, behind]
             .into_iter()
             .flatten()
             .min()
@@ -262,13 +274,7 @@ impl Server {
                     eprintln!("client {id}: closing connection: {reason}");
                 }
                 self.clients.remove(&id);
-                if self.active_client == Some(id) {
-                    self.active_client = self.clients.keys().next_back().copied();
-                    if let Some(c) = self.active_client.and_then(|c| self.clients.get(&c)) {
-                        let size = c.size;
-                        self.set_size(size);
-                    }
-                }
+                self.client_left(id);
             }
             Event::ApiOpen { id, writer } => self.api_open(id, writer),
             Event::ApiRequest { id, line } => self.api_request(id, &line),
@@ -281,6 +287,7 @@ impl Server {
     }
 
     fn attach(&mut self, id: ClientId, writer: ClientWriter, size: (u16, u16)) {
+        let size = panes::sane_size(size);
         if self.state.workspaces.is_empty() {
             if let Err(e) = self.create_workspace(None, None) {
                 writer.send_last(ServerMsg::Exit(e.to_string()).encode());
@@ -315,6 +322,7 @@ impl Server {
                 self.client_input(id, &bytes);
             }
             ClientMsg::Resize(cols, rows) => {
+                let (cols, rows) = panes::sane_size((cols, rows));
                 if let Some(c) = self.clients.get_mut(&id) {
                     c.size = (cols, rows);
                     c.prev = None;
@@ -343,8 +351,21 @@ impl Server {
             let text = format!("{why} (from session {})", self.session);
             c.writer.send_last(ServerMsg::Exit(text).encode());
         }
+        self.client_left(id);
+    }
+
+    /// After a client left: if it set the session size, the most recent remaining client
+    /// does now.
+    fn client_left(&mut self, id: ClientId) {
         if self.active_client == Some(id) {
             self.active_client = self.clients.keys().next_back().copied();
+            if let Some(size) = self
+                .active_client
+                .and_then(|c| self.clients.get(&c))
+                .map(|c| c.size)
+            {
+                self.set_size(size);
+            }
         }
     }
 
@@ -420,6 +441,22 @@ impl Server {
         }
     }
 
+    /// Timers can run key bindings (a held escape sequence) and draw frames: they get the
+    /// same protection and the same follow-up as events.
+    fn tick_guarded(&mut self) {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.tick();
+            self.publish_structure();
+            self.persist_note_change();
+        }));
+        if result.is_err() {
+            eprintln!(
+                "herdr server: an internal error was caught in a timer; the session continues"
+            );
+            self.frame_due = None;
+        }
+    }
+
     fn tick(&mut self) {
         let now = Instant::now();
         let due: Vec<ClientId> = self
@@ -457,10 +494,23 @@ impl Server {
     }
 
     fn render(&mut self) {
+        // Output that arrived after its notification was handled is only seen here (the
+        // dirty flag was still set, so no new event came): waits and subscribers hear of it.
+        let mut fresh = Vec::new();
         for t in self.runtimes.ids() {
-            if let Some(rt) = self.runtimes.get(t) {
-                rt.handle.take_dirty();
+            if self
+                .runtimes
+                .get(t)
+                .is_some_and(|rt| rt.handle.take_dirty())
+            {
+                fresh.push(t);
             }
+        }
+        for t in fresh {
+            if self.api.waits.iter().any(|w| w.terminal == t) {
+                self.recheck_waits(Some(t));
+            }
+            self.note_output(t);
         }
         let message = self.message.as_ref().map(|(m, _)| m.clone());
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();

@@ -196,6 +196,8 @@ impl Server {
             rt.handle.shutdown();
         }
         self.scroll.remove(&closed.terminal);
+        // Waits on this pane end now (`pane_exited`), not at their timeout.
+        self.recheck_waits(Some(closed.terminal));
         if closed.session_empty {
             self.stop("session ended: its last pane closed");
             return;
@@ -252,11 +254,21 @@ impl Server {
     }
 
     pub(crate) fn set_size(&mut self, size: (u16, u16)) {
+        let size = sane_size(size);
         if self.size != size {
             self.size = size;
             self.relayout();
         }
     }
+}
+
+/// A client's terminal size made safe to lay out: a zero dimension (some terminals report
+/// 0×0) means unknown, and absurd sizes are clamped.
+pub(crate) fn sane_size((cols, rows): (u16, u16)) -> (u16, u16) {
+    if cols == 0 || rows == 0 {
+        return (80, 24);
+    }
+    (cols.min(super::MAX_COLS), rows.min(super::MAX_ROWS))
 }
 
 /// A new workspace is named after the folder it starts in ("~" for home), like a project.
@@ -367,6 +379,35 @@ mod tests {
                 dirty.iter().any(|d| *d) && !dirty.iter().all(|d| *d),
                 "only some rows change"
             );
+        }
+        s.shutdown();
+    }
+
+    #[test]
+    fn tiny_and_absurd_sizes_never_crash_the_renderer() {
+        use crate::render::ui::{self, ComposeCache, Overlay};
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut s = server();
+        let tid = s.state.focused_terminal().unwrap();
+        s.enter_scroll(tid);
+        for size in [(80, 1), (1, 1), (0, 0), (65535, 65535), (3, 2)] {
+            s.set_size(size);
+            assert!(
+                s.size.0 <= 1000 && s.size.1 <= 500 && s.size.0 > 0 && s.size.1 > 0,
+                "{:?}",
+                s.size
+            );
+            let size = s.size;
+            for overlay in [Overlay::None, Overlay::Help, Overlay::Prefix] {
+                let frame = ui::compose(
+                    &s.view(overlay, Some("message")),
+                    size,
+                    &mut ComposeCache::default(),
+                );
+                assert_eq!(frame.size(), size);
+            }
         }
         s.shutdown();
     }

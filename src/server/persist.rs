@@ -65,11 +65,20 @@ impl Persistence {
     }
 }
 
+/// Programs that run scripts: `node /usr/bin/npm run dev` is matched as `npm run dev`.
+const INTERPRETERS: &[&str] = &[
+    "node", "nodejs", "bun", "deno", "python", "python3", "ruby", "perl",
+];
+
 /// Whether a foreground command line is one the user asked to have re-run on restore.
 /// An entry matches when its words equal the start of the command line, comparing the
-/// program by name (`vim` matches `/usr/bin/vim notes.md`); an interpreter in front
-/// (`node /usr/bin/npm run dev`) is skipped.
+/// program by name (`vim` matches `/usr/bin/vim notes.md`); a known interpreter in front
+/// is skipped. A command line with control characters never matches: typed into a
+/// terminal, they would act (^U erases the line, ^C interrupts) whatever the quoting.
 pub fn restorable(argv: &[String], allowed: &[String]) -> bool {
+    if argv.iter().any(|w| w.chars().any(|c| c.is_control())) {
+        return false;
+    }
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
     let matches = |argv: &[String], entry: &[&str]| {
         !entry.is_empty()
@@ -80,18 +89,22 @@ pub fn restorable(argv: &[String], allowed: &[String]) -> bool {
                 .zip(&entry[1..])
                 .all(|(a, e)| a == e)
     };
+    let skip_interpreter = argv
+        .first()
+        .is_some_and(|a| INTERPRETERS.contains(&base(a).as_str()));
     allowed.iter().any(|entry| {
         let words: Vec<&str> = entry.split_whitespace().collect();
-        matches(argv, &words) || (argv.len() > 1 && matches(&argv[1..], &words))
+        matches(argv, &words) || (skip_interpreter && argv.len() > 1 && matches(&argv[1..], &words))
     })
 }
 
 /// Quotes a word for a POSIX shell.
+/// `=` and `~` are always quoted: zsh expands `=word`, shells expand a leading `~`.
 pub fn shell_quote(word: &str) -> String {
     if !word.is_empty()
         && word
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:,+@%".contains(c))
     {
         word.to_string()
     } else {
@@ -397,19 +410,26 @@ impl Server {
                 false
             }
             Loaded::Corrupt { reason, moved_to } => {
-                let msg = match moved_to {
+                let msg = match &moved_to {
                     Some(to) => format!(
                         "{} was unreadable ({reason}); moved to {} and started empty",
                         paths.session.display(),
                         to.display()
                     ),
                     None => format!(
-                        "{} was unreadable ({reason}); started empty",
+                        "{} could not be read ({reason}); started empty, and this server will not save over it",
                         paths.session.display()
                     ),
                 };
                 eprintln!("persistence: {msg}");
-                self.say(msg);
+                self.say(msg.clone());
+                // Not moved aside: it may be fine (a permission problem, say), so it must
+                // not be overwritten.
+                if moved_to.is_none() {
+                    if let Some(p) = self.persist.as_mut() {
+                        p.read_only = Some(msg);
+                    }
+                }
                 false
             }
             Loaded::Snapshot(snap, history) => {
@@ -600,6 +620,14 @@ mod tests {
         assert!(!restorable(&v(&["vimdiff", "a"]), &allowed));
         assert!(!restorable(&v(&[]), &allowed));
         assert!(!restorable(&v(&["vim"]), &[]));
+        assert!(
+            !restorable(&v(&["sudo", "vim", "x"]), &allowed),
+            "only interpreters are skipped"
+        );
+        assert!(
+            !restorable(&v(&["vim", "x\u{15}rm -rf ~ #"]), &allowed),
+            "control characters"
+        );
     }
 
     #[test]
@@ -609,5 +637,6 @@ mod tests {
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote("$(rm -rf ~)"), "'$(rm -rf ~)'");
         assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("=ls"), "'=ls'");
     }
 }

@@ -193,30 +193,35 @@ impl Emulator {
             let offset = history.saturating_sub(line);
             self.set_scrollback(offset);
             let top = history - self.scrollback();
-            let mut row = line - top;
-            while row < rows && line < end {
-                out.push(self.row_text(row, cols, ansi));
-                row += 1;
-                line += 1;
-            }
+            let first = line - top;
+            let take = (rows - first).min(end - line);
+            out.extend(self.rows_text(first, take, cols, ansi));
+            line += take;
         }
         self.set_scrollback(saved);
         out
     }
 
     fn row_text(&self, row: usize, cols: u16, ansi: bool) -> String {
+        self.rows_text(row, 1, cols, ansi).pop().unwrap_or_default()
+    }
+
+    /// `count` visible rows from `first`, formatting the screen once (not once per row).
+    fn rows_text(&self, first: usize, count: usize, cols: u16, ansi: bool) -> Vec<String> {
         let screen = self.parser.screen();
-        let row = u16::try_from(row).unwrap_or(u16::MAX);
         if ansi {
             screen
                 .rows_formatted(0, cols)
-                .nth(usize::from(row))
-                .unwrap_or_default()
+                .skip(first)
+                .take(count)
+                .collect()
         } else {
             screen
-                .contents_between(row, 0, row, cols)
-                .trim_end()
-                .to_string()
+                .rows(0, cols)
+                .skip(first)
+                .take(count)
+                .map(|r| r.trim_end().to_string())
+                .collect()
         }
     }
 
