@@ -14,7 +14,7 @@ mod panes;
 mod persist;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -140,10 +140,23 @@ pub struct Server {
 
 /// Binds the session's socket: refuses to steal one a live server answers on, replaces a
 /// stale one, and makes it 0600 in a 0700 folder.
-pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf)> {
+pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, SessionLock)> {
     let dir = paths::runtime_dir();
     paths::ensure_private_dir(&dir).with_context(|| format!("cannot prepare {}", dir.display()))?;
     let socket = paths::socket_path(session);
+    // One server per session: two clients starting servers at the same moment must not
+    // both get past the checks below (the second would delete the first's socket).
+    let lock_path = dir.join(format!("{}.lock", session.as_str()));
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
+        anyhow::anyhow!("a herdr server for session {session} is already running or starting ({} is locked)", lock_path.display())
+    })?;
     if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
         anyhow::bail!(
             "a herdr server for session {session} is already running ({})",
@@ -154,8 +167,11 @@ pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf)> {
     let listener = UnixListener::bind(&socket)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-    Ok((listener, socket))
+    Ok((listener, socket, SessionLock(lock)))
 }
+
+/// Held for the life of a server: the session's lock file, exclusively locked.
+pub struct SessionLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
 
 impl Server {
     pub fn new(
@@ -679,7 +695,7 @@ pub fn main(session: SessionName) -> anyhow::Result<()> {
     let (config, mut diags) = crate::config::load(&config_path);
     let (bindings, more) = Bindings::from_config(&config, &config_path);
     diags.extend(more);
-    let (listener, socket) = bind(&session)?;
+    let (listener, socket, _lock) = bind(&session)?;
     let mut server = Server::new(session, socket.clone(), config, bindings);
     for d in &diags {
         eprintln!("config: {d}");
