@@ -350,9 +350,37 @@ mod tests {
         let _guard = crate::pty::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        // Programs that print nothing by themselves: only the test writes to the screens.
         let mut s = server();
-        s.split(None, SplitDir::Right, vec![], None).unwrap();
-        s.split(None, SplitDir::Down, vec![], None).unwrap();
+        // The first pane's shell prints its prompt once; wait for it to be quiet.
+        let first = s.state.focused_terminal().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while crate::pty::lock(&s.runtimes.get(first).unwrap().emulator)
+            .screen()
+            .contents()
+            .trim()
+            .is_empty()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the shell never printed a prompt"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        s.split(
+            None,
+            SplitDir::Right,
+            vec!["sleep".into(), "60".into()],
+            None,
+        )
+        .unwrap();
+        s.split(
+            None,
+            SplitDir::Down,
+            vec!["sleep".into(), "60".into()],
+            None,
+        )
+        .unwrap();
         let size = s.size;
         let mut cache = ComposeCache::default();
         let mut frame = ui::compose(&s.view(Overlay::None, None), size, &mut cache);
