@@ -8,7 +8,9 @@ pub mod connect;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -28,13 +30,70 @@ pub enum Outcome {
     Ended(String),
     /// The connection was lost.
     Lost(String),
+    /// The user gave up while the client was reconnecting.
+    GaveUp,
+}
+
+/// A byte stream to a server that has accepted our hello: frames go out on `writer`,
+/// come in on `reader`.
+pub struct Link {
+    pub reader: Box<dyn Read + Send>,
+    pub writer: Box<dyn Write + Send>,
+}
+
+impl Link {
+    pub fn unix(stream: UnixStream) -> anyhow::Result<Link> {
+        Ok(Link {
+            reader: Box::new(stream.try_clone()?),
+            writer: Box::new(stream),
+        })
+    }
+}
+
+/// How the client reaches its server, again after a drop when `reconnect` says so.
+pub trait Transport {
+    /// Opens a link and says hello with the current terminal size.
+    fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link>;
+    /// Whether a lost link is retried (remote) or the end (local).
+    fn reconnects(&self) -> bool;
+    /// For messages: "session work on devbox".
+    fn describe(&self) -> String;
+}
+
+struct Local(SessionName);
+
+impl Transport for Local {
+    fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+        let (stream, _started) = connect::connect_or_start(&self.0, Role::Client, Some(size))?;
+        Link::unix(stream)
+    }
+
+    fn reconnects(&self) -> bool {
+        false
+    }
+
+    fn describe(&self) -> String {
+        format!("the server of session {}", self.0)
+    }
+}
+
+pub fn check_terminal() -> anyhow::Result<()> {
+    if !is_tty(std::io::stdin().as_fd()) {
+        anyhow::bail!("herdr needs a terminal to attach to; run it in a terminal (or use `herdr server start` to start a session in the background)");
+    }
+    Ok(())
+}
+
+pub fn terminal_size() -> (u16, u16) {
+    crate::sys::get_winsize(std::io::stdout().as_fd())
+        .ok()
+        .filter(|(r, c)| *r > 0 && *c > 0)
+        .map(|(r, c)| (c, r))
+        .unwrap_or((80, 24))
 }
 
 pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
-    let stdin = std::io::stdin();
-    if !is_tty(stdin.as_fd()) {
-        anyhow::bail!("herdr needs a terminal to attach to; run it in a terminal (or use `herdr server start` to start a session in the background)");
-    }
+    check_terminal()?;
     if std::env::var("HERDR_SESSION").ok().as_deref() == Some(session.as_str())
         && std::env::var_os("HERDR_PANE").is_some()
     {
@@ -43,96 +102,173 @@ pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
              Use another session (--session NAME), or detach first"
         );
     }
-    let size = crate::sys::get_winsize(std::io::stdout().as_fd())
-        .map(|(r, c)| (c, r))
-        .unwrap_or((80, 24));
-    let (stream, _started) = connect::connect_or_start(session, Role::Client, Some(size))?;
-    let outcome = run(stream)?;
+    let mut transport = Local(session.clone());
+    // Connect before touching the terminal, so errors print plainly.
+    let first = transport.open(terminal_size())?;
+    report(run(&mut transport, first)?, &transport.describe(), None)
+}
+
+/// Prints how an attachment ended; the exit code.
+pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> anyhow::Result<i32> {
+    let hint = reattach.map(|c| format!("\nreattach with: {c}")).unwrap_or_default();
     match outcome {
         Outcome::Ended(why) => {
-            println!("[{why}]");
+            println!("[{why}]{hint}");
+            Ok(0)
+        }
+        Outcome::GaveUp => {
+            println!("[gave up reconnecting to {what}]{hint}");
             Ok(0)
         }
         Outcome::Lost(why) => {
-            eprintln!("herdr: lost the connection to the server of session {session}: {why}");
+            eprintln!("herdr: lost the connection to {what}: {why}{hint}");
             Ok(1)
         }
     }
 }
 
-/// Runs an attachment over an established, hello'd stream until it ends.
-pub fn run(stream: UnixStream) -> anyhow::Result<Outcome> {
+type SharedWriter = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
+
+/// Longest wait between two reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(15);
+
+/// Runs an attachment until it ends: raw mode and the alternate screen for its whole life,
+/// across reconnections when the transport allows them (the server sends a full frame on
+/// each attach, so the screen comes back as it is now).
+pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome> {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout();
-    let guard =
-        RawModeGuard::enter(stdin.as_fd()).context("cannot put the terminal in raw mode")?;
+    let guard = RawModeGuard::enter(stdin.as_fd()).context("cannot put the terminal in raw mode")?;
     stdout.write_all(ENTER)?;
     stdout.flush()?;
 
-    let writer = Arc::new(Mutex::new(stream.try_clone()?));
-    spawn_input_thread(writer.clone())?;
-    spawn_resize_thread(writer)?;
+    let writer: SharedWriter = Arc::new(Mutex::new(Some(first.writer)));
+    let quit = Arc::new(AtomicBool::new(false));
+    spawn_input_thread(writer.clone(), quit.clone())?;
+    spawn_resize_thread(writer.clone())?;
 
-    let mut reader = ServerReader::new(stream);
+    let mut reader = Some(first.reader);
+    let mut backoff = Duration::from_secs(1);
     let outcome = loop {
-        match reader.recv() {
-            Ok(Some(ServerMsg::Output(bytes))) => {
-                if stdout
-                    .write_all(&bytes)
-                    .and_then(|_| stdout.flush())
-                    .is_err()
-                {
-                    break Outcome::Lost("cannot write to the terminal".into());
-                }
+        let lost = match reader.take() {
+            Some(r) => match pump(r, &mut stdout) {
+                Ok(outcome) => break outcome,
+                Err(why) => why,
+            },
+            None => String::from("not connected"),
+        };
+        *lock(&writer) = None;
+        if !transport.reconnects() {
+            break Outcome::Lost(lost);
+        }
+        // Over the last screen: say what is going on, then retry with a capped backoff.
+        let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}… ({lost}) — ctrl-c to give up \x1b[0m\x1b[K\x1b8", transport.describe());
+        let _ = stdout.write_all(note.as_bytes()).and_then(|_| stdout.flush());
+        if wait_or_quit(backoff, &quit) {
+            break Outcome::GaveUp;
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        match transport.open(terminal_size()) {
+            Ok(link) => {
+                backoff = Duration::from_secs(1);
+                *lock(&writer) = Some(link.writer);
+                reader = Some(link.reader);
             }
-            Ok(Some(ServerMsg::Exit(why))) => break Outcome::Ended(why),
-            Ok(None) => break Outcome::Lost("the server closed the connection".into()),
-            Err(e) => break Outcome::Lost(e.to_string()),
+            Err(e) => {
+                let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {e:#} \x1b[0m\x1b[K\x1b8", transport.describe());
+                let _ = stdout.write_all(note.as_bytes()).and_then(|_| stdout.flush());
+            }
+        }
+        if quit.load(Ordering::Acquire) {
+            break Outcome::GaveUp;
         }
     };
+    *lock(&writer) = None;
     let _ = stdout.write_all(LEAVE);
     let _ = stdout.flush();
     drop(guard);
     Ok(outcome)
 }
 
-fn send(writer: &Mutex<UnixStream>, msg: ClientMsg) -> std::io::Result<()> {
-    let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
-    w.write_all(&msg.encode())
+/// Copies frames to the terminal until the server ends the attachment (Ok) or the link
+/// is lost (Err with why).
+fn pump(reader: Box<dyn Read + Send>, stdout: &mut std::io::Stdout) -> Result<Outcome, String> {
+    let mut reader = ServerReader::new(reader);
+    loop {
+        match reader.recv() {
+            Ok(Some(ServerMsg::Output(bytes))) => {
+                if stdout.write_all(&bytes).and_then(|_| stdout.flush()).is_err() {
+                    return Ok(Outcome::Lost("cannot write to the terminal".into()));
+                }
+            }
+            Ok(Some(ServerMsg::Exit(why))) => return Ok(Outcome::Ended(why)),
+            Ok(None) => return Err("the server closed the connection".into()),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }
 
-fn spawn_input_thread(writer: Arc<Mutex<UnixStream>>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("herdr-stdin".into())
-        .spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut buf = [0u8; 16 * 1024];
-            loop {
-                match stdin.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if send(&writer, ClientMsg::Input(buf[..n].to_vec())).is_err() {
-                            break;
+/// Sleeps up to `d`, returning early (true) if the user asked to quit.
+fn wait_or_quit(d: Duration, quit: &AtomicBool) -> bool {
+    let end = std::time::Instant::now() + d;
+    while std::time::Instant::now() < end {
+        if quit.load(Ordering::Acquire) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    quit.load(Ordering::Acquire)
+}
+
+fn lock(w: &SharedWriter) -> std::sync::MutexGuard<'_, Option<Box<dyn Write + Send>>> {
+    w.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn send(writer: &SharedWriter, msg: ClientMsg) -> bool {
+    let mut w = lock(writer);
+    match w.as_mut() {
+        Some(out) => {
+            if out.write_all(&msg.encode()).and_then(|_| out.flush()).is_err() {
+                *w = None;
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::Result<()> {
+    std::thread::Builder::new().name("herdr-stdin".into()).spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = [0u8; 16 * 1024];
+        let mut after_prefix = false;
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
+                        // Not connected: only ctrl-c, or the prefix then q, mean something.
+                        for &b in &buf[..n] {
+                            if b == 0x03 || (after_prefix && b == b'q') {
+                                quit.store(true, Ordering::Release);
+                            }
+                            after_prefix = b == 0x02;
                         }
                     }
                 }
             }
-        })?;
+        }
+    })?;
     Ok(())
 }
 
-fn spawn_resize_thread(writer: Arc<Mutex<UnixStream>>) -> std::io::Result<()> {
+fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH])?;
-    std::thread::Builder::new()
-        .name("herdr-winch".into())
-        .spawn(move || {
-            for _ in signals.forever() {
-                if let Ok((rows, cols)) = crate::sys::get_winsize(std::io::stdout().as_fd()) {
-                    if send(&writer, ClientMsg::Resize(cols, rows)).is_err() {
-                        break;
-                    }
-                }
-            }
-        })?;
+    std::thread::Builder::new().name("herdr-winch".into()).spawn(move || {
+        for _ in signals.forever() {
+            let (cols, rows) = terminal_size();
+            send(&writer, ClientMsg::Resize(cols, rows));
+        }
+    })?;
     Ok(())
 }
