@@ -26,6 +26,7 @@ pub mod paths;
 pub mod persist;
 pub mod protocol;
 pub mod pty;
+pub mod remote;
 pub mod render;
 pub mod server;
 pub mod sys;

@@ -20,6 +20,19 @@ pub struct Cli {
     #[arg(long, short = 's', global = true, value_name = "NAME")]
     pub session: Option<String>,
 
+    /// Attach to the session on HOST over SSH (installing herdr there if needed, with its
+    /// checksum verified on HOST). Arguments after `--` go to ssh.
+    #[arg(long, value_name = "HOST")]
+    pub remote: Option<String>,
+
+    /// With --remote: install without asking.
+    #[arg(long, requires = "remote")]
+    pub yes: bool,
+
+    /// With --remote: extra arguments for ssh (after `--`).
+    #[arg(last = true, value_name = "SSH ARGS", requires = "remote")]
+    pub ssh_args: Vec<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -52,6 +65,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copy bytes between stdio and the session's server (runs on the remote end of
+    /// `herdr --remote`).
+    #[command(hide = true)]
+    RemoteBridge,
     /// Print a shell completion script.
     Completion { shell: clap_complete::Shell },
 }
@@ -90,7 +107,16 @@ impl Cli {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     let session = cli.session()?;
     match cli.command {
-        None => crate::client::attach(&session),
+        None => match cli.remote {
+            Some(host) => crate::remote::attach(crate::remote::RemoteArgs {
+                host,
+                session,
+                yes: cli.yes,
+                ssh_args: cli.ssh_args,
+            }),
+            None => crate::client::attach(&session),
+        },
+        Some(Command::RemoteBridge) => crate::remote::bridge::run(&session),
         Some(Command::Server { command }) => server::run(&session, command),
         Some(Command::Workspace { command }) => control::workspace(&session, command),
         Some(Command::Tab { command }) => control::tab(&session, command),

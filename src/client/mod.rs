@@ -110,7 +110,9 @@ pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
 
 /// Prints how an attachment ended; the exit code.
 pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> anyhow::Result<i32> {
-    let hint = reattach.map(|c| format!("\nreattach with: {c}")).unwrap_or_default();
+    let hint = reattach
+        .map(|c| format!("\nreattach with: {c}"))
+        .unwrap_or_default();
     match outcome {
         Outcome::Ended(why) => {
             println!("[{why}]{hint}");
@@ -138,7 +140,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(15);
 pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome> {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout();
-    let guard = RawModeGuard::enter(stdin.as_fd()).context("cannot put the terminal in raw mode")?;
+    let guard =
+        RawModeGuard::enter(stdin.as_fd()).context("cannot put the terminal in raw mode")?;
     stdout.write_all(ENTER)?;
     stdout.flush()?;
 
@@ -163,7 +166,9 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
         }
         // Over the last screen: say what is going on, then retry with a capped backoff.
         let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}… ({lost}) — ctrl-c to give up \x1b[0m\x1b[K\x1b8", transport.describe());
-        let _ = stdout.write_all(note.as_bytes()).and_then(|_| stdout.flush());
+        let _ = stdout
+            .write_all(note.as_bytes())
+            .and_then(|_| stdout.flush());
         if wait_or_quit(backoff, &quit) {
             break Outcome::GaveUp;
         }
@@ -175,8 +180,13 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
                 reader = Some(link.reader);
             }
             Err(e) => {
-                let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {e:#} \x1b[0m\x1b[K\x1b8", transport.describe());
-                let _ = stdout.write_all(note.as_bytes()).and_then(|_| stdout.flush());
+                let note = format!(
+                    "\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {e:#} \x1b[0m\x1b[K\x1b8",
+                    transport.describe()
+                );
+                let _ = stdout
+                    .write_all(note.as_bytes())
+                    .and_then(|_| stdout.flush());
             }
         }
         if quit.load(Ordering::Acquire) {
@@ -197,7 +207,11 @@ fn pump(reader: Box<dyn Read + Send>, stdout: &mut std::io::Stdout) -> Result<Ou
     loop {
         match reader.recv() {
             Ok(Some(ServerMsg::Output(bytes))) => {
-                if stdout.write_all(&bytes).and_then(|_| stdout.flush()).is_err() {
+                if stdout
+                    .write_all(&bytes)
+                    .and_then(|_| stdout.flush())
+                    .is_err()
+                {
                     return Ok(Outcome::Lost("cannot write to the terminal".into()));
                 }
             }
@@ -228,7 +242,11 @@ fn send(writer: &SharedWriter, msg: ClientMsg) -> bool {
     let mut w = lock(writer);
     match w.as_mut() {
         Some(out) => {
-            if out.write_all(&msg.encode()).and_then(|_| out.flush()).is_err() {
+            if out
+                .write_all(&msg.encode())
+                .and_then(|_| out.flush())
+                .is_err()
+            {
                 *w = None;
             }
             true
@@ -238,37 +256,41 @@ fn send(writer: &SharedWriter, msg: ClientMsg) -> bool {
 }
 
 fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::Result<()> {
-    std::thread::Builder::new().name("herdr-stdin".into()).spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let mut buf = [0u8; 16 * 1024];
-        let mut after_prefix = false;
-        loop {
-            match stdin.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
-                        // Not connected: only ctrl-c, or the prefix then q, mean something.
-                        for &b in &buf[..n] {
-                            if b == 0x03 || (after_prefix && b == b'q') {
-                                quit.store(true, Ordering::Release);
+    std::thread::Builder::new()
+        .name("herdr-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 16 * 1024];
+            let mut after_prefix = false;
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
+                            // Not connected: only ctrl-c, or the prefix then q, mean something.
+                            for &b in &buf[..n] {
+                                if b == 0x03 || (after_prefix && b == b'q') {
+                                    quit.store(true, Ordering::Release);
+                                }
+                                after_prefix = b == 0x02;
                             }
-                            after_prefix = b == 0x02;
                         }
                     }
                 }
             }
-        }
-    })?;
+        })?;
     Ok(())
 }
 
 fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH])?;
-    std::thread::Builder::new().name("herdr-winch".into()).spawn(move || {
-        for _ in signals.forever() {
-            let (cols, rows) = terminal_size();
-            send(&writer, ClientMsg::Resize(cols, rows));
-        }
-    })?;
+    std::thread::Builder::new()
+        .name("herdr-winch".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                let (cols, rows) = terminal_size();
+                send(&writer, ClientMsg::Resize(cols, rows));
+            }
+        })?;
     Ok(())
 }

@@ -1,0 +1,110 @@
+//! `herdr remote-bridge`: runs on the remote host, at the far end of an SSH channel, and
+//! copies bytes between its stdin/stdout and the session's server socket — starting the
+//! server first if none runs. It never looks inside the stream: the client's hello and
+//! frames pass through as they are.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::paths::{self, SessionName};
+
+/// How long a server started by the bridge may take to listen.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub fn run(session: &SessionName) -> anyhow::Result<i32> {
+    let stream = connect_raw(session)?;
+    let mut to_server = stream.try_clone()?;
+    let mut from_server = stream;
+    let upstream = std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to_server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        // The SSH side closed: tell the server this client is gone.
+        let _ = to_server.shutdown(std::net::Shutdown::Both);
+    });
+    let mut stdout = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match from_server.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if stdout
+                    .write_all(&buf[..n])
+                    .and_then(|_| stdout.flush())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        }
+    }
+    drop(upstream);
+    Ok(0)
+}
+
+/// Connects without a hello (the client behind us says it), after the same ownership
+/// checks a client makes; starts the server if none listens.
+fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
+    let socket = paths::socket_path(session);
+    let try_connect = || -> anyhow::Result<Option<UnixStream>> {
+        if let Some(dir) = socket.parent() {
+            if dir.exists() {
+                paths::check_private_dir(dir, false).context("refusing to connect")?;
+            }
+        }
+        match UnixStream::connect(&socket) {
+            Ok(s) => {
+                use std::os::fd::AsFd;
+                let me = nix::unistd::getuid().as_raw();
+                let peer = crate::sys::peer_uid(s.as_fd())?;
+                anyhow::ensure!(peer == me, "the socket is served by uid {peer}, not by you");
+                Ok(Some(s))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e).with_context(|| format!("cannot connect to {}", socket.display())),
+        }
+    };
+    if let Some(s) = try_connect()? {
+        return Ok(s);
+    }
+    let mut child = crate::client::connect::start_server(session)?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Some(s) = try_connect()? {
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+            return Ok(s);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            anyhow::bail!(
+                "the herdr server for session {session} failed to start ({status}); see {}",
+                paths::log_path(session).display()
+            );
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the herdr server for session {session} did not start in time"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
