@@ -6,6 +6,8 @@
 //! own session (stopped through the CLI, then killed by pid if it lingers).
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

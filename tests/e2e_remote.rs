@@ -1,0 +1,102 @@
+//! End-to-end over a real OpenSSH server: install, attach, reconnect after the link drops.
+
+mod support;
+
+use support::sshd::{Sshd, HOST};
+use support::{Env, PROMPT};
+
+fn sha256(path: &std::path::Path) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn remote_install_attach_reconnect_and_reattach() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote");
+    let config = sshd.config().display().to_string();
+    let args = ["--remote", HOST, "--yes", "--", "-F", &config];
+    let mut t = env.client_with_args(120, 36, &args);
+    t.wait_text(PROMPT);
+    t.line("echo remote-$((40+2)) in $HOME");
+    t.wait_text(&format!("remote-42 in {}", sshd.remote_home().display()));
+
+    // This very binary was installed, in the versioned place, with its checksum.
+    let installed = sshd.remote_home().join(format!(
+        ".local/share/herdr/bin/{}/herdr",
+        env!("CARGO_PKG_VERSION")
+    ));
+    assert_eq!(
+        sha256(&installed),
+        sha256(std::path::Path::new(support::BIN))
+    );
+    let installed_at = std::fs::metadata(&installed).unwrap().modified().unwrap();
+
+    // Cut the link the way a dead network ends ssh; the program keeps running remotely.
+    t.line("sleep 2; echo while-$((1+1))-cut");
+    sshd.kill_ssh_clients();
+    t.wait_text("reconnecting to");
+    t.wait_text("while-2-cut");
+    t.wait("the reconnect note is gone", |t| {
+        !t.contents().contains("reconnecting to")
+    });
+    t.line("echo after-$((2+3))");
+    t.wait_text("after-5");
+
+    // Detach: the exact command to come back is printed.
+    t.prefix(b"d");
+    assert_eq!(t.wait_exit(), 0);
+    t.wait_eof();
+    let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(
+        out.contains(&format!(
+            "reattach with: herdr --remote {HOST} --session {}",
+            env.session
+        )),
+        "{out}"
+    );
+
+    // A second connect reuses the installed binary and the running server.
+    let t = env.client_with_args(120, 36, &args);
+    t.wait_text("after-5");
+    assert_eq!(
+        std::fs::metadata(&installed).unwrap().modified().unwrap(),
+        installed_at
+    );
+}
+
+#[test]
+fn a_remote_without_herdr_and_no_yes_is_not_touched() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-ask");
+    let config = sshd.config().display().to_string();
+    // Not interactive (no terminal on stdin) and no --yes: refused with the command to run.
+    let out = std::process::Command::new(support::BIN)
+        .env_clear()
+        .envs(env.vars())
+        .args(["--remote", HOST, "--", "-F", &config])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs a terminal") || err.contains("--yes"),
+        "{err}"
+    );
+    assert!(!sshd.remote_home().join(".local/share/herdr").exists());
+    // A host that looks like an option is refused before ssh runs.
+    let marker = env.dir.path().join("pwned");
+    let out = env.herdr(&[
+        "--remote",
+        &format!("-oProxyCommand=touch {}", marker.display()),
+    ]);
+    assert!(!out.status.success());
+    assert!(!marker.exists());
+}

@@ -1,0 +1,151 @@
+//! A real OpenSSH server on 127.0.0.1 for remote tests: its own host key, authorized key,
+//! known_hosts and client config, and a separate HOME and XDG folders for the "remote"
+//! side (set with sshd's SetEnv), so nothing touches the real home folder.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub const HOST: &str = "herdr-test-remote";
+
+pub struct Sshd {
+    pub dir: tempfile::TempDir,
+    child: Child,
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().expect("run a setup command");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Sshd {
+    /// None (with the reason printed) where a test sshd cannot run: not root, or no sshd.
+    pub fn start() -> Option<Sshd> {
+        let sshd = Path::new("/usr/sbin/sshd");
+        if !sshd.exists() || !nix::unistd::getuid().is_root() {
+            eprintln!("skipped: needs root and /usr/sbin/sshd (apt-get install openssh-server)");
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("herdr-sshd-")
+            .tempdir()
+            .unwrap();
+        let p = |s: &str| dir.path().join(s);
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        for d in ["rhome", "rstate", "rrun"] {
+            std::fs::create_dir_all(p(d)).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p("rrun"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(
+            p("rhome/.bash_profile"),
+            format!("PS1='{} '\n", super::PROMPT),
+        )
+        .unwrap();
+        std::fs::write(p("rhome/.bashrc"), format!("PS1='{} '\n", super::PROMPT)).unwrap();
+        for key in ["host_key", "user_key"] {
+            run(Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", ""])
+                .arg("-f")
+                .arg(p(key)));
+        }
+        std::fs::copy(p("user_key.pub"), p("authorized_keys")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let d = dir.path().display();
+        std::fs::write(
+            p("sshd_config"),
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+                 AuthorizedKeysFile {d}/authorized_keys\nUsePAM no\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nStrictModes no\n\
+                 SetEnv HOME={d}/rhome XDG_RUNTIME_DIR={d}/rrun XDG_STATE_HOME={d}/rstate\nLogLevel ERROR\n"
+            ),
+        )
+        .unwrap();
+        let host_pub = std::fs::read_to_string(p("host_key.pub")).unwrap();
+        std::fs::write(p("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
+        std::fs::write(
+            p("ssh_config"),
+            format!(
+                "Host {HOST}\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/user_key\n  \
+                 IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking yes\n  BatchMode yes\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(sshd)
+            .args(["-D", "-f"])
+            .arg(p("sshd_config"))
+            .arg("-E")
+            .arg(p("sshd.log"))
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start sshd");
+        let sshd = Sshd { dir, child };
+        super::wait_until("sshd to accept connections", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(sshd)
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    pub fn remote_home(&self) -> PathBuf {
+        self.dir.path().join("rhome")
+    }
+
+    /// The environment the remote side runs with (for checks and cleanup from here).
+    pub fn remote_vars(&self) -> Vec<(String, String)> {
+        let d = self.dir.path();
+        vec![
+            ("HOME".into(), d.join("rhome").display().to_string()),
+            (
+                "XDG_RUNTIME_DIR".into(),
+                d.join("rrun").display().to_string(),
+            ),
+            (
+                "XDG_STATE_HOME".into(),
+                d.join("rstate").display().to_string(),
+            ),
+            ("PATH".into(), "/usr/bin:/bin".into()),
+        ]
+    }
+
+    /// The ssh processes of a test (bridge, shared master): what a dropped link kills.
+    pub fn kill_ssh_clients(&self) {
+        let config = self.config().display().to_string();
+        let _ = Command::new("pkill")
+            .args(["-f", &format!("ssh .*{config}")])
+            .status();
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.kill_ssh_clients();
+        // Remote servers this test started run as us on this machine: stop them.
+        if let Ok(entries) = std::fs::read_dir(self.dir.path().join("rrun/herdr")) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if let Some(session) = name.strip_suffix(".sock") {
+                    let _ = Command::new(super::BIN)
+                        .env_clear()
+                        .envs(self.remote_vars())
+                        .args(["--session", session, "server", "stop"])
+                        .output();
+                }
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
