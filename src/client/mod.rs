@@ -131,6 +131,9 @@ pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> anyhow::R
 
 type SharedWriter = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
 
+/// The first retry after a drop comes quickly (often the network is already back, or it
+/// was only the ssh process that died); later ones back off.
+const FIRST_RETRY: Duration = Duration::from_millis(200);
 /// Longest wait between two reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(15);
 
@@ -151,7 +154,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     spawn_resize_thread(writer.clone())?;
 
     let mut reader = Some(first.reader);
-    let mut backoff = Duration::from_secs(1);
+    let mut backoff = FIRST_RETRY;
     let outcome = loop {
         let lost = match reader.take() {
             Some(r) => match pump(r, &mut stdout) {
@@ -175,7 +178,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
         backoff = (backoff * 2).min(MAX_BACKOFF);
         match transport.open(terminal_size()) {
             Ok(link) => {
-                backoff = Duration::from_secs(1);
+                backoff = FIRST_RETRY;
                 *lock(&writer) = Some(link.writer);
                 reader = Some(link.reader);
             }
