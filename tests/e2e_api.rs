@@ -7,22 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{wait_until, Env};
-
-fn ok(out: std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn json(out: std::process::Output) -> Value {
-    serde_json::from_str(&ok(out)).expect("JSON output")
-}
+use support::{json, ok, wait_until, Env};
 
 fn started(name: &str) -> Env {
     let env = Env::new(name);

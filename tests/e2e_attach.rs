@@ -79,18 +79,7 @@ fn server_stop_leaves_no_process_behind() {
     let env = Env::new("stop");
     let mut t = env.client(100, 30);
     t.wait_text(PROMPT);
-    t.line("echo $$ > shell.pid");
-    let pidfile = env.home().join("shell.pid");
-    wait_until("the shell wrote its pid", || {
-        std::fs::read_to_string(&pidfile)
-            .map(|s| s.trim().len() > 1)
-            .unwrap_or(false)
-    });
-    let shell_pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let shell_pid = support::shell_pid(&env, &mut t);
     let server_pid = env.server_pid().unwrap();
     let out = env.herdr(&["server", "stop"]);
     assert!(
@@ -109,18 +98,7 @@ fn sigterm_stops_the_server_cleanly() {
     let env = Env::new("sigterm");
     let mut t = env.client(100, 30);
     t.wait_text(PROMPT);
-    t.line("echo $$ > shell.pid");
-    let pidfile = env.home().join("shell.pid");
-    wait_until("the shell wrote its pid", || {
-        std::fs::read_to_string(&pidfile)
-            .map(|s| s.trim().len() > 1)
-            .unwrap_or(false)
-    });
-    let shell_pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let shell_pid = support::shell_pid(&env, &mut t);
     let server_pid = env.server_pid().unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(server_pid),

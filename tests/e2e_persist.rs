@@ -7,18 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{wait_until, Env, Term, PROMPT};
-
-fn ok(out: std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use support::{json, ok, wait_until, Env, Term, PROMPT};
 
 /// Like `ok`, and on failure also shows the server's log (for rare failures on CI).
 fn ok_logged(env: &Env, out: std::process::Output) -> String {
@@ -43,10 +32,6 @@ fn ok_logged(env: &Env, out: std::process::Output) -> String {
         }
     }
     ok(out)
-}
-
-fn json(out: std::process::Output) -> Value {
-    serde_json::from_str(&ok(out)).unwrap()
 }
 
 fn state_dir(env: &Env) -> PathBuf {

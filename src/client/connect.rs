@@ -63,12 +63,28 @@ pub fn hello(
         .write_all(line.as_bytes())
         .map_err(|e| anyhow::anyhow!("the server closed the connection before the hello ({e})"))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let answer =
-        read_line_unbuffered(&mut stream).context("the server did not answer the hello")?;
+    read_hello_reply(&mut stream, "the server")?;
     stream.set_read_timeout(None)?;
+    Ok(stream)
+}
+
+/// Reads and checks the server's hello reply (`who` names the other end in errors).
+/// Byte by byte, so no byte after the line (the first frame) is consumed.
+pub fn read_hello_reply(r: &mut impl Read, who: &str) -> anyhow::Result<()> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < crate::protocol::MAX_HELLO_LEN {
+        match r.read(&mut byte) {
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) => line.push(byte[0]),
+            Err(e) => return Err(e).with_context(|| format!("{who} did not answer the hello")),
+        }
+    }
+    let answer = String::from_utf8_lossy(&line);
     let reply: HelloReply = serde_json::from_str(answer.trim()).with_context(|| {
         format!(
-            "the server answered something that is not a herdr hello: {:?}",
+            "{who} answered something that is not a herdr hello: {:?}",
             answer.trim()
         )
     })?;
@@ -77,24 +93,10 @@ pub fn hello(
             "{}",
             reply
                 .error
-                .unwrap_or_else(|| "the server refused the connection".into())
+                .unwrap_or_else(|| format!("{who} refused the connection"))
         );
     }
-    Ok(stream)
-}
-
-/// Reads one line byte by byte, so no byte after it (the first frame) is consumed.
-fn read_line_unbuffered(stream: &mut UnixStream) -> std::io::Result<String> {
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while line.len() < crate::protocol::MAX_HELLO_LEN {
-        match stream.read(&mut byte)? {
-            0 => break,
-            _ if byte[0] == b'\n' => break,
-            _ => line.push(byte[0]),
-        }
-    }
-    Ok(String::from_utf8_lossy(&line).into_owned())
+    Ok(())
 }
 
 /// Connects, starting the server first if none runs. Returns whether it was started.

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::client::{self, Link, Transport};
 use crate::paths::{self, SessionName};
-use crate::protocol::{Hello, HelloReply, Role, VERSION};
+use crate::protocol::{Hello, Role, VERSION};
 
 pub struct RemoteArgs {
     pub host: String,
@@ -282,23 +282,10 @@ impl Transport for Bridge {
             .write_all(line.as_bytes())
             .context("the bridge closed before the hello")?;
         writer.flush()?;
-        let answer = read_line(&mut reader).with_context(|| {
-            format!("no answer through the bridge (see {})", self.log.display())
-        })?;
-        let reply: HelloReply = serde_json::from_str(answer.trim()).with_context(|| {
-            format!(
-                "the bridge answered something that is not a herdr hello: {:?}",
-                answer.trim()
-            )
-        })?;
-        if !reply.ok {
-            anyhow::bail!(
-                "{}",
-                reply
-                    .error
-                    .unwrap_or_else(|| "the remote server refused the connection".into())
-            );
-        }
+        crate::client::connect::read_hello_reply(
+            &mut reader,
+            &format!("the bridge (see {})", self.log.display()),
+        )?;
         Ok(Link {
             reader: Box::new(reader),
             writer: Box::new(writer),
@@ -321,24 +308,6 @@ impl Drop for Bridge {
             let _ = c.wait();
         }
     }
-}
-
-fn read_line(r: &mut impl Read) -> std::io::Result<String> {
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while line.len() < crate::protocol::MAX_HELLO_LEN {
-        if r.read(&mut b)? == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "connection closed",
-            ));
-        }
-        if b[0] == b'\n' {
-            break;
-        }
-        line.push(b[0]);
-    }
-    Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// The command that attaches again, as the user would type it.

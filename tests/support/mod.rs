@@ -332,6 +332,36 @@ impl Drop for Term {
     }
 }
 
+/// The stdout of a command that must have succeeded (else a failure showing everything).
+pub fn ok(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The JSON a command that must have succeeded printed.
+pub fn json(out: std::process::Output) -> serde_json::Value {
+    serde_json::from_str(&ok(out)).expect("JSON output")
+}
+
+/// Has the pane's shell write its pid to a file and returns it.
+pub fn shell_pid(env: &Env, t: &mut Term) -> i32 {
+    t.line("echo $$ > shell.pid");
+    let pidfile = env.home().join("shell.pid");
+    let read = || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+    };
+    wait_until("the shell wrote its pid", || read().is_some());
+    read().unwrap_or(0)
+}
+
 /// Polls a condition with the standard deadline (for things that have no screen).
 pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + WAIT;
