@@ -1,6 +1,7 @@
 //! Rendering: `ui` composes a client's whole view into a [`diff::Frame`] (pure, from state
 //! and emulator screens); `diff` turns two frames into the terminal bytes between them.
 
+mod chrome;
 pub mod diff;
 pub mod pane;
 pub mod ui;

@@ -1,0 +1,272 @@
+//! The chrome around the panes: the sidebar (workspaces and their tabs), the tab bar, the
+//! status line and the help overlay. `chrome_signature` names every input these read, so
+//! an unchanged signature means unchanged chrome.
+
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier, Style};
+
+use super::ui::{
+    sidebar_entries, tab_bar_area, tab_bar_items, tab_label, Overlay, SidebarEntry, View, ACCENT,
+    MUTED, SIDEBAR_FIRST_ROW,
+};
+
+/// The inputs of the sidebar, tab bar and status line, as one string. Must name everything
+/// `draw_sidebar`, `draw_tab_bar` and `draw_status` read.
+pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16)) -> String {
+    use std::fmt::Write;
+    let st = view.state;
+    let mut s = format!(
+        "{}|{:?}|{}|{:?}|{}|",
+        view.session, size, view.sidebar, view.overlay, view.bindings.prefix
+    );
+    let _ = write!(s, "{:?}|{}|", view.message, st.active);
+    for ws in &st.workspaces {
+        let _ = write!(s, "w{}:{}:{}[", ws.no.0, ws.name, ws.active);
+        for tab in &ws.tabs {
+            let focused = st.panes.get(&tab.focused).map_or(0, |p| p.no.0);
+            let _ = write!(
+                s,
+                "t{}:{}:{}:{}/",
+                tab.no.0,
+                tab.zoomed,
+                focused,
+                tab_label(st, view.runtimes, tab)
+            );
+        }
+        s.push(']');
+    }
+    let scrolling = st
+        .focused_terminal()
+        .is_some_and(|t| view.scroll.contains_key(&t));
+    let _ = write!(s, "|{scrolling}");
+    s
+}
+
+/// Blanks the sidebar, tab bar and status line before they are drawn again.
+pub(super) fn clear_chrome(buf: &mut Buffer, size: (u16, u16), sidebar: u16) {
+    let (cols, rows) = size;
+    let mut blank = |x: u16, y: u16| {
+        if let Some(c) = buf.cell_mut((x, y)) {
+            c.reset();
+        }
+    };
+    for y in 0..rows {
+        let xs = if y == 0 || y + 1 == rows {
+            0..cols
+        } else {
+            0..sidebar.min(cols)
+        };
+        for x in xs {
+            blank(x, y);
+        }
+    }
+}
+
+pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let w = view.sidebar.min(size.0);
+    if w < 2 {
+        return;
+    }
+    let height = size.1.saturating_sub(1);
+    let text_w = usize::from(w - 2);
+    let put = |buf: &mut Buffer, y: u16, text: &str, style: Style| {
+        if y < height {
+            let line: String = text.chars().take(text_w).collect();
+            buf.set_string(1, y, line, style);
+        }
+    };
+    put(
+        buf,
+        0,
+        &format!("herdr · {}", view.session),
+        Style::default().fg(ACCENT).add_modifier(Modifier::BOLD),
+    );
+    for (i, entry) in sidebar_entries(view.state).iter().enumerate() {
+        let y = SIDEBAR_FIRST_ROW + i as u16;
+        match entry {
+            SidebarEntry::Workspace(wi) => {
+                let ws = &view.state.workspaces[*wi];
+                let active = *wi == view.state.active;
+                let style = if active {
+                    Style::default()
+                        .fg(Color::Black)
+                        .bg(ACCENT)
+                        .add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default().add_modifier(Modifier::BOLD)
+                };
+                let text = format!(
+                    "{} {:<width$}",
+                    wi + 1,
+                    ws.name,
+                    width = text_w.saturating_sub(2)
+                );
+                put(buf, y, &text, style);
+            }
+            SidebarEntry::Tab(wi, ti) => {
+                let ws = &view.state.workspaces[*wi];
+                let tab = &ws.tabs[*ti];
+                let current = *ti == ws.active;
+                let mark = if current { "›" } else { " " };
+                let label = tab_label(view.state, view.runtimes, tab);
+                let style = if current && *wi == view.state.active {
+                    Style::default().fg(ACCENT)
+                } else {
+                    Style::default().fg(MUTED)
+                };
+                put(buf, y, &format!(" {mark}{}:{label}", ti + 1), style);
+            }
+        }
+    }
+    for y in 0..height {
+        if let Some(c) = buf.cell_mut((w - 1, y)) {
+            c.set_symbol("│").set_style(Style::default().fg(MUTED));
+        }
+    }
+}
+
+pub(super) fn draw_tab_bar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let area = tab_bar_area(size, view.sidebar);
+    if area.height == 0 || size.1 < 3 {
+        return;
+    }
+    let active = view.state.active_workspace().map(|w| w.active).unwrap_or(0);
+    for (rect, i, text) in tab_bar_items(view, area) {
+        let style = if i == active {
+            Style::default()
+                .fg(Color::Black)
+                .bg(ACCENT)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(Color::Gray)
+        };
+        let t: String = text.chars().take(usize::from(rect.width)).collect();
+        buf.set_string(rect.x, rect.y, t, style);
+    }
+}
+
+pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let y = size.1 - 1;
+    let base = Style::default().fg(Color::Black).bg(ACCENT);
+    for x in 0..size.0 {
+        if let Some(c) = buf.cell_mut((x, y)) {
+            c.reset();
+            c.set_style(base);
+        }
+    }
+    let mut left = format!(" [{}]", view.session);
+    if let (Some(ws), Some(tab)) = (view.state.active_workspace(), view.state.active_tab()) {
+        let pane_no = view
+            .state
+            .panes
+            .get(&tab.focused)
+            .map(|p| p.no.to_string())
+            .unwrap_or_default();
+        left.push_str(&format!(" {} {} {}", ws.no, tab.no, pane_no));
+        if tab.zoomed {
+            left.push_str(" (zoomed)");
+        }
+    }
+    let mut x = buf.set_stringn(0, y, &left, usize::MAX, base).0;
+    if view.overlay == Overlay::Prefix {
+        x = buf
+            .set_stringn(
+                x + 1,
+                y,
+                " PREFIX ",
+                usize::MAX,
+                Style::default()
+                    .fg(Color::White)
+                    .bg(Color::Blue)
+                    .add_modifier(Modifier::BOLD),
+            )
+            .0;
+    }
+    if view
+        .state
+        .focused_terminal()
+        .is_some_and(|t| view.scroll.contains_key(&t))
+    {
+        x = buf
+            .set_stringn(
+                x + 1,
+                y,
+                " SCROLL  q:exit v:mark y:copy ",
+                usize::MAX,
+                Style::default().fg(Color::Black).bg(Color::Yellow),
+            )
+            .0;
+    }
+    let hint = format!("{} ? help ", view.bindings.prefix);
+    let hint_w = hint.chars().count() as u16;
+    if let Some(msg) = view.message {
+        let room = size.0.saturating_sub(x + 2 + hint_w);
+        let msg: String = msg.chars().take(usize::from(room)).collect();
+        buf.set_string(x + 2, y, msg, base.add_modifier(Modifier::BOLD));
+    }
+    if size.0 > hint_w + x {
+        buf.set_string(size.0 - hint_w, y, hint, base);
+    }
+}
+
+pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+    let rows = view.bindings.help_rows();
+    let key_w = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(20);
+    let lines: Vec<String> = std::iter::once(format!("Press {} then:", view.bindings.prefix))
+        .chain(
+            rows.iter()
+                .map(|(k, a)| format!("{k:<key_w$}  {}", a.description())),
+        )
+        .chain(std::iter::once("(any key closes this help)".to_string()))
+        .collect();
+    let inner_w = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16;
+    let w = (inner_w + 4).min(size.0);
+    let h = (lines.len() as u16 + 2).min(size.1.saturating_sub(1));
+    if w < 4 || h < 3 {
+        return;
+    }
+    let x0 = (size.0 - w) / 2;
+    let y0 = (size.1.saturating_sub(1) - h) / 2;
+    let style = Style::default().fg(Color::White).bg(Color::Black);
+    for y in y0..y0 + h {
+        for x in x0..x0 + w {
+            if let Some(c) = buf.cell_mut((x, y)) {
+                c.reset();
+                let edge_y = y == y0 || y == y0 + h - 1;
+                let edge_x = x == x0 || x == x0 + w - 1;
+                let sym = match (edge_x, edge_y) {
+                    (true, true) => {
+                        if y == y0 && x == x0 {
+                            "┌"
+                        } else if y == y0 {
+                            "┐"
+                        } else if x == x0 {
+                            "└"
+                        } else {
+                            "┘"
+                        }
+                    }
+                    (true, false) => "│",
+                    (false, true) => "─",
+                    _ => " ",
+                };
+                c.set_symbol(sym).set_style(style.fg(ACCENT));
+            }
+        }
+    }
+    buf.set_string(
+        x0 + 2,
+        y0,
+        " herdr keys ",
+        style.fg(ACCENT).add_modifier(Modifier::BOLD),
+    );
+    for (i, line) in lines.iter().enumerate().take(usize::from(h - 2)) {
+        let text: String = line.chars().take(usize::from(w - 4)).collect();
+        buf.set_string(x0 + 2, y0 + 1 + i as u16, text, style);
+    }
+}
