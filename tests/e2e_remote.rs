@@ -100,3 +100,25 @@ fn a_remote_without_herdr_and_no_yes_is_not_touched() {
     assert!(!out.status.success());
     assert!(!marker.exists());
 }
+
+#[test]
+fn another_build_at_the_versioned_path_is_replaced() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-mismatch");
+    let dir = sshd.remote_home().join(format!(
+        ".local/share/herdr/bin/{}",
+        env!("CARGO_PKG_VERSION")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Something that answers to another version sits where ours belongs.
+    std::fs::write(dir.join("herdr"), "#!/bin/sh\necho herdr 0.0.1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.join("herdr"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = sshd.config().display().to_string();
+    let t = env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--", "-F", &config]);
+    t.wait_text(PROMPT);
+    assert_eq!(
+        sha256(&dir.join("herdr")),
+        sha256(std::path::Path::new(support::BIN))
+    );
+}
