@@ -89,6 +89,30 @@ pub fn socket_path(session: &SessionName) -> PathBuf {
     runtime_dir().join(format!("{}.sock", session.as_str()))
 }
 
+/// A stable path for the SSH agent socket of the session's panes: each attach repoints it
+/// to the attaching side's `SSH_AUTH_SOCK`, so agent forwarding keeps working in panes
+/// started during an earlier connection.
+pub fn agent_link(session: &SessionName) -> PathBuf {
+    runtime_dir().join(format!("{}.ssh-agent", session.as_str()))
+}
+
+/// Points the session's agent link at `$SSH_AUTH_SOCK` (atomically: a new link renamed
+/// over the old one). Nothing happens without an agent.
+pub fn repoint_agent_link(session: &SessionName) {
+    let Some(sock) = std::env::var_os("SSH_AUTH_SOCK").filter(|s| !s.is_empty()) else {
+        return;
+    };
+    if ensure_private_dir(&runtime_dir()).is_err() {
+        return;
+    }
+    let link = agent_link(session);
+    let tmp = link.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    if std::os::unix::fs::symlink(&sock, &tmp).is_ok() && fs::rename(&tmp, &link).is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+}
+
 pub fn state_dir(session: &SessionName) -> PathBuf {
     let base = env_dir("XDG_STATE_HOME").unwrap_or_else(|| home().join(".local/state"));
     let base = base.join("herdr");

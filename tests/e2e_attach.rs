@@ -130,3 +130,31 @@ fn losing_the_server_restores_the_terminal_and_says_why() {
     // Raw mode and the alternate screen were left: the last thing written turns them off.
     assert!(out.contains("\x1b[?1049l"));
 }
+
+#[test]
+fn each_attach_repoints_the_panes_ssh_agent() {
+    let env = Env::new("agent");
+    let client_with_agent = |agent: &str| {
+        let mut cmd = portable_pty::CommandBuilder::new(support::BIN);
+        cmd.env_clear();
+        for (k, v) in env.vars() {
+            cmd.env(k, v);
+        }
+        cmd.env("SSH_AUTH_SOCK", agent);
+        cmd.args(["--session", &env.session]);
+        cmd.cwd(env.home());
+        support::Term::spawn(cmd, 120, 30)
+    };
+    let mut t = client_with_agent("/tmp/agent-one.sock");
+    t.wait_text(PROMPT);
+    t.line("echo sock=$SSH_AUTH_SOCK; echo now=$(readlink $SSH_AUTH_SOCK)");
+    t.wait_text("now=/tmp/agent-one.sock");
+    assert!(t.contents().contains(".ssh-agent"), "{}", t.contents());
+    t.prefix(b"d");
+    t.wait_exit();
+    // A later attach from another connection: the same pane now reaches the new agent.
+    let mut t = client_with_agent("/tmp/agent-two.sock");
+    t.wait_text(PROMPT);
+    t.line("echo again=$(readlink $SSH_AUTH_SOCK)");
+    t.wait_text("again=/tmp/agent-two.sock");
+}

@@ -19,6 +19,7 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
             Ok(0)
         }
         ServerCommand::Start => {
+            crate::paths::repoint_agent_link(session);
             let (_, started) = crate::client::connect::connect_or_start(session, Role::Api, None)?;
             if started {
                 println!("started the herdr server for session {session}");

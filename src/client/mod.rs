@@ -103,6 +103,7 @@ pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
         );
     }
     let mut transport = Local(session.clone());
+    crate::paths::repoint_agent_link(session);
     // Connect before touching the terminal, so errors print plainly.
     let first = transport.open(terminal_size())?;
     report(run(&mut transport, first)?, &transport.describe(), None)

@@ -15,6 +15,8 @@ use crate::paths::{self, SessionName};
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub fn run(session: &SessionName) -> anyhow::Result<i32> {
+    // This SSH connection's forwarded agent serves the session's panes from now on.
+    paths::repoint_agent_link(session);
     let stream = connect_raw(session)?;
     let mut to_server = stream.try_clone()?;
     let mut from_server = stream;

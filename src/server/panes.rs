@@ -78,7 +78,10 @@ impl Server {
                 ("HERDR_SESSION".into(), self.session.as_str().into()),
                 ("HERDR_SOCKET".into(), self.socket.display().to_string()),
                 ("HERDR_PANE".into(), format!("p{pane_no}")),
-            ],
+            ]
+            .into_iter()
+            .chain(self.agent_env())
+            .collect(),
             rows,
             cols,
         };
@@ -116,6 +119,15 @@ impl Server {
             size: (rows, cols),
         };
         Ok((term, rt))
+    }
+
+    /// `SSH_AUTH_SOCK` for new panes: the session's stable agent link once an attach has
+    /// set it (see `paths::agent_link`).
+    fn agent_env(&self) -> Option<(String, String)> {
+        let link = crate::paths::agent_link(&self.session);
+        std::fs::symlink_metadata(&link)
+            .ok()
+            .map(|_| ("SSH_AUTH_SOCK".to_string(), link.display().to_string()))
     }
 
     /// The working directory for a pane started "from" the focused one: the cwd of the
