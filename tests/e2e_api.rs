@@ -106,6 +106,18 @@ fn a_split_can_run_a_program_and_wait_returns_its_exit_status() {
         .all(|p| p["id"] != pane.as_str()));
     let next = ok(env.herdr(&["pane", "split"]));
     assert_ne!(next, pane);
+    // A program ended by a signal has no exit code.
+    let killed = ok(env.herdr(&["pane", "split", "--", "sh", "-c", "sleep 0.3; kill -9 $$"]));
+    let out = ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        &killed,
+        "--exit",
+        "--timeout",
+        "20",
+    ]));
+    assert_eq!(out, "exited (ended by a signal)");
 }
 
 #[test]

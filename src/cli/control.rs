@@ -571,7 +571,10 @@ pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
             }
             call(session, "pane.wait", p, out.json, |v| {
                 if v.get("exited").is_some() {
-                    format!("exited with status {}", s(v, "status"))
+                    match v.get("status").and_then(Value::as_i64) {
+                        Some(code) => format!("exited with status {code}"),
+                        None => "exited (ended by a signal)".to_string(),
+                    }
                 } else if v.get("agent_state").is_some() {
                     s(v, "agent_state")
                 } else {

@@ -374,7 +374,7 @@ impl Actor {
         let deadline = Instant::now() + KILL_GRACE;
         loop {
             match child.try_wait() {
-                Ok(Some(status)) => return Some(status.exit_code() as i32),
+                Ok(Some(status)) => return exit_code(&status),
                 Ok(None) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(10))
                 }
@@ -386,7 +386,7 @@ impl Actor {
         sys::signal_group(pid, nix::sys::signal::Signal::SIGHUP);
         std::thread::sleep(Duration::from_millis(100));
         sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-        child.wait().ok().map(|s| s.exit_code() as i32)
+        child.wait().ok().and_then(|s| exit_code(&s))
     }
 
     /// Closing the master hangs up the terminal (SIGHUP to its session); a child that
@@ -411,6 +411,14 @@ impl Actor {
             sys::signal_group(pid as i32, nix::sys::signal::Signal::SIGKILL);
         }
         let _ = child.wait();
+    }
+}
+
+/// The program's exit code; None when a signal ended it (there is no code then).
+fn exit_code(status: &portable_pty::ExitStatus) -> Option<i32> {
+    match status.signal() {
+        Some(_) => None,
+        None => Some(status.exit_code() as i32),
     }
 }
 

@@ -85,33 +85,12 @@ impl ClientWriter {
     /// Queues a last message, waiting briefly for room; then closes the write side once it
     /// is flushed.
     pub fn send_last(self, bytes: Vec<u8>) {
-        self.shared.queued.fetch_add(1, Ordering::AcqRel);
-        if self.tx.send_timeout_compat(bytes).is_err() {
-            self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+        // Never wait on the server thread: a client whose queue is full is stuck, and is
+        // simply disconnected (the reason would not reach it anyway).
+        if !self.enqueue(bytes) {
+            self.close();
         }
         drop(self.tx);
-    }
-}
-
-trait SendTimeoutCompat {
-    fn send_timeout_compat(&self, bytes: Vec<u8>) -> Result<(), ()>;
-}
-
-impl SendTimeoutCompat for SyncSender<Vec<u8>> {
-    /// `SyncSender` has no send_timeout on stable; retry try_send for up to 200 ms so a
-    /// stuck client cannot hold the server.
-    fn send_timeout_compat(&self, mut bytes: Vec<u8>) -> Result<(), ()> {
-        for _ in 0..20 {
-            match self.try_send(bytes) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Full(b)) => {
-                    bytes = b;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(TrySendError::Disconnected(_)) => return Err(()),
-            }
-        }
-        Err(())
     }
 }
 
