@@ -251,12 +251,27 @@ const API_QUEUE_LINES: usize = 4096;
 pub struct ApiWriter {
     tx: SyncSender<String>,
     stream: UnixStream,
+    /// Bytes queued and not yet written: replies can be large (`pane.read`), so the queue
+    /// is bounded in bytes as well as in lines.
+    queued_bytes: Arc<AtomicUsize>,
 }
+
+/// Reply/event bytes queued per API connection before it counts as not reading.
+const API_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
 impl ApiWriter {
     /// Queues one line (without its newline); false if the peer is not keeping up.
     pub fn try_send(&self, line: String) -> bool {
-        self.tx.try_send(line).is_ok()
+        let len = line.len() + 1;
+        if self.queued_bytes.fetch_add(len, Ordering::AcqRel) + len > API_QUEUE_BYTES {
+            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        if self.tx.try_send(line).is_err() {
+            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        true
     }
 
     pub fn close(&self) {
@@ -274,12 +289,16 @@ fn api_loop(
     let Ok(mut write_half) = stream.try_clone() else {
         return;
     };
+    let queued_bytes = Arc::new(AtomicUsize::new(0));
+    let written = queued_bytes.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("herdr-api-write-{id}"))
         .spawn(move || {
             for mut line in rx {
                 line.push('\n');
-                if write_half.write_all(line.as_bytes()).is_err() {
+                let ok = write_half.write_all(line.as_bytes()).is_ok();
+                written.fetch_sub(line.len(), Ordering::AcqRel);
+                if !ok {
                     break;
                 }
             }
@@ -288,7 +307,11 @@ fn api_loop(
     if spawned.is_err() {
         return;
     }
-    let writer = ApiWriter { tx, stream };
+    let writer = ApiWriter {
+        tx,
+        stream,
+        queued_bytes,
+    };
     if events.send(Event::ApiOpen { id, writer }).is_err() {
         return;
     }

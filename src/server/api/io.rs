@@ -16,6 +16,8 @@ use crate::server::{ClientId, Server};
 const SUBMIT_DELAY: Duration = Duration::from_millis(80);
 /// Lines (history + screen) an output wait searches.
 const WAIT_LINES: usize = 1000;
+/// Pending waits one connection may hold (each is re-checked on its pane's output).
+const MAX_WAITS_PER_CONNECTION: usize = 256;
 /// Upper bound of a wait's timeout.
 const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -168,6 +170,12 @@ impl Server {
         // Already true? Answer at once.
         if let Some(result) = self.check_wait(&wait) {
             return now(result);
+        }
+        if self.api.waits.iter().filter(|w| w.conn == conn).count() >= MAX_WAITS_PER_CONNECTION {
+            return Err(ApiError::new(
+                "too_many_waits",
+                format!("this connection already has {MAX_WAITS_PER_CONNECTION} waits pending"),
+            ));
         }
         self.api.waits.push(wait);
         Ok(Outcome::Later)
