@@ -280,3 +280,23 @@ fn commands_inside_a_pane_target_that_pane_and_session() {
     assert_eq!(v["id"], pane.as_str());
     assert_eq!(v["label"], "from-inside");
 }
+
+#[test]
+fn a_wait_sent_before_the_peer_stops_writing_is_still_answered() {
+    let env = started("halfclose");
+    let (mut s, mut r) = api_conn(&env);
+    s.write_all(b"{\"id\":1,\"method\":\"pane.wait\",\"params\":{\"output\":\"half-closed-0k\",\"timeout_ms\":20000}}\n")
+        .unwrap();
+    // Like `printf … | nc -N`: the request, then end of input.
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(env
+        .herdr(&["pane", "send", "echo half-closed-$((1-1))k\r"])
+        .status
+        .success());
+    let mut answer = String::new();
+    r.read_line(&mut answer).unwrap();
+    assert!(
+        answer.contains("\"id\":1") && answer.contains("half-closed-0k"),
+        "{answer}"
+    );
+}

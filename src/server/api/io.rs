@@ -253,8 +253,12 @@ impl Server {
                 None => i += 1,
             }
         }
+        let answered = !done.is_empty();
         for (conn, line) in done {
             self.api_send(conn, line);
+        }
+        if answered {
+            self.api_reap_drained();
         }
     }
 

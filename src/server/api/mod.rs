@@ -62,6 +62,9 @@ pub fn now(v: Value) -> ApiResult {
 pub(crate) struct ApiConn {
     writer: ApiWriter,
     subscribed: bool,
+    /// The peer sent its last request (its read side ended); the connection stays until
+    /// its pending waits are answered, as `printf … | nc -N` style scripts expect.
+    draining: bool,
 }
 
 #[derive(Default)]
@@ -126,13 +129,29 @@ impl Server {
             ApiConn {
                 writer,
                 subscribed: false,
+                draining: false,
             },
         );
     }
 
     pub(crate) fn api_closed(&mut self, id: ClientId) {
+        if self.api.waits.iter().any(|w| w.conn == id) {
+            if let Some(c) = self.api.conns.get_mut(&id) {
+                c.draining = true;
+                c.subscribed = false;
+                return;
+            }
+        }
         self.api.conns.remove(&id);
         self.api.waits.retain(|w| w.conn != id);
+    }
+
+    /// Drops draining connections that have nothing left to answer.
+    pub(crate) fn api_reap_drained(&mut self) {
+        let waits = &self.api.waits;
+        self.api
+            .conns
+            .retain(|id, c| !c.draining || waits.iter().any(|w| w.conn == *id));
     }
 
     pub(crate) fn api_too_long(&mut self, id: ClientId) {
