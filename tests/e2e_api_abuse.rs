@@ -232,25 +232,27 @@ fn another_user_is_refused() {
     let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
                   s.settimeout(10)\ntry:\n    s.sendall(b'{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"x\",\"role\":\"api\"}\\n')\n\
                   \x20   print(repr(s.recv(100)))\nexcept OSError as e:\n    print('closed', e)\n";
-    let out = as_nobody("python3", &["-c", script, env.socket().to_str().unwrap()]);
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let refused = as_nobody("python3", &["-c", script, env.socket().to_str().unwrap()]);
+    // And the client refuses a socket folder that is not its own.
+    let foreign = as_nobody(support::BIN, &["--session", &env.session, "pane", "list"]);
+    // The owner's client also refuses the opened folder.
+    let opened = env.herdr(&["pane", "list"]);
+    // Close the folder again before asserting, so the fixture can stop the server whatever
+    // happens below.
+    std::fs::set_permissions(run.join("herdr"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let said = String::from_utf8_lossy(&refused.stdout).into_owned();
     assert!(
         said.trim() == "b''" || said.starts_with("closed"),
         "another uid got an answer: {said} {}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&refused.stderr)
     );
-    // And the client refuses a socket folder that is not its own.
-    let out = as_nobody(support::BIN, &["--session", &env.session, "pane", "list"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!foreign.status.success());
+    let err = String::from_utf8_lossy(&foreign.stderr);
     assert!(err.contains("not to you"), "{err}");
-    // The owner's client also refuses the opened folder, and gets in once it is private.
-    let out = env.herdr(&["pane", "list"]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("open to other users"),
-        "{out:?}"
+        String::from_utf8_lossy(&opened.stderr).contains("open to other users"),
+        "{opened:?}"
     );
-    std::fs::set_permissions(run.join("herdr"), std::fs::Permissions::from_mode(0o700)).unwrap();
     assert!(env.herdr(&["pane", "list"]).status.success());
 }
 

@@ -2,7 +2,7 @@
 
 mod support;
 
-use support::sshd::{Sshd, HOST};
+use support::sshd::{MuxGuard, Sshd, HOST};
 use support::{Env, PROMPT};
 
 fn sha256(path: &std::path::Path) -> String {
@@ -21,6 +21,7 @@ fn sha256(path: &std::path::Path) -> String {
 fn remote_install_attach_reconnect_and_reattach() {
     let Some(sshd) = Sshd::start() else { return };
     let env = Env::new("remote");
+    let _mux = MuxGuard(&env);
     let config = sshd.config().display().to_string();
     let args = ["--remote", HOST, "--yes", "--", "-F", &config];
     let mut t = env.client_with_args(120, 36, &args);
@@ -76,6 +77,7 @@ fn remote_install_attach_reconnect_and_reattach() {
 fn a_remote_without_herdr_and_no_yes_is_not_touched() {
     let Some(sshd) = Sshd::start() else { return };
     let env = Env::new("remote-ask");
+    let _mux = MuxGuard(&env);
     let config = sshd.config().display().to_string();
     // Not interactive (no terminal on stdin) and no --yes: refused with the command to run.
     let out = std::process::Command::new(support::BIN)
@@ -105,6 +107,7 @@ fn a_remote_without_herdr_and_no_yes_is_not_touched() {
 fn another_build_at_the_versioned_path_is_replaced() {
     let Some(sshd) = Sshd::start() else { return };
     let env = Env::new("remote-mismatch");
+    let _mux = MuxGuard(&env);
     let dir = sshd.remote_home().join(format!(
         ".local/share/herdr/bin/{}",
         env!("CARGO_PKG_VERSION")

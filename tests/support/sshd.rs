@@ -129,6 +129,19 @@ impl Sshd {
     }
 }
 
+/// Ends the shared SSH connections ("ssh: … [mux]", which outlive the test by
+/// ControlPersist) of the client environment `env`.
+pub struct MuxGuard<'a>(pub &'a super::Env);
+
+impl Drop for MuxGuard<'_> {
+    fn drop(&mut self) {
+        let dir = self.0.dir.path().join("run/herdr/ssh");
+        let _ = Command::new("pkill")
+            .args(["-f", &format!("ssh: {}", dir.display())])
+            .status();
+    }
+}
+
 impl Drop for Sshd {
     fn drop(&mut self) {
         self.kill_ssh_clients();
