@@ -16,6 +16,7 @@
 //! (`render::ui`) → diff against that client's last frame (`render::diff`) → `Output`.
 #![deny(unsafe_code)]
 
+pub mod agent;
 pub mod bindings;
 pub mod cli;
 pub mod client;

@@ -1,0 +1,274 @@
+//! Agents: which coding agent runs in a pane (one table, here), the session references
+//! their hooks report, and how each one is resumed.
+//!
+//! Invariant: only a report whose source is `herdr:<agent>` for that very agent can lead
+//! to a command being run at restore; `plan` refuses everything else.
+
+/// How an agent resumes a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// `agent FLAG <ref>`
+    Flag(&'static str),
+    /// `agent FLAG=<ref>`
+    FlagEq(&'static str),
+    /// `agent SUBCOMMAND <ref>`
+    Sub(&'static str),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Agent {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub resume: Option<Resume>,
+}
+
+/// Every agent herdr knows, with the program names it runs under.
+pub const AGENTS: &[Agent] = &[
+    Agent {
+        name: "claude",
+        aliases: &["claude-code"],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "codex",
+        aliases: &[],
+        resume: Some(Resume::Sub("resume")),
+    },
+    Agent {
+        name: "copilot",
+        aliases: &[],
+        resume: Some(Resume::FlagEq("--resume")),
+    },
+    Agent {
+        name: "cursor-agent",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "opencode",
+        aliases: &[],
+        resume: Some(Resume::Flag("--session")),
+    },
+    Agent {
+        name: "pi",
+        aliases: &[],
+        resume: Some(Resume::Flag("--session")),
+    },
+    Agent {
+        name: "omp",
+        aliases: &[],
+        resume: Some(Resume::FlagEq("--resume")),
+    },
+    Agent {
+        name: "gemini",
+        aliases: &[],
+        resume: None,
+    },
+    Agent {
+        name: "amp",
+        aliases: &[],
+        resume: None,
+    },
+    Agent {
+        name: "droid",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "devin",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "kimi",
+        aliases: &[],
+        resume: Some(Resume::Flag("--session")),
+    },
+    Agent {
+        name: "qwen",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "grok",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "hermes",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+    Agent {
+        name: "kilo",
+        aliases: &[],
+        resume: Some(Resume::Flag("--session")),
+    },
+    Agent {
+        name: "qodercli",
+        aliases: &[],
+        resume: Some(Resume::Flag("--resume")),
+    },
+];
+
+/// Programs that run an agent's script (`node …/claude-code/cli.js`, a wrapper script).
+const RUNNERS: &[&str] = &[
+    "node", "nodejs", "bun", "deno", "python", "python3", "sh", "bash",
+];
+
+pub fn by_name(name: &str) -> Option<&'static Agent> {
+    AGENTS
+        .iter()
+        .find(|a| a.name == name || a.aliases.contains(&name))
+}
+
+fn base(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+/// The agent a command line runs, if any: by program name, or by the script a known
+/// runner (node, bun, python) was given.
+pub fn detect(argv: &[String]) -> Option<&'static Agent> {
+    let first = argv.first()?;
+    if let Some(a) = by_name(base(first)) {
+        return Some(a);
+    }
+    if RUNNERS.contains(&base(first)) {
+        let script = argv.get(1)?;
+        if let Some(a) = by_name(base(script).split('.').next().unwrap_or("")) {
+            return Some(a);
+        }
+        // …/node_modules/@anthropic-ai/claude-code/cli.js and the like.
+        return script.split('/').find_map(by_name);
+    }
+    None
+}
+
+/// A reference to an agent's session, as its hooks report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionRef {
+    Id(String),
+    Path(String),
+}
+
+impl SessionRef {
+    /// Checks a reported reference: an id is non-empty, at most 512 bytes, without control
+    /// characters; a path is absolute and at most 4096 bytes.
+    pub fn validate(self) -> Result<SessionRef, String> {
+        match &self {
+            SessionRef::Id(id) => {
+                if id.is_empty() || id.len() > 512 || id.chars().any(char::is_control) {
+                    return Err(
+                        "a session id must be 1 to 512 bytes without control characters".into(),
+                    );
+                }
+            }
+            SessionRef::Path(p) => {
+                if !p.starts_with('/') || p.len() > 4096 || p.chars().any(char::is_control) {
+                    return Err("a session path must be absolute, at most 4096 bytes, without control characters".into());
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    pub fn value(&self) -> &str {
+        match self {
+            SessionRef::Id(s) | SessionRef::Path(s) => s,
+        }
+    }
+}
+
+/// The command that resumes `session` of `agent`, if the report came from that agent's
+/// official hook (`herdr:<agent>`) and the agent can resume.
+pub fn plan(source: &str, agent: &str, session: &SessionRef) -> Option<Vec<String>> {
+    let def = by_name(agent)?;
+    if source != format!("herdr:{}", def.name) {
+        return None;
+    }
+    let r = session.value().to_string();
+    Some(match def.resume? {
+        Resume::Flag(f) => vec![def.name.into(), f.into(), r],
+        Resume::FlagEq(f) => vec![def.name.into(), format!("{f}={r}")],
+        Resume::Sub(s) => vec![def.name.into(), s.into(), r],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn detection_by_program_alias_and_runner_script() {
+        assert_eq!(
+            detect(&v(&["/usr/local/bin/claude"])).map(|a| a.name),
+            Some("claude")
+        );
+        assert_eq!(
+            detect(&v(&["claude-code", "--x"])).map(|a| a.name),
+            Some("claude")
+        );
+        assert_eq!(
+            detect(&v(&[
+                "node",
+                "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"
+            ]))
+            .map(|a| a.name),
+            Some("claude")
+        );
+        assert_eq!(
+            detect(&v(&["node", "/opt/bin/codex.js"])).map(|a| a.name),
+            Some("codex")
+        );
+        assert_eq!(detect(&v(&["bash"])), None);
+        assert_eq!(detect(&v(&["node", "server.js"])), None);
+        assert_eq!(detect(&v(&[])), None);
+    }
+
+    #[test]
+    fn plans_need_the_official_source_of_that_very_agent() {
+        let id = SessionRef::Id("abc".into());
+        assert_eq!(
+            plan("herdr:claude", "claude", &id),
+            Some(v(&["claude", "--resume", "abc"]))
+        );
+        assert_eq!(
+            plan("herdr:codex", "codex", &id),
+            Some(v(&["codex", "resume", "abc"]))
+        );
+        assert_eq!(
+            plan("herdr:copilot", "copilot", &id),
+            Some(v(&["copilot", "--resume=abc"]))
+        );
+        assert_eq!(
+            plan("herdr:claude", "claude-code", &id),
+            Some(v(&["claude", "--resume", "abc"]))
+        );
+        assert_eq!(plan("plugin:x", "claude", &id), None);
+        assert_eq!(plan("herdr:codex", "claude", &id), None);
+        assert_eq!(
+            plan("herdr:gemini", "gemini", &id),
+            None,
+            "no known resume syntax"
+        );
+    }
+
+    #[test]
+    fn session_refs_are_validated() {
+        assert!(SessionRef::Id("ok-1".into()).validate().is_ok());
+        assert!(SessionRef::Id(String::new()).validate().is_err());
+        assert!(SessionRef::Id("a\nb".into()).validate().is_err());
+        assert!(SessionRef::Id("x".repeat(513)).validate().is_err());
+        assert!(SessionRef::Path("/home/u/s.jsonl".into())
+            .validate()
+            .is_ok());
+        assert!(SessionRef::Path("rel/s.jsonl".into()).validate().is_err());
+        assert!(SessionRef::Path(format!("/{}", "x".repeat(4096)))
+            .validate()
+            .is_err());
+    }
+}
