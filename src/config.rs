@@ -39,6 +39,8 @@ pub struct Config {
     pub history_lines: usize,
     /// `[persistence]`: programs that are re-run in their pane on restore.
     pub restore_commands: Vec<String>,
+    /// `[persistence]`: resume agents (their own resume command) on restore.
+    pub resume_agents_on_restore: bool,
 }
 
 /// One `[keys]` entry. Names are not validated here because the key parser
@@ -105,6 +107,7 @@ impl Default for Config {
             history: false,
             history_lines: 1000,
             restore_commands: Vec::new(),
+            resume_agents_on_restore: true,
         }
     }
 }
@@ -244,6 +247,10 @@ const PERSISTENCE_FIELDS: &[Field] = &[
     Field(
         "restore_commands",
         Kind::StrList(|c| &mut c.restore_commands),
+    ),
+    Field(
+        "resume_agents_on_restore",
+        Kind::Bool(|c| &mut c.resume_agents_on_restore),
     ),
 ];
 

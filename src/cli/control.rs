@@ -585,6 +585,60 @@ pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
     }
 }
 
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Tell herdr what the agent in this pane is doing (called by the agent's hooks).
+    Report {
+        #[command(flatten)]
+        target: Target,
+        /// Who reports: `herdr:<agent>` for herdr's own integrations.
+        #[arg(long)]
+        source: String,
+        #[arg(long)]
+        agent: String,
+        #[arg(long, conflicts_with = "session_path")]
+        session_id: Option<String>,
+        #[arg(long)]
+        session_path: Option<String>,
+        #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
+        state: Option<String>,
+        /// Increasing per source; an older report never overrides a newer one.
+        #[arg(long)]
+        seq: Option<u64>,
+    },
+}
+
+pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
+    match cmd {
+        AgentCommand::Report {
+            target: t,
+            source,
+            agent,
+            session_id,
+            session_path,
+            state,
+            seq,
+        } => {
+            let mut p = target(&t);
+            p.insert("source".into(), json!(source));
+            p.insert("agent".into(), json!(agent));
+            for (k, v) in [
+                ("session_id", session_id),
+                ("session_path", session_path),
+                ("state", state),
+            ] {
+                if let Some(v) = v {
+                    p.insert(k.into(), json!(v));
+                }
+            }
+            if let Some(n) = seq {
+                p.insert("seq".into(), json!(n));
+            }
+            call(session, "agent.report", p, false, nothing)
+        }
+    }
+}
+
 /// Subscribes and prints events until the server goes away.
 pub fn events(session: &SessionName, json_out: bool) -> anyhow::Result<i32> {
     let mut api = match connect(session)? {

@@ -59,6 +59,11 @@ pub enum Command {
         #[command(subcommand)]
         command: control::PaneCommand,
     },
+    /// Agents: report state and session (used by the agents' hooks).
+    Agent {
+        #[command(subcommand)]
+        command: control::AgentCommand,
+    },
     /// Print the session's events as they happen (created, closed, focused, output, …).
     Events {
         /// One JSON object per line.
@@ -122,6 +127,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Tab { command }) => control::tab(&session, command),
         Some(Command::Pane { command }) => control::pane(&session, command),
         Some(Command::Events { json }) => control::events(&session, json),
+        Some(Command::Agent { command }) => control::agent(&session, command),
         Some(Command::Completion { shell }) => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut std::io::stdout());

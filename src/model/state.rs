@@ -21,9 +21,16 @@ pub struct TerminalState {
     pub title: String,
     /// Exit code once the program ended.
     pub exited: Option<Option<i32>>,
-    /// The agent running in it and its state, once detected (agents issue).
+    /// The agent running in it and its state, once detected or reported.
     pub agent: Option<String>,
     pub agent_state: Option<String>,
+    /// The agent's process (its foreground pid when detected): reports bind to it.
+    pub agent_pid: Option<i32>,
+    /// The session an official hook (`herdr:<agent>`) reported, and that source.
+    pub agent_session: Option<crate::agent::SessionRef>,
+    pub agent_source: Option<String>,
+    /// The last report sequence number per source (an older report never wins).
+    pub report_seq: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -420,6 +427,10 @@ mod tests {
             exited: None,
             agent: None,
             agent_state: None,
+            agent_pid: None,
+            agent_session: None,
+            agent_source: None,
+            report_seq: Default::default(),
         }
     }
 

@@ -101,6 +101,9 @@ pub struct PaneSnap {
     pub agent: Option<String>,
     #[serde(default)]
     pub agent_session: Option<AgentSessionRef>,
+    /// Who reported the session (only `herdr:<agent>` ever leads to a resume).
+    #[serde(default)]
+    pub agent_source: Option<String>,
 }
 
 /// session-history.json: what each pane showed, for presentation after a restore.
@@ -348,6 +351,7 @@ mod v1 {
                     command: None,
                     agent: None,
                     agent_session: None,
+                    agent_source: None,
                 });
                 LayoutSnap::Pane { pane: c.pane }
             }

@@ -250,7 +250,7 @@ const API_QUEUE_LINES: usize = 4096;
 /// The server's handle on one API connection's outgoing lines.
 pub struct ApiWriter {
     tx: SyncSender<String>,
-    stream: UnixStream,
+    pub(super) stream: UnixStream,
     /// Bytes queued and not yet written: replies can be large (`pane.read`), so the queue
     /// is bounded in bytes as well as in lines.
     queued_bytes: Arc<AtomicUsize>,
@@ -312,7 +312,15 @@ fn api_loop(
         stream,
         queued_bytes,
     };
-    if events.send(Event::ApiOpen { id, writer }).is_err() {
+    let peer_pid = crate::sys::peer_pid(std::os::fd::AsFd::as_fd(&writer.stream)).unwrap_or(0);
+    if events
+        .send(Event::ApiOpen {
+            id,
+            writer,
+            peer_pid,
+        })
+        .is_err()
+    {
         return;
     }
     let mut line = Vec::new();

@@ -62,6 +62,8 @@ pub enum Event {
     ApiOpen {
         id: ClientId,
         writer: ApiWriter,
+        /// Who connected (for agent reports: which pane's process tree it is in).
+        peer_pid: i32,
     },
     ApiRequest {
         id: ClientId,
@@ -293,7 +295,11 @@ impl Server {
                 self.clients.remove(&id);
                 self.client_left(id);
             }
-            Event::ApiOpen { id, writer } => self.api_open(id, writer),
+            Event::ApiOpen {
+                id,
+                writer,
+                peer_pid,
+            } => self.api_open(id, writer, peer_pid),
             Event::ApiRequest { id, line } => self.api_request(id, &line),
             Event::ApiTooLong(id) => self.api_too_long(id),
             Event::ApiClosed(id) => self.api_closed(id),

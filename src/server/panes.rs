@@ -111,6 +111,10 @@ impl Server {
             exited: None,
             agent: None,
             agent_state: None,
+            agent_pid: None,
+            agent_session: None,
+            agent_source: None,
+            report_seq: Default::default(),
         };
         let rt = TerminalRuntime {
             handle,

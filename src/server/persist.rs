@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::{Event, Server};
+use crate::agent::SessionRef;
 use crate::model::ids::{PaneId, PaneNo, TabNo, WorkspaceNo};
 use crate::model::layout::{Layout, LayoutTree, SplitDir};
 use crate::model::{PaneState, Tab, Workspace};
 use crate::persist::schedule::SaveSchedule;
 use crate::persist::snapshot::{
-    Counters, DirSnap, HistorySnapshot, LayoutSnap, PaneHistory, PaneSnap, SessionSnapshot,
-    TabSnap, WorkspaceSnap, SNAPSHOT_VERSION,
+    AgentSessionRef, Counters, DirSnap, HistorySnapshot, LayoutSnap, PaneHistory, PaneSnap,
+    SessionSnapshot, TabSnap, WorkspaceSnap, SNAPSHOT_VERSION,
 };
 use crate::persist::{self, HistoryAction, Loaded, Paths, SaveJob, SaveReport, Saver};
 use crate::pty::{lock, proc};
@@ -229,7 +230,13 @@ impl Server {
             argv: term.map(|t| t.argv.clone()).unwrap_or_default(),
             command,
             agent: term.and_then(|t| t.agent.clone()),
-            agent_session: None,
+            agent_session: term
+                .and_then(|t| t.agent_session.as_ref())
+                .map(|r| match r {
+                    SessionRef::Id(s) => AgentSessionRef::Id(s.clone()),
+                    SessionRef::Path(s) => AgentSessionRef::Path(s.clone()),
+                }),
+            agent_source: term.and_then(|t| t.agent_source.clone()),
         }
     }
 
@@ -478,6 +485,7 @@ impl Server {
             persist::format_utc(snap.saved_at)
         );
         let area = self.pane_area();
+        let mut claimed = std::collections::HashSet::new();
         for ws in &snap.workspaces {
             let mut tabs = Vec::new();
             let mut panes = Vec::new();
@@ -514,7 +522,14 @@ impl Server {
                             cwd = home.clone();
                         }
                     }
+                    // An agent that resumes owns its screen: no history replay under it.
+                    // The same agent session in two panes is resumed once (the key is
+                    // claimed before spawning, released if the spawn fails).
+                    let resume = self
+                        .resume_plan(ps)
+                        .filter(|(_, key)| claimed.insert(key.clone()));
                     let preface = history
+                        .filter(|_| resume.is_none())
                         .and_then(|h| h.panes.iter().find(|x| x.id == ps.id))
                         .filter(|h| h.lines > 0)
                         .map(|h| format!("{}\r\n{marker}", h.ansi).into_bytes());
@@ -522,7 +537,15 @@ impl Server {
                     match self.spawn_restored(ps.id, cwd.clone(), rect, preface) {
                         Ok((mut term, rt)) => {
                             term.agent = ps.agent.clone();
-                            if let Some(cmd) = ps
+                            if let Some((argv, _)) = &resume {
+                                let line: Vec<String> =
+                                    argv.iter().map(|w| shell_quote(w)).collect();
+                                let _ = rt
+                                    .handle
+                                    .try_write(format!("{}\r", line.join(" ")).into_bytes());
+                                term.agent_session = restore_ref(ps);
+                                term.agent_source = ps.agent_source.clone();
+                            } else if let Some(cmd) = ps
                                 .command
                                 .as_ref()
                                 .filter(|c| restorable(c, &self.config.restore_commands))
@@ -541,7 +564,12 @@ impl Server {
                             self.runtimes.insert(term.id, rt);
                             spawned.push((pid, state, term));
                         }
-                        Err(e) => notes.push(format!("p{}: could not start a shell: {e}", ps.id)),
+                        Err(e) => {
+                            if let Some((_, key)) = &resume {
+                                claimed.remove(key);
+                            }
+                            notes.push(format!("p{}: could not start a shell: {e}", ps.id));
+                        }
                     }
                 }
                 // A pane that failed to start leaves the layout: the rest stays usable.
@@ -591,6 +619,28 @@ impl Server {
             p.last_structure = None;
         }
         notes
+    }
+}
+
+fn restore_ref(ps: &PaneSnap) -> Option<SessionRef> {
+    ps.agent_session.as_ref().map(|r| match r {
+        AgentSessionRef::Id(s) => SessionRef::Id(s.clone()),
+        AgentSessionRef::Path(s) => SessionRef::Path(s.clone()),
+    })
+}
+
+impl Server {
+    /// The resume command of a saved pane and its dedupe key — only for a session an
+    /// official hook reported, only when resuming is on.
+    fn resume_plan(&self, ps: &PaneSnap) -> Option<(Vec<String>, (String, String))> {
+        if !self.config.resume_agents_on_restore {
+            return None;
+        }
+        let agent = ps.agent.as_deref()?;
+        let source = ps.agent_source.as_deref()?;
+        let session = restore_ref(ps)?.validate().ok()?;
+        let argv = crate::agent::plan(source, agent, &session)?;
+        Some((argv, (agent.to_string(), session.value().to_string())))
     }
 }
 

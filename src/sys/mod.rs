@@ -234,6 +234,13 @@ pub fn peer_uid(sock: BorrowedFd<'_>) -> io::Result<u32> {
     Ok(cred.uid())
 }
 
+/// The pid of the process at the other end of a unix socket (SO_PEERCRED).
+pub fn peer_pid(sock: BorrowedFd<'_>) -> io::Result<i32> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred = getsockopt(&sock, PeerCredentials).map_err(errno_to_io)?;
+    Ok(cred.pid())
+}
+
 /// Lists the open descriptors of this process with what they point at (for leak tests
 /// and diagnostics).
 pub fn open_fds() -> Vec<(RawFd, String)> {

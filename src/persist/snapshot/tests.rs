@@ -36,6 +36,7 @@ fn sample() -> SessionSnapshot {
                             command: Some(vec!["less".into(), "f".into()]),
                             agent: Some("claude".into()),
                             agent_session: Some(AgentSessionRef::Id("abc".into())),
+                            agent_source: Some("herdr:claude".into()),
                         },
                         PaneSnap {
                             id: 4,
@@ -45,6 +46,7 @@ fn sample() -> SessionSnapshot {
                             command: None,
                             agent: None,
                             agent_session: None,
+                            agent_source: None,
                         },
                     ],
                 }],
@@ -67,6 +69,7 @@ fn sample() -> SessionSnapshot {
                         command: None,
                         agent: None,
                         agent_session: None,
+                        agent_source: None,
                     }],
                 }],
             },

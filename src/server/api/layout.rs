@@ -216,6 +216,7 @@ impl Server {
     }
 
     pub(crate) fn pane_list(&mut self, p: &Value) -> ApiResult {
+        self.refresh_agents();
         let tab_filter = match p.get("tab") {
             None | Some(Value::Null) => None,
             Some(_) => Some(self.target_tab(p)?),
@@ -238,6 +239,9 @@ impl Server {
 
     pub(crate) fn pane_get(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
+        if let Some(tid) = self.state.panes.get(&pane).map(|ps| ps.terminal) {
+            self.refresh_agent(tid);
+        }
         self.pane_json(pane)
             .map(super::Outcome::Now)
             .ok_or_else(|| ApiError::new("not_found", "no such pane"))

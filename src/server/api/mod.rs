@@ -5,6 +5,7 @@
 //! connection. A peer that stops reading is disconnected once its queue is full, so
 //! server memory stays bounded.
 
+mod agents;
 mod events;
 mod io;
 mod layout;
@@ -65,6 +66,7 @@ pub(crate) struct ApiConn {
     /// The peer sent its last request (its read side ended); the connection stays until
     /// its pending waits are answered, as `printf … | nc -N` style scripts expect.
     draining: bool,
+    peer_pid: i32,
 }
 
 #[derive(Default)]
@@ -123,13 +125,14 @@ pub fn reply_line(id: &Value, result: Result<Value, ApiError>) -> String {
 }
 
 impl Server {
-    pub(crate) fn api_open(&mut self, id: ClientId, writer: ApiWriter) {
+    pub(crate) fn api_open(&mut self, id: ClientId, writer: ApiWriter, peer_pid: i32) {
         self.api.conns.insert(
             id,
             ApiConn {
                 writer,
                 subscribed: false,
                 draining: false,
+                peer_pid,
             },
         );
     }
@@ -234,6 +237,10 @@ impl Server {
             "pane.submit" => self.pane_submit(p),
             "pane.read" => self.pane_read(p),
             "pane.wait" => self.pane_wait(conn, id, p),
+            "agent.report" => {
+                let peer = self.api.conns.get(&conn).map_or(0, |c| c.peer_pid);
+                self.agent_report(peer, p)
+            }
             other => Err(ApiError::new(
                 "unknown_method",
                 format!("unknown method {other:?}; see docs/api.md for the list"),

@@ -1,0 +1,183 @@
+//! Which agent runs in each pane: detected from the foreground process (re-checked only
+//! when that process changes), and reported by the agents' own hooks (`agent.report`).
+//!
+//! A report counts only if it comes from inside the pane (the reporting process descends
+//! from the pane's shell) while that pane runs the agent it names, and only if its
+//! sequence number is newer than the last one from the same source — so a late report
+//! from an agent that already exited can never change the next one's state.
+
+use serde_json::{json, Value};
+
+use super::targets::{opt_str, opt_u64, req_str};
+use super::{now, ApiError, ApiResult};
+use crate::agent::{self, SessionRef};
+use crate::model::ids::TerminalId;
+use crate::pty::proc;
+use crate::server::Server;
+
+const STATES: &[&str] = &["working", "blocked", "idle", "done"];
+
+/// Whether `pid` is `ancestor` or one of its descendants (following parents in /proc).
+fn descends_from(mut pid: i32, ancestor: i32) -> bool {
+    for _ in 0..64 {
+        if pid == ancestor {
+            return true;
+        }
+        if pid <= 1 {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            return false;
+        };
+        match rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            Some(ppid) => pid = ppid,
+            None => return false,
+        }
+    }
+    false
+}
+
+impl Server {
+    /// Re-detects the agent of a terminal when its foreground process changed.
+    pub(crate) fn refresh_agent(&mut self, tid: TerminalId) {
+        let Some(leader) = self.runtimes.get(tid).and_then(|rt| rt.pid) else {
+            return;
+        };
+        let fg = proc::foreground(leader);
+        let Some(term) = self.state.terminals.get_mut(&tid) else {
+            return;
+        };
+        let fg_pid = fg.as_ref().map(|f| f.pid);
+        let cached = term.agent_pid.is_some() && term.agent_pid == fg_pid;
+        if cached || (term.agent.is_none() && fg_pid == Some(leader as i32)) {
+            return;
+        }
+        match fg.as_ref().and_then(|f| agent::detect(&f.argv)) {
+            Some(def) => {
+                if term.agent.as_deref() != Some(def.name) || term.agent_pid != fg_pid {
+                    // A new agent process: a new generation, nothing carried over.
+                    term.agent = Some(def.name.to_string());
+                    term.agent_pid = fg_pid;
+                    term.agent_state = None;
+                    term.report_seq.clear();
+                }
+            }
+            None => {
+                term.agent = None;
+                term.agent_pid = None;
+                term.agent_state = None;
+                term.agent_session = None;
+                term.agent_source = None;
+                term.report_seq.clear();
+            }
+        }
+    }
+
+    pub(crate) fn refresh_agents(&mut self) {
+        for tid in self.runtimes.ids() {
+            self.refresh_agent(tid);
+        }
+    }
+
+    pub(crate) fn agent_report(&mut self, peer_pid: i32, p: &Value) -> ApiResult {
+        let pane = self.target_pane(p)?;
+        let tid = self
+            .state
+            .panes
+            .get(&pane)
+            .map(|ps| ps.terminal)
+            .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
+        let source = req_str(p, "source")?.to_string();
+        let name = req_str(p, "agent")?;
+        let def = agent::by_name(name).ok_or_else(|| {
+            ApiError::params(format!("unknown agent {name:?}; see docs/agents.md"))
+        })?;
+        let state = opt_str(p, "state")?;
+        if let Some(s) = state {
+            if !STATES.contains(&s) {
+                return Err(ApiError::params(format!(
+                    "\"state\" must be one of {}, got {s:?}",
+                    STATES.join(", ")
+                )));
+            }
+        }
+        let session = match (opt_str(p, "session_id")?, opt_str(p, "session_path")?) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::params(
+                    "give session_id or session_path, not both",
+                ))
+            }
+            (Some(id), None) => Some(
+                SessionRef::Id(id.to_string())
+                    .validate()
+                    .map_err(ApiError::params)?,
+            ),
+            (None, Some(path)) => Some(
+                SessionRef::Path(path.to_string())
+                    .validate()
+                    .map_err(ApiError::params)?,
+            ),
+            (None, None) => None,
+        };
+        let seq = opt_u64(p, "seq")?;
+        // Only from inside the pane, and only about the agent running there now.
+        let leader = self
+            .runtimes
+            .get(tid)
+            .and_then(|rt| rt.pid)
+            .map(|p| p as i32);
+        if !leader.is_some_and(|l| descends_from(peer_pid, l)) {
+            return Err(ApiError::new(
+                "stale_report",
+                "the report does not come from a process of that pane",
+            ));
+        }
+        self.refresh_agent(tid);
+        let id = self.pane_no(pane);
+        let Some(term) = self.state.terminals.get_mut(&tid) else {
+            return Err(ApiError::new("not_found", "no such pane"));
+        };
+        if term.agent.as_deref().is_some_and(|a| a != def.name) {
+            return Err(ApiError::new(
+                "stale_report",
+                format!(
+                    "pane {id} runs {}, not {}",
+                    term.agent.as_deref().unwrap_or("?"),
+                    def.name
+                ),
+            ));
+        }
+        if let (Some(seq), Some(last)) = (seq, term.report_seq.get(&source)) {
+            if seq <= *last {
+                return now(
+                    json!({ "id": id, "accepted": false, "reason": "an equal or newer report from this source came first" }),
+                );
+            }
+        }
+        if let Some(seq) = seq {
+            term.report_seq.insert(source.clone(), seq);
+        }
+        term.agent = Some(def.name.to_string());
+        let official = source == format!("herdr:{}", def.name);
+        if let (Some(s), true) = (session, official) {
+            term.agent_session = Some(s);
+            term.agent_source = Some(source.clone());
+        }
+        let changed = state.is_some() && term.agent_state.as_deref() != state;
+        if let Some(s) = state {
+            term.agent_state = Some(s.to_string());
+        }
+        let agent_state = term.agent_state.clone();
+        if changed {
+            self.emit(
+                json!({ "event": "pane.agent", "id": id, "agent": def.name, "state": agent_state }),
+            );
+            self.recheck_waits(Some(tid));
+            self.request_render();
+        }
+        now(json!({ "id": id, "accepted": true, "agent": def.name, "state": agent_state }))
+    }
+}

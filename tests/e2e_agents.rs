@@ -1,0 +1,212 @@
+//! End-to-end: agents detected in panes, hook reports, resume after a restart.
+
+mod support;
+
+use serde_json::Value;
+use support::{json, ok, wait_until, Env};
+
+/// A fake `claude`: records how it was started, reports like the real hook, then idles.
+fn fake_claude(env: &Env, session_id: &str) -> std::path::PathBuf {
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join("claude");
+    // Agents are found on PATH, as a resume command types just `claude`.
+    let profile = env.home().join(".bash_profile");
+    let rc = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(&profile, format!("{rc}PATH=\"$HOME/bin:$PATH\"\n")).unwrap();
+    let script = format!(
+        "#!/bin/bash\necho \"argv=$*|cwd=$PWD\" >> \"$HOME/claude-runs.txt\"\n\
+         {} agent report --source herdr:claude --agent claude --session-id {session_id} --state working --seq 1\n\
+         echo fake-claude-ready\nwhile :; do sleep 1; done\n",
+        support::BIN
+    );
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn runs(env: &Env) -> Vec<String> {
+    std::fs::read_to_string(env.home().join("claude-runs.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn prompt(env: &Env, pane: &str) {
+    wait_until("the prompt", || {
+        String::from_utf8_lossy(&env.herdr(&["pane", "read", "--pane", pane]).stdout)
+            .contains(support::PROMPT)
+    });
+}
+
+#[test]
+fn detected_reported_and_resumed_once_after_a_restart() {
+    let env = Env::new("agents");
+    let claude = fake_claude(&env, "sess-42");
+    let work = env.home().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    ok(env.herdr(&["server", "start"]));
+    prompt(&env, "p1");
+    ok(env.herdr(&[
+        "pane",
+        "submit",
+        "--pane",
+        "p1",
+        &format!("cd {} && {} --model opus", work.display(), claude.display()),
+    ]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--output",
+        "fake-claude-ready",
+        "--timeout",
+        "20",
+    ]));
+    let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["agent"], "claude", "{p1}");
+    assert_eq!(p1["agent_state"], "working");
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--agent-state",
+        "working",
+        "--timeout",
+        "5",
+    ]));
+
+    // A report from outside the pane changes nothing.
+    let out = env.herdr(&[
+        "agent",
+        "report",
+        "--pane",
+        "p1",
+        "--source",
+        "herdr:claude",
+        "--agent",
+        "claude",
+        "--state",
+        "idle",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not come from a process of that pane")
+    );
+
+    // A second pane runs the same agent session.
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    prompt(&env, &p2);
+    ok(env.herdr(&[
+        "pane",
+        "submit",
+        "--pane",
+        &p2,
+        &claude.display().to_string(),
+    ]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        &p2,
+        "--output",
+        "fake-claude-ready",
+        "--timeout",
+        "20",
+    ]));
+    assert_eq!(runs(&env).len(), 2);
+
+    ok(env.herdr(&["server", "stop"]));
+    ok(env.herdr(&["server", "start"]));
+    wait_until("the resumed agent ran", || runs(&env).len() >= 3);
+    // Give a second resume the chance to appear if it wrongly would.
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--output",
+        "fake-claude-ready",
+        "--timeout",
+        "20",
+    ]));
+    let all = runs(&env);
+    assert_eq!(all.len(), 3, "resumed exactly once: {all:?}");
+    assert_eq!(
+        all[2],
+        format!("argv=--resume sess-42|cwd={}", work.display())
+    );
+    let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["agent"], "claude");
+}
+
+#[test]
+fn only_official_sources_resume() {
+    let env = Env::new("agents-src");
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join("claude");
+    // Reports come from a third party: state is fine, but nothing may run at restore.
+    let script = format!(
+        "#!/bin/bash\necho run >> \"$HOME/claude-runs.txt\"\n\
+         {} agent report --source plugin:x --agent claude --session-id evil --state blocked\n\
+         echo fake-claude-ready\nwhile :; do sleep 1; done\n",
+        support::BIN
+    );
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(env.herdr(&["server", "start"]));
+    prompt(&env, "p1");
+    ok(env.herdr(&[
+        "pane",
+        "submit",
+        "--pane",
+        "p1",
+        &path.display().to_string(),
+    ]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--output",
+        "fake-claude-ready",
+        "--timeout",
+        "20",
+    ]));
+    let p1: Value = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["agent_state"], "blocked");
+    ok(env.herdr(&["server", "stop"]));
+    let saved = std::fs::read_to_string(
+        env.dir
+            .path()
+            .join("state/herdr/sessions")
+            .join(&env.session)
+            .join("session.json"),
+    )
+    .unwrap();
+    assert!(
+        !saved.contains("evil"),
+        "a third party's session ref was saved: {saved}"
+    );
+    ok(env.herdr(&["server", "start"]));
+    prompt(&env, "p1");
+    // Anything typed at restore would run before this.
+    ok(env.herdr(&["pane", "submit", "--pane", "p1", "echo checked-$((1+1))"]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--output",
+        "checked-2",
+        "--timeout",
+        "20",
+    ]));
+    assert_eq!(runs(&env).len(), 1, "nothing ran at restore");
+}
