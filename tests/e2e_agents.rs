@@ -3,27 +3,37 @@
 mod support;
 
 use serde_json::Value;
-use support::{json, ok, wait_until, Env};
+use support::{json, ok, prompt, wait_until, Env};
 
-/// A fake `claude`: records how it was started, reports like the real hook, then idles.
-fn fake_claude(env: &Env, session_id: &str) -> std::path::PathBuf {
+/// Installs a fake `claude` on the panes' PATH whose script runs `body` (after recording
+/// how it was started), then idles like an agent waiting for input.
+fn fake_claude_with(env: &Env, body: &str) -> std::path::PathBuf {
     let bin = env.home().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let path = bin.join("claude");
     // Agents are found on PATH, as a resume command types just `claude`.
     let profile = env.home().join(".bash_profile");
     let rc = std::fs::read_to_string(&profile).unwrap();
-    std::fs::write(&profile, format!("{rc}PATH=\"$HOME/bin:$PATH\"\n")).unwrap();
+    if !rc.contains("$HOME/bin") {
+        std::fs::write(&profile, format!("{rc}PATH=\"$HOME/bin:$PATH\"\n")).unwrap();
+    }
     let script = format!(
-        "#!/bin/bash\necho \"argv=$*|cwd=$PWD\" >> \"$HOME/claude-runs.txt\"\n\
-         {} agent report --source herdr:claude --agent claude --session-id {session_id} --state working --seq 1\n\
-         echo fake-claude-ready\nwhile :; do sleep 1; done\n",
-        support::BIN
+        "#!/bin/bash\necho \"argv=$*|cwd=$PWD\" >> \"$HOME/claude-runs.txt\"\n{body}\n\
+         echo fake-claude-ready\nwhile :; do sleep 1; done\n"
     );
     std::fs::write(&path, script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
+}
+
+/// A fake `claude` that reports like the real hook would.
+fn fake_claude(env: &Env, session_id: &str) -> std::path::PathBuf {
+    let report = format!(
+        "{} agent report --source herdr:claude --agent claude --session-id {session_id} --state working --seq 1",
+        support::BIN
+    );
+    fake_claude_with(env, &report)
 }
 
 fn runs(env: &Env) -> Vec<String> {
@@ -32,13 +42,6 @@ fn runs(env: &Env) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-fn prompt(env: &Env, pane: &str) {
-    wait_until("the prompt", || {
-        String::from_utf8_lossy(&env.herdr(&["pane", "read", "--pane", pane]).stdout)
-            .contains(support::PROMPT)
-    });
 }
 
 #[test]
@@ -147,19 +150,12 @@ fn detected_reported_and_resumed_once_after_a_restart() {
 #[test]
 fn only_official_sources_resume() {
     let env = Env::new("agents-src");
-    let bin = env.home().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let path = bin.join("claude");
     // Reports come from a third party: state is fine, but nothing may run at restore.
-    let script = format!(
-        "#!/bin/bash\necho run >> \"$HOME/claude-runs.txt\"\n\
-         {} agent report --source plugin:x --agent claude --session-id evil --state blocked\n\
-         echo fake-claude-ready\nwhile :; do sleep 1; done\n",
+    let report = format!(
+        "{} agent report --source plugin:x --agent claude --session-id evil --state blocked",
         support::BIN
     );
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = fake_claude_with(&env, &report);
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
     ok(env.herdr(&[

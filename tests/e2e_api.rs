@@ -7,20 +7,12 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json, ok, wait_until, Env};
+use support::{json, ok, prompt, wait_until, Env};
 
 fn started(name: &str) -> Env {
     let env = Env::new(name);
     ok(env.herdr(&["server", "start"]));
     env
-}
-
-/// Waits until a pane shows the shell prompt (so typed input is read by bash).
-fn prompt(env: &Env, pane: &str) {
-    wait_until("the prompt", || {
-        let out = env.herdr(&["pane", "read", "--pane", pane]);
-        String::from_utf8_lossy(&out.stdout).contains(support::PROMPT)
-    });
 }
 
 #[test]

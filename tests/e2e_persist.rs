@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json, ok, wait_until, Env, Term, PROMPT};
+use support::{json, ok, prompt, wait_until, Env, Term, PROMPT};
 
 /// Like `ok`, and on failure also shows the server's log (for rare failures on CI).
 fn ok_logged(env: &Env, out: std::process::Output) -> String {
@@ -70,13 +70,6 @@ fn skeleton(t: &Term) -> Vec<String> {
                 .to_string()
         })
         .collect()
-}
-
-fn prompt(env: &Env, pane: &str) {
-    wait_until("the prompt", || {
-        String::from_utf8_lossy(&env.herdr(&["pane", "read", "--pane", pane]).stdout)
-            .contains(PROMPT)
-    });
 }
 
 fn restart(env: &Env) {

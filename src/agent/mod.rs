@@ -179,6 +179,25 @@ impl SessionRef {
     }
 }
 
+impl From<&SessionRef> for crate::persist::snapshot::AgentSessionRef {
+    fn from(r: &SessionRef) -> Self {
+        match r {
+            SessionRef::Id(s) => Self::Id(s.clone()),
+            SessionRef::Path(s) => Self::Path(s.clone()),
+        }
+    }
+}
+
+impl From<&crate::persist::snapshot::AgentSessionRef> for SessionRef {
+    fn from(r: &crate::persist::snapshot::AgentSessionRef) -> Self {
+        use crate::persist::snapshot::AgentSessionRef as Saved;
+        match r {
+            Saved::Id(s) => SessionRef::Id(s.clone()),
+            Saved::Path(s) => SessionRef::Path(s.clone()),
+        }
+    }
+}
+
 /// The command that resumes `session` of `agent`, if the report came from that agent's
 /// official hook (`herdr:<agent>`) and the agent can resume.
 pub fn plan(source: &str, agent: &str, session: &SessionRef) -> Option<Vec<String>> {

@@ -33,6 +33,25 @@ pub struct TerminalState {
     pub report_seq: std::collections::BTreeMap<String, u64>,
 }
 
+impl TerminalState {
+    /// A terminal just started: nothing known yet but how and where.
+    pub fn new(id: TerminalId, cwd: Option<PathBuf>, argv: Vec<String>) -> TerminalState {
+        TerminalState {
+            id,
+            cwd,
+            argv,
+            title: String::new(),
+            exited: None,
+            agent: None,
+            agent_state: None,
+            agent_pid: None,
+            agent_session: None,
+            agent_source: None,
+            report_seq: Default::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PaneState {
     pub no: PaneNo,
@@ -419,19 +438,7 @@ mod tests {
     use crate::model::layout::SplitDir;
 
     fn term(st: &mut AppState) -> TerminalState {
-        TerminalState {
-            id: st.alloc_terminal_id(),
-            cwd: None,
-            argv: vec![],
-            title: String::new(),
-            exited: None,
-            agent: None,
-            agent_state: None,
-            agent_pid: None,
-            agent_session: None,
-            agent_source: None,
-            report_seq: Default::default(),
-        }
+        TerminalState::new(st.alloc_terminal_id(), None, vec![])
     }
 
     fn with_one_pane() -> (AppState, PaneId) {

@@ -103,19 +103,7 @@ impl Server {
             }),
             name: format!("herdr-pty-{}", id.0),
         })?;
-        let term = TerminalState {
-            id,
-            cwd,
-            argv,
-            title: String::new(),
-            exited: None,
-            agent: None,
-            agent_state: None,
-            agent_pid: None,
-            agent_session: None,
-            agent_source: None,
-            report_seq: Default::default(),
-        };
+        let term = TerminalState::new(id, cwd, argv);
         let rt = TerminalRuntime {
             handle,
             emulator,

@@ -623,10 +623,7 @@ impl Server {
 }
 
 fn restore_ref(ps: &PaneSnap) -> Option<SessionRef> {
-    ps.agent_session.as_ref().map(|r| match r {
-        AgentSessionRef::Id(s) => SessionRef::Id(s.clone()),
-        AgentSessionRef::Path(s) => SessionRef::Path(s.clone()),
-    })
+    ps.agent_session.as_ref().map(SessionRef::from)
 }
 
 impl Server {

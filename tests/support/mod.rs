@@ -362,6 +362,14 @@ pub fn shell_pid(env: &Env, t: &mut Term) -> i32 {
     read().unwrap_or(0)
 }
 
+/// Waits until a pane (read through the CLI) shows the shell prompt.
+pub fn prompt(env: &Env, pane: &str) {
+    wait_until("the prompt", || {
+        String::from_utf8_lossy(&env.herdr(&["pane", "read", "--pane", pane]).stdout)
+            .contains(PROMPT)
+    });
+}
+
 /// Polls a condition with the standard deadline (for things that have no screen).
 pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + WAIT;
