@@ -177,6 +177,13 @@ fn only_official_sources_resume() {
     ]));
     let p1: Value = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent_state"], "blocked");
+    // The user sees it: a badge on the tab, a mark on the workspace in the sidebar.
+    let t = env.client(140, 30);
+    t.wait_text("[blocked]");
+    t.wait("the workspace is marked", |t| {
+        t.rows().iter().any(|r| r.starts_with(" 1!"))
+    });
+    drop(t);
     ok(env.herdr(&["server", "stop"]));
     let saved = std::fs::read_to_string(
         env.dir

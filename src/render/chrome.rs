@@ -6,8 +6,8 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::ui::{
-    sidebar_entries, tab_bar_area, tab_bar_items, tab_label, Overlay, SidebarEntry, View, ACCENT,
-    MUTED, SIDEBAR_FIRST_ROW,
+    sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label, Overlay,
+    SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
 };
 
 /// The inputs of the sidebar, tab bar and status line, as one string. Must name everything
@@ -95,11 +95,17 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
                 } else {
                     Style::default().add_modifier(Modifier::BOLD)
                 };
+                // A workspace with an agent waiting for the user is marked.
+                let waiting = ws
+                    .tabs
+                    .iter()
+                    .any(|t| tab_agent_state(view.state, t) == Some("blocked"));
+                let mark = if waiting { '!' } else { ' ' };
                 let text = format!(
-                    "{} {:<width$}",
+                    "{}{mark}{:<width$}",
                     wi + 1,
                     ws.name,
-                    width = text_w.saturating_sub(2)
+                    width = text_w.saturating_sub(3)
                 );
                 put(buf, y, &text, style);
             }

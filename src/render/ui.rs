@@ -107,13 +107,33 @@ pub(super) const SIDEBAR_FIRST_ROW: u16 = 2;
 
 /// The label of a tab: its name, else the title of its focused pane's program.
 pub fn tab_label(state: &AppState, runtimes: &TerminalRuntimeRegistry, tab: &Tab) -> String {
-    if let Some(name) = &tab.name {
-        return name.clone();
-    }
-    let Some(tid) = state.panes.get(&tab.focused).map(|p| p.terminal) else {
-        return String::new();
+    let label = match (&tab.name, state.panes.get(&tab.focused).map(|p| p.terminal)) {
+        (Some(name), _) => name.clone(),
+        (None, Some(tid)) => terminal_title(state, runtimes, tid),
+        (None, None) => String::new(),
     };
-    terminal_title(state, runtimes, tid)
+    // The most urgent agent state in the tab, as a badge: blocked agents wait for the user.
+    match tab_agent_state(state, tab) {
+        Some(s) => format!("{label} [{s}]"),
+        None => label,
+    }
+}
+
+/// The agent state that most needs attention among a tab's panes.
+pub fn tab_agent_state<'a>(state: &'a AppState, tab: &Tab) -> Option<&'a str> {
+    const ORDER: [&str; 4] = ["blocked", "done", "working", "idle"];
+    let states: Vec<&str> = tab
+        .layout
+        .panes()
+        .iter()
+        .filter_map(|p| state.panes.get(p))
+        .filter_map(|ps| state.terminals.get(&ps.terminal))
+        .filter_map(|t| t.agent_state.as_deref())
+        .collect();
+    ORDER
+        .into_iter()
+        .find(|o| states.contains(o))
+        .and_then(|o| states.iter().copied().find(|s| *s == o))
 }
 
 pub fn terminal_title(
