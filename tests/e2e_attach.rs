@@ -24,7 +24,8 @@ fn split_and_output_lands_in_the_right_pane_only() {
     t.prefix(b"%");
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
     t.line("echo only-in-right");
-    t.wait_text("only-in-right");
+    // The command line and its output: both must be there before looking.
+    t.wait("the output", |t| t.count("only-in-right") == 2);
     // The new (right) pane is focused: the text is right of the vertical divider.
     let divider_col = t.with_screen(|s| {
         (0..120).find(|&c| {
@@ -61,7 +62,7 @@ fn detach_and_reattach_shows_output_made_while_detached() {
     let env = Env::new("detach");
     let mut t = env.client(100, 30);
     t.wait_text(PROMPT);
-    t.line("sleep 1; echo made-while-away");
+    t.line("sleep 1; echo made-while-$((1+1))-away");
     t.prefix(b"d");
     assert_eq!(t.wait_exit(), 0);
     t.wait_eof();
@@ -71,7 +72,7 @@ fn detach_and_reattach_shows_output_made_while_detached() {
     let pid = env.server_pid().expect("server still running");
     assert!(pid_alive(pid));
     let t2 = env.client(100, 30);
-    t2.wait_text("made-while-away");
+    t2.wait_text("made-while-2-away");
 }
 
 #[test]

@@ -121,8 +121,8 @@ fn a_malformed_frame_closes_only_that_connection() {
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);
     // Everything else carries on.
-    t.line("echo survived");
-    t.wait_text("survived");
+    t.line("echo survived-$((2+2))");
+    t.wait_text("survived-4");
     let v: serde_json::Value =
         serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout).unwrap();
     assert_eq!(v["clients"], 1);
