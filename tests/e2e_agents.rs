@@ -213,3 +213,60 @@ fn only_official_sources_resume() {
     ]));
     assert_eq!(runs(&env).len(), 1, "nothing ran at restore");
 }
+
+#[test]
+fn claude_integration_installs_hooks_that_report_and_resume() {
+    let env = Env::new("agents-hook");
+    let settings = env.home().join(".claude/settings.json");
+    ok(env.herdr(&["integration", "install", "claude"]));
+    assert!(ok(env.herdr(&["integration", "status", "claude"])).contains("claude: installed"));
+    let installed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        installed["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"],
+        "herdr agent hook claude UserPromptSubmit"
+    );
+    // What Claude Code does on a prompt: run the hook with the event's JSON on stdin.
+    let hook = format!(
+        "echo '{{\"session_id\":\"hook-sess\",\"hook_event_name\":\"UserPromptSubmit\"}}' | {} agent hook claude UserPromptSubmit",
+        support::BIN
+    );
+    let claude = fake_claude_with(&env, &hook);
+    ok(env.herdr(&["server", "start"]));
+    prompt(&env, "p1");
+    ok(env.herdr(&[
+        "pane",
+        "submit",
+        "--pane",
+        "p1",
+        &claude.display().to_string(),
+    ]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--agent-state",
+        "working",
+        "--timeout",
+        "20",
+    ]));
+    ok(env.herdr(&["server", "stop"]));
+    ok(env.herdr(&["server", "start"]));
+    wait_until("the resume ran", || {
+        runs(&env)
+            .iter()
+            .any(|r| r.starts_with("argv=--resume hook-sess"))
+    });
+    // Outside herdr the hook does nothing and never fails the agent.
+    let out = std::process::Command::new(support::BIN)
+        .args(["agent", "hook", "claude", "Stop"])
+        .env_clear()
+        .env("HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty());
+    ok(env.herdr(&["integration", "uninstall", "claude"]));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}\n");
+}

@@ -4,6 +4,8 @@
 //! Invariant: only a report whose source is `herdr:<agent>` for that very agent can lead
 //! to a command being run at restore; `plan` refuses everything else.
 
+pub mod integration;
+
 /// How an agent resumes a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {

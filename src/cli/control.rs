@@ -606,6 +606,41 @@ pub enum AgentCommand {
         #[arg(long)]
         seq: Option<u64>,
     },
+    /// Run by Claude Code's hooks (installed with `herdr integration install claude`): reads
+    /// the hook's JSON on stdin and reports it. Never fails the agent: exits 0 regardless.
+    Hook {
+        /// The agent whose hook this is (claude).
+        agent: String,
+        /// The hook event (SessionStart, UserPromptSubmit, Notification, Stop).
+        event: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IntegrationCommand {
+    /// Add herdr's hooks to the agent's own settings (idempotent; keeps a backup).
+    Install { agent: String },
+    /// Remove exactly the hooks install added.
+    Uninstall { agent: String },
+    /// Whether the hooks are installed.
+    Status { agent: String },
+}
+
+pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
+    use crate::agent::integration as claude;
+    let (agent, f): (&str, fn(&std::path::Path) -> anyhow::Result<String>) = match &cmd {
+        IntegrationCommand::Install { agent } => (agent, claude::install),
+        IntegrationCommand::Uninstall { agent } => (agent, claude::uninstall),
+        IntegrationCommand::Status { agent } => (agent, claude::status),
+    };
+    match crate::agent::by_name(agent).map(|a| a.name) {
+        Some("claude") => {
+            println!("{}", f(&claude::claude_settings_path())?);
+            Ok(0)
+        }
+        Some(other) => anyhow::bail!("no integration for {other} yet (supported: claude); its state can still be reported with `herdr agent report`"),
+        None => anyhow::bail!("unknown agent {agent:?}; see docs/agents.md"),
+    }
 }
 
 pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
@@ -636,7 +671,43 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
             }
             call(session, "agent.report", p, false, nothing)
         }
+        AgentCommand::Hook { agent, event } => {
+            // Outside a herdr pane, or on any problem: stay silent and let the agent go on.
+            if agent != "claude" || std::env::var_os("HERDR_PANE").is_none() {
+                return Ok(0);
+            }
+            let mut input = String::new();
+            let _ = std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin(), 1 << 20),
+                &mut input,
+            );
+            let Ok((state, session_id)) = crate::agent::integration::hook_report(&event, &input)
+            else {
+                return Ok(0);
+            };
+            let mut p = target(&Target { pane: None });
+            p.insert("source".into(), json!("herdr:claude"));
+            p.insert("agent".into(), json!("claude"));
+            p.insert("state".into(), json!(state));
+            if let Some(id) = session_id {
+                p.insert("session_id".into(), json!(id));
+            }
+            // Hooks of one agent run one after another: wall-clock nanoseconds order them.
+            let seq = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            p.insert("seq".into(), json!(seq));
+            if let Ok(Ok(mut api)) = connect_quiet(session) {
+                let _ = api.call("agent.report", Value::Object(p));
+            }
+            Ok(0)
+        }
     }
+}
+
+fn connect_quiet(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
+    Ok(ApiClient::connect(session)?.ok_or(EXIT_NO_SERVER))
 }
 
 /// Subscribes and prints events until the server goes away.

@@ -64,6 +64,11 @@ pub enum Command {
         #[command(subcommand)]
         command: control::AgentCommand,
     },
+    /// Install, remove or check herdr's hooks in an agent's own settings.
+    Integration {
+        #[command(subcommand)]
+        command: control::IntegrationCommand,
+    },
     /// Print the session's events as they happen (created, closed, focused, output, …).
     Events {
         /// One JSON object per line.
@@ -128,6 +133,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Pane { command }) => control::pane(&session, command),
         Some(Command::Events { json }) => control::events(&session, json),
         Some(Command::Agent { command }) => control::agent(&session, command),
+        Some(Command::Integration { command }) => control::integration(command),
         Some(Command::Completion { shell }) => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut std::io::stdout());
