@@ -270,3 +270,58 @@ fn claude_integration_installs_hooks_that_report_and_resume() {
     ok(env.herdr(&["integration", "uninstall", "claude"]));
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}\n");
 }
+
+#[test]
+fn an_agent_without_hooks_is_working_while_it_prints_and_idle_when_quiet() {
+    let env = Env::new("agents-fallback");
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let codex = bin.join("codex");
+    // Prints for a while, then waits quietly like an agent at its prompt.
+    std::fs::write(&codex, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho codex-waiting\nwhile :; do sleep 1; done\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(env.herdr(&["server", "start"]));
+    prompt(&env, "p1");
+    ok(env.herdr(&[
+        "pane",
+        "submit",
+        "--pane",
+        "p1",
+        &codex.display().to_string(),
+    ]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--agent-state",
+        "working",
+        "--timeout",
+        "20",
+    ]));
+    assert_eq!(
+        json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]))["agent"],
+        "codex"
+    );
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--output",
+        "codex-waiting",
+        "--timeout",
+        "20",
+    ]));
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--agent-state",
+        "idle",
+        "--timeout",
+        "20",
+    ]));
+}

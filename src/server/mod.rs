@@ -128,6 +128,7 @@ pub struct Server {
     pub(crate) clients: BTreeMap<ClientId, Client>,
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
     pub(crate) api: api::ApiState,
+    pub(crate) agent_fallback: api::Activity,
     pub(crate) persist: Option<persist::Persistence>,
     /// The client whose size the session uses: the most recently active one.
     active_client: Option<ClientId>,
@@ -196,6 +197,7 @@ impl Server {
             clients: BTreeMap::new(),
             scroll: BTreeMap::new(),
             api: api::ApiState::default(),
+            agent_fallback: Default::default(),
             persist: None,
             active_client: None,
             size: (80, 24),
@@ -254,10 +256,20 @@ impl Server {
             .any(|c| c.behind)
             .then(|| Instant::now() + BEHIND_RETRY);
         let save = self.persist_deadline();
-        [self.frame_due, msg, input, wait, activity, save, behind]
-            .into_iter()
-            .flatten()
-            .min()
+        let quiet = self.agent_quiet_deadline();
+        [
+            self.frame_due,
+            msg,
+            input,
+            wait,
+            activity,
+            save,
+            behind,
+            quiet,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// A bug in one handler must not take every pane down with the server: the panic is
@@ -406,6 +418,7 @@ impl Server {
                     self.recheck_waits(Some(tid));
                 }
                 self.note_output(tid);
+                self.agent_activity(tid);
             }
             PtyEvent::Title(title) => {
                 if let Some(t) = self.state.terminals.get_mut(&tid) {
@@ -499,6 +512,9 @@ impl Server {
         }
         if self.persist_deadline().is_some_and(|d| d <= now) {
             self.persist_tick(now);
+        }
+        if self.agent_quiet_deadline().is_some_and(|d| d <= now) {
+            self.agent_quiet_tick(now);
         }
         if let Some((_, t)) = &self.message {
             if now >= *t + MESSAGE_TIME {

@@ -200,6 +200,7 @@ impl Server {
             rt.handle.shutdown();
         }
         self.scroll.remove(&closed.terminal);
+        self.forget_agent_activity(closed.terminal);
         // Waits on this pane end now (`pane_exited`), not at their timeout.
         self.recheck_waits(Some(closed.terminal));
         if closed.session_empty {

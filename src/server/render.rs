@@ -25,6 +25,7 @@ impl Server {
                 self.recheck_waits(Some(t));
             }
             self.note_output(t);
+            self.agent_activity(t);
         }
         let message = self.message.as_ref().map(|(m, _)| m.clone());
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();

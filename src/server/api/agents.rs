@@ -6,6 +6,9 @@
 //! sequence number is newer than the last one from the same source — so a late report
 //! from an agent that already exited can never change the next one's state.
 
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
 use serde_json::{json, Value};
 
 use super::targets::{opt_str, opt_u64, req_str};
@@ -16,6 +19,21 @@ use crate::pty::proc;
 use crate::server::Server;
 
 const STATES: &[&str] = &["working", "blocked", "idle", "done"];
+
+/// Without hook reports, an agent whose pane printed nothing for this long is idle. Long
+/// enough that a pause between two bursts of output is not reported as idle.
+const IDLE_AFTER: Duration = Duration::from_secs(3);
+/// How often a pane without a known agent is looked at again on output.
+const DETECT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The fallback state machine's memory, per terminal.
+#[derive(Default)]
+pub(crate) struct Activity {
+    /// When a working agent without hooks becomes idle unless it prints again.
+    quiet_at: BTreeMap<TerminalId, Instant>,
+    /// When each terminal was last checked for an agent on output.
+    detected_at: BTreeMap<TerminalId, Instant>,
+}
 
 /// Whether `pid` is `ancestor` or one of its descendants (following parents in /proc).
 fn descends_from(mut pid: i32, ancestor: i32) -> bool {
@@ -74,6 +92,82 @@ impl Server {
                 term.report_seq.clear();
             }
         }
+    }
+
+    /// Output in a pane: for an agent that has no hooks, that means it is working; quiet
+    /// for `IDLE_AFTER` means idle. Hook reports, once any arrived, are the only truth.
+    pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
+        let now = Instant::now();
+        let known = self
+            .state
+            .terminals
+            .get(&tid)
+            .is_some_and(|t| t.agent.is_some());
+        let due = self
+            .agent_fallback
+            .detected_at
+            .get(&tid)
+            .is_none_or(|t| now >= *t + DETECT_INTERVAL);
+        if !known && due {
+            self.agent_fallback.detected_at.insert(tid, now);
+            self.refresh_agent(tid);
+        }
+        let Some(term) = self.state.terminals.get(&tid) else {
+            return;
+        };
+        if term.agent.is_none() || !term.report_seq.is_empty() || term.agent_source.is_some() {
+            return;
+        }
+        self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
+        if term.agent_state.as_deref() != Some("working") {
+            self.set_agent_state(tid, "working");
+        }
+    }
+
+    /// A closed terminal leaves nothing behind.
+    pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
+        self.agent_fallback.quiet_at.remove(&tid);
+        self.agent_fallback.detected_at.remove(&tid);
+    }
+
+    pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
+        self.agent_fallback.quiet_at.values().min().copied()
+    }
+
+    /// Agents without hooks that stopped printing are idle now.
+    pub(crate) fn agent_quiet_tick(&mut self, now: Instant) {
+        let due: Vec<TerminalId> = self
+            .agent_fallback
+            .quiet_at
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for tid in due {
+            self.agent_fallback.quiet_at.remove(&tid);
+            let fallback = self
+                .state
+                .terminals
+                .get(&tid)
+                .is_some_and(|t| t.agent.is_some() && t.report_seq.is_empty());
+            if fallback {
+                self.set_agent_state(tid, "idle");
+            }
+        }
+    }
+
+    fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
+        let Some(term) = self.state.terminals.get_mut(&tid) else {
+            return;
+        };
+        term.agent_state = Some(state.to_string());
+        let agent = term.agent.clone();
+        if let Some(p) = self.state.pane_of_terminal(tid) {
+            let id = self.pane_no(p);
+            self.emit(json!({ "event": "pane.agent", "id": id, "agent": agent, "state": state }));
+        }
+        self.recheck_waits(Some(tid));
+        self.request_render();
     }
 
     pub(crate) fn refresh_agents(&mut self) {
@@ -157,8 +251,15 @@ impl Server {
                 );
             }
         }
-        if let Some(seq) = seq {
-            term.report_seq.insert(source.clone(), seq);
+        // Every accepted report is remembered per source (even unsequenced ones: from now
+        // on the hooks, not output activity, say what the agent is doing).
+        match seq {
+            Some(seq) => {
+                term.report_seq.insert(source.clone(), seq);
+            }
+            None => {
+                term.report_seq.entry(source.clone()).or_insert(0);
+            }
         }
         term.agent = Some(def.name.to_string());
         let official = source == format!("herdr:{}", def.name);

@@ -22,6 +22,7 @@ use super::{ClientId, Server};
 use crate::model::ids::TerminalId;
 use crate::protocol::{PROTOCOL_VERSION, VERSION};
 
+pub(crate) use agents::Activity;
 pub use events::Summary;
 pub(crate) use io::PendingWait;
 
