@@ -251,7 +251,13 @@ fn killed_servers_restore_from_the_last_save_at_most_about_a_second_old() {
         )
         .unwrap();
         let waited = changed.elapsed();
-        wait_until("the server to be gone", || !support::pid_alive(pid));
+        // The main thread turns zombie before the other threads have closed the process's
+        // files: wait until the socket itself refuses, or the next start could still
+        // reach the dying server.
+        wait_until("the server to be gone", || {
+            !support::pid_alive(pid)
+                && std::os::unix::net::UnixStream::connect(env.socket()).is_err()
+        });
         // No file yet means no save happened yet (only possible in the first round).
         let label_saved = match std::fs::read(&session_file) {
             Ok(bytes) => {

@@ -39,6 +39,8 @@ use conn::{ApiWriter, ClientWriter};
 
 /// Minimum time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
+/// Events handled between two looks at the timers and the frame schedule.
+const MAX_EVENTS_PER_TURN: usize = 1024;
 /// How soon a client that is behind (its writer queue was full) is offered a frame again.
 const BEHIND_RETRY: Duration = Duration::from_millis(20);
 /// The largest terminal we lay out: a bigger size from a client is clamped (a hostile
@@ -214,7 +216,6 @@ impl Server {
     /// Serves until stopped or until the last pane is gone.
     pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
         conn::spawn_acceptor(listener, self.events_tx.clone())?;
-        spawn_signal_thread(self.events_tx.clone())?;
         while self.stopping.is_none() {
             let timeout = self
                 .next_deadline()
@@ -231,8 +232,12 @@ impl Server {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            // Take everything already queued before drawing: one frame for a burst.
-            while let Ok(ev) = self.events.try_recv() {
+            // Take what is already queued before drawing (one frame for a burst), but not
+            // without end: a flood of input or requests must not starve frames and timers.
+            for _ in 0..MAX_EVENTS_PER_TURN {
+                let Ok(ev) = self.events.try_recv() else {
+                    break;
+                };
                 self.handle_guarded(ev);
                 if self.stopping.is_some() {
                     break;
@@ -558,6 +563,7 @@ impl Server {
             .stopping
             .clone()
             .unwrap_or_else(|| "server stopped".into());
+        eprintln!("herdr server: stopping: {why}");
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for id in ids {
             if let Some(c) = self.clients.remove(&id) {
@@ -621,6 +627,9 @@ pub fn main(session: SessionName) -> anyhow::Result<()> {
             Instant::now() + Duration::from_secs(10),
         ));
     }
+    // Signals are handled from the start: a SIGHUP during a long restore must not end the
+    // server (its default action would, silently).
+    spawn_signal_thread(server.events_tx.clone())?;
     match paths::ensure_state_dir(&server.session) {
         Ok(dir) => match persist::Persistence::start(dir, server.events_tx.clone()) {
             Ok(p) => server.persist = Some(p),
