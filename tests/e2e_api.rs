@@ -152,6 +152,13 @@ fn keys_send_and_read_with_scrollback() {
     );
     ok(env.herdr(&["pane", "send", "sleep 30"]));
     ok(env.herdr(&["pane", "keys", "Enter"]));
+    // Interrupt sleep itself: a C-c that lands while bash is still starting it would go
+    // to bash (as in any terminal) and sleep would run on.
+    wait_until("sleep is in front", || {
+        json(env.herdr(&["pane", "get", "--json"]))["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("sleep"))
+    });
     ok(env.herdr(&["pane", "keys", "C-c"]));
     // The interrupt flushes typed-ahead input: wait for the prompt before typing again.
     wait_until("the prompt after C-c", || {
