@@ -296,43 +296,15 @@ fn next_non_output(r: &mut BufReader<UnixStream>) -> Value {
 fn closing_a_pane_ends_its_waits_at_once() {
     let env = started("closewait");
     let pane = ok(env.herdr(&["pane", "split"]));
-    let waiter = {
-        let (s, b, args) = (
-            support::BIN.to_string(),
-            env.vars(),
-            [
-                "--session",
-                &env.session,
-                "pane",
-                "wait",
-                "--pane",
-                &pane,
-                "--output",
-                "never-xyz",
-            ],
-        );
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        std::thread::spawn(move || {
-            std::process::Command::new(s)
-                .env_clear()
-                .envs(b)
-                .args(args)
-                .output()
-                .unwrap()
-        })
-    };
-    // Give the wait time to register, then close the pane.
-    wait_until("the wait is registered", || {
-        let v: Value =
-            serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout).unwrap();
-        v["api_clients"] == 2
-    });
+    let (mut s, mut r) = api_conn(&env);
+    let wait = format!("{{\"id\":1,\"method\":\"pane.wait\",\"params\":{{\"pane\":\"{pane}\",\"output\":\"never-xyz\"}}}}\n");
+    s.write_all(wait.as_bytes()).unwrap();
+    // Requests on one connection are handled in order: once the ping is answered, the
+    // wait is registered.
+    s.write_all(b"{\"id\":2,\"method\":\"ping\"}\n").unwrap();
+    assert_eq!(next(&mut r)["id"], 2);
     ok(env.herdr(&["pane", "close", "--pane", &pane]));
-    let out = waiter.join().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("closed"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let answer = next(&mut r);
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["error"]["code"], "pane_exited", "{answer}");
 }
