@@ -54,12 +54,58 @@ impl Sshd {
                 .arg(p(key)));
         }
         std::fs::copy(p("user_key.pub"), p("authorized_keys")).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let d = dir.path().display();
+        // A port is free when we look, but another test may take it before sshd binds it:
+        // then our sshd exits, and a connection would reach the other test's server. So
+        // readiness is proven with ssh itself (our host key, strictly checked), and a lost
+        // port is retried with another.
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            Sshd::write_configs(dir.path(), port);
+            let mut child = Command::new(sshd)
+                .args(["-D", "-f"])
+                .arg(p("sshd_config"))
+                .arg("-E")
+                .arg(p("sshd.log"))
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("start sshd");
+            let deadline = std::time::Instant::now() + super::WAIT;
+            let ready = loop {
+                if child.try_wait().ok().flatten().is_some() {
+                    break false;
+                }
+                let ok = Command::new("ssh")
+                    .arg("-F")
+                    .arg(p("ssh_config"))
+                    .args([HOST, "true"])
+                    .stdin(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if ok {
+                    break true;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "sshd never accepted us"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            };
+            if ready {
+                return Some(Sshd { dir, child });
+            }
+            let _ = child.wait();
+        }
+        panic!("could not start a test sshd on a free port");
+    }
+
+    fn write_configs(d: &Path, port: u16) {
+        let p = |s: &str| d.join(s);
+        let d = d.display();
         std::fs::write(
             p("sshd_config"),
             format!(
@@ -80,19 +126,6 @@ impl Sshd {
             ),
         )
         .unwrap();
-        let child = Command::new(sshd)
-            .args(["-D", "-f"])
-            .arg(p("sshd_config"))
-            .arg("-E")
-            .arg(p("sshd.log"))
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start sshd");
-        let sshd = Sshd { dir, child };
-        super::wait_until("sshd to accept connections", || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Some(sshd)
     }
 
     pub fn config(&self) -> PathBuf {
