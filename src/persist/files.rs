@@ -428,3 +428,52 @@ mod tests {
         assert_eq!(names(dir.path()), ["link"]);
     }
 }
+
+/// Removes temp files that a writer killed mid-write left next to `path`'s target
+/// (`.<name>.tmp-<pid>-<n>` whose pid no longer runs). Best effort.
+pub fn remove_stale_temps(path: &Path) {
+    let Ok(target) = resolve_links(path) else {
+        return;
+    };
+    let (Some(folder), Some(name)) = (target.parent(), target.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file.strip_prefix(&prefix) else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
+        if pid.is_some() && !alive {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod stale_tests {
+    use super::*;
+
+    #[test]
+    fn stale_temps_of_dead_writers_are_removed_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.json");
+        fs::write(&path, b"{}").unwrap();
+        let dead = dir.path().join(".session.json.tmp-999999999-3");
+        let alive = dir
+            .path()
+            .join(format!(".session.json.tmp-{}-1", std::process::id()));
+        let other = dir.path().join(".other.json.tmp-999999999-1");
+        for f in [&dead, &alive, &other] {
+            fs::write(f, b"x").unwrap();
+        }
+        remove_stale_temps(&path);
+        assert!(!dead.exists());
+        assert!(alive.exists() && other.exists() && path.exists());
+    }
+}

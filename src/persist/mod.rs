@@ -62,6 +62,9 @@ pub fn unix_now() -> u64 {
 
 /// Reads the snapshot (and matching history), applying the version and corruption rules.
 pub fn load(paths: &Paths) -> Loaded {
+    // A server killed mid-save can leave its temp files behind.
+    files::remove_stale_temps(&paths.session);
+    files::remove_stale_temps(&paths.history);
     let bytes = match files::read_if_exists(&paths.session) {
         Ok(Some(b)) => b,
         Ok(None) => return Loaded::Nothing,
