@@ -1,5 +1,6 @@
 //! Command-line interface: argument parsing and one small module per subcommand group.
 
+pub mod agent;
 pub mod api_client;
 pub mod control;
 pub mod server;
@@ -62,12 +63,12 @@ pub enum Command {
     /// Agents: report state and session (used by the agents' hooks).
     Agent {
         #[command(subcommand)]
-        command: control::AgentCommand,
+        command: agent::AgentCommand,
     },
     /// Install, remove or check herdr's hooks in an agent's own settings.
     Integration {
         #[command(subcommand)]
-        command: control::IntegrationCommand,
+        command: agent::IntegrationCommand,
     },
     /// Print the session's events as they happen (created, closed, focused, output, …).
     Events {
@@ -132,8 +133,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Tab { command }) => control::tab(&session, command),
         Some(Command::Pane { command }) => control::pane(&session, command),
         Some(Command::Events { json }) => control::events(&session, json),
-        Some(Command::Agent { command }) => control::agent(&session, command),
-        Some(Command::Integration { command }) => control::integration(command),
+        Some(Command::Agent { command }) => agent::agent(&session, command),
+        Some(Command::Integration { command }) => agent::integration(command),
         Some(Command::Completion { shell }) => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut std::io::stdout());

@@ -1,0 +1,134 @@
+//! `herdr agent report|hook` and `herdr integration install|uninstall|status`: how agents
+//! tell herdr what they are doing (see docs/agents.md).
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use super::api_client::ApiClient;
+use super::control::{call, nothing, target, Target, EXIT_NO_SERVER};
+use crate::paths::SessionName;
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Tell herdr what the agent in this pane is doing (called by the agent's hooks).
+    Report {
+        #[command(flatten)]
+        target: Target,
+        /// Who reports: `herdr:<agent>` for herdr's own integrations.
+        #[arg(long)]
+        source: String,
+        #[arg(long)]
+        agent: String,
+        #[arg(long, conflicts_with = "session_path")]
+        session_id: Option<String>,
+        #[arg(long)]
+        session_path: Option<String>,
+        #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
+        state: Option<String>,
+        /// Increasing per source; an older report never overrides a newer one.
+        #[arg(long)]
+        seq: Option<u64>,
+    },
+    /// Run by Claude Code's hooks (installed with `herdr integration install claude`): reads
+    /// the hook's JSON on stdin and reports it. Never fails the agent: exits 0 regardless.
+    Hook {
+        /// The agent whose hook this is (claude).
+        agent: String,
+        /// The hook event (SessionStart, UserPromptSubmit, Notification, Stop).
+        event: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IntegrationCommand {
+    /// Add herdr's hooks to the agent's own settings (idempotent; keeps a backup).
+    Install { agent: String },
+    /// Remove exactly the hooks install added.
+    Uninstall { agent: String },
+    /// Whether the hooks are installed.
+    Status { agent: String },
+}
+
+pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
+    use crate::agent::integration as claude;
+    let (agent, f): (&str, fn(&std::path::Path) -> anyhow::Result<String>) = match &cmd {
+        IntegrationCommand::Install { agent } => (agent, claude::install),
+        IntegrationCommand::Uninstall { agent } => (agent, claude::uninstall),
+        IntegrationCommand::Status { agent } => (agent, claude::status),
+    };
+    match crate::agent::by_name(agent).map(|a| a.name) {
+        Some("claude") => {
+            println!("{}", f(&claude::claude_settings_path())?);
+            Ok(0)
+        }
+        Some(other) => anyhow::bail!("no integration for {other} yet (supported: claude); its state can still be reported with `herdr agent report`"),
+        None => anyhow::bail!("unknown agent {agent:?}; see docs/agents.md"),
+    }
+}
+
+pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
+    match cmd {
+        AgentCommand::Report {
+            target: t,
+            source,
+            agent,
+            session_id,
+            session_path,
+            state,
+            seq,
+        } => {
+            let mut p = target(&t);
+            p.insert("source".into(), json!(source));
+            p.insert("agent".into(), json!(agent));
+            for (k, v) in [
+                ("session_id", session_id),
+                ("session_path", session_path),
+                ("state", state),
+            ] {
+                if let Some(v) = v {
+                    p.insert(k.into(), json!(v));
+                }
+            }
+            if let Some(n) = seq {
+                p.insert("seq".into(), json!(n));
+            }
+            call(session, "agent.report", p, false, nothing)
+        }
+        AgentCommand::Hook { agent, event } => {
+            // Outside a herdr pane, or on any problem: stay silent and let the agent go on.
+            if agent != "claude" || std::env::var_os("HERDR_PANE").is_none() {
+                return Ok(0);
+            }
+            let mut input = String::new();
+            let _ = std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin(), 1 << 20),
+                &mut input,
+            );
+            let Ok((state, session_id)) = crate::agent::integration::hook_report(&event, &input)
+            else {
+                return Ok(0);
+            };
+            let mut p = target(&Target { pane: None });
+            p.insert("source".into(), json!("herdr:claude"));
+            p.insert("agent".into(), json!("claude"));
+            p.insert("state".into(), json!(state));
+            if let Some(id) = session_id {
+                p.insert("session_id".into(), json!(id));
+            }
+            // Hooks of one agent run one after another: wall-clock nanoseconds order them.
+            let seq = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            p.insert("seq".into(), json!(seq));
+            if let Ok(Ok(mut api)) = connect_quiet(session) {
+                let _ = api.call("agent.report", Value::Object(p));
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn connect_quiet(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
+    Ok(ApiClient::connect(session)?.ok_or(EXIT_NO_SERVER))
+}
