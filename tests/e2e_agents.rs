@@ -52,23 +52,12 @@ fn detected_reported_and_resumed_once_after_a_restart() {
     std::fs::create_dir_all(&work).unwrap();
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
-    ok(env.herdr(&[
-        "pane",
-        "submit",
-        "--pane",
+    support::submit(
+        &env,
         "p1",
         &format!("cd {} && {} --model opus", work.display(), claude.display()),
-    ]));
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "fake-claude-ready",
-        "--timeout",
-        "20",
-    ]));
+    );
+    support::wait_output(&env, "p1", "fake-claude-ready");
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent"], "claude", "{p1}");
     assert_eq!(p1["agent_state"], "working");
@@ -104,39 +93,15 @@ fn detected_reported_and_resumed_once_after_a_restart() {
     // A second pane runs the same agent session.
     let p2 = ok(env.herdr(&["pane", "split"]));
     prompt(&env, &p2);
-    ok(env.herdr(&[
-        "pane",
-        "submit",
-        "--pane",
-        &p2,
-        &claude.display().to_string(),
-    ]));
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        &p2,
-        "--output",
-        "fake-claude-ready",
-        "--timeout",
-        "20",
-    ]));
+    support::submit(&env, &p2, &claude.display().to_string());
+    support::wait_output(&env, &p2, "fake-claude-ready");
     assert_eq!(runs(&env).len(), 2);
 
     ok(env.herdr(&["server", "stop"]));
     ok(env.herdr(&["server", "start"]));
     wait_until("the resumed agent ran", || runs(&env).len() >= 3);
     // Give a second resume the chance to appear if it wrongly would.
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "fake-claude-ready",
-        "--timeout",
-        "20",
-    ]));
+    support::wait_output(&env, "p1", "fake-claude-ready");
     let all = runs(&env);
     assert_eq!(all.len(), 3, "resumed exactly once: {all:?}");
     assert_eq!(
@@ -158,23 +123,8 @@ fn only_official_sources_resume() {
     let path = fake_claude_with(&env, &report);
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
-    ok(env.herdr(&[
-        "pane",
-        "submit",
-        "--pane",
-        "p1",
-        &path.display().to_string(),
-    ]));
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "fake-claude-ready",
-        "--timeout",
-        "20",
-    ]));
+    support::submit(&env, "p1", &path.display().to_string());
+    support::wait_output(&env, "p1", "fake-claude-ready");
     let p1: Value = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent_state"], "blocked");
     // The user sees it: a badge on the tab, a mark on the workspace in the sidebar.
@@ -200,17 +150,8 @@ fn only_official_sources_resume() {
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
     // Anything typed at restore would run before this.
-    ok(env.herdr(&["pane", "submit", "--pane", "p1", "echo checked-$((1+1))"]));
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "checked-2",
-        "--timeout",
-        "20",
-    ]));
+    support::submit(&env, "p1", "echo checked-$((1+1))");
+    support::wait_output(&env, "p1", "checked-2");
     assert_eq!(runs(&env).len(), 1, "nothing ran at restore");
 }
 
@@ -234,13 +175,7 @@ fn claude_integration_installs_hooks_that_report_and_resume() {
     let claude = fake_claude_with(&env, &hook);
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
-    ok(env.herdr(&[
-        "pane",
-        "submit",
-        "--pane",
-        "p1",
-        &claude.display().to_string(),
-    ]));
+    support::submit(&env, "p1", &claude.display().to_string());
     ok(env.herdr(&[
         "pane",
         "wait",
@@ -283,13 +218,7 @@ fn an_agent_without_hooks_is_working_while_it_prints_and_idle_when_quiet() {
     std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
-    ok(env.herdr(&[
-        "pane",
-        "submit",
-        "--pane",
-        "p1",
-        &codex.display().to_string(),
-    ]));
+    support::submit(&env, "p1", &codex.display().to_string());
     ok(env.herdr(&[
         "pane",
         "wait",
@@ -304,16 +233,7 @@ fn an_agent_without_hooks_is_working_while_it_prints_and_idle_when_quiet() {
         json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]))["agent"],
         "codex"
     );
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "codex-waiting",
-        "--timeout",
-        "20",
-    ]));
+    support::wait_output(&env, "p1", "codex-waiting");
     ok(env.herdr(&[
         "pane",
         "wait",

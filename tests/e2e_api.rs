@@ -26,18 +26,9 @@ fn build_a_layout_submit_read_and_wait() {
     let split = ok(env.herdr(&["pane", "split", "--pane", &first, "--direction", "down"]));
     assert_ne!(split, first);
     prompt(&env, &split);
-    ok(env.herdr(&["pane", "submit", "--pane", &split, "echo $((6*7))"]));
+    support::submit(&env, &split, "echo $((6*7))");
     let start = Instant::now();
-    let line = ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        &split,
-        "--output",
-        "^42$",
-        "--timeout",
-        "20",
-    ]));
+    let line = support::wait_output(&env, &split, "^42$");
     assert_eq!(line, "42");
     assert!(start.elapsed() < Duration::from_secs(20));
     let screen = ok(env.herdr(&["pane", "read", "--pane", &split]));

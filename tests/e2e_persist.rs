@@ -196,34 +196,12 @@ fn listed_commands_are_rerun_and_others_are_not() {
     prompt(&env, "p1");
     let other = ok(env.herdr(&["pane", "split"]));
     prompt(&env, &other);
-    ok(env.herdr(&["pane", "submit", "--pane", "p1", "less notes.txt"]));
-    ok(env.herdr(&["pane", "submit", "--pane", &other, "sleep 1000"]));
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "line one of the notes",
-        "--timeout",
-        "20",
-    ]));
-    wait_until("sleep runs", || {
-        json(env.herdr(&["pane", "get", "--pane", &other, "--json"]))["command"]
-            .as_str()
-            .is_some_and(|c| c.starts_with("sleep"))
-    });
+    support::submit(&env, "p1", "less notes.txt");
+    support::submit(&env, &other, "sleep 1000");
+    support::wait_output(&env, "p1", "line one of the notes");
+    support::wait_foreground(&env, &other, "sleep");
     restart(&env);
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--output",
-        "line one of the notes",
-        "--timeout",
-        "20",
-    ]));
+    support::wait_output(&env, "p1", "line one of the notes");
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert!(p1["command"].as_str().unwrap().starts_with("less"), "{p1}");
     prompt(&env, &other);

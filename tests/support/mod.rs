@@ -370,6 +370,34 @@ pub fn prompt(env: &Env, pane: &str) {
     });
 }
 
+/// Types a line into a pane through the CLI (text, then Enter).
+pub fn submit(env: &Env, pane: &str, text: &str) {
+    ok(env.herdr(&["pane", "submit", "--pane", pane, text]));
+}
+
+/// Waits (through the CLI) until a pane's output matches `regex`; the matching line.
+pub fn wait_output(env: &Env, pane: &str, regex: &str) -> String {
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        pane,
+        "--output",
+        regex,
+        "--timeout",
+        "20",
+    ]))
+}
+
+/// Waits until the program in front in a pane is `program` (its command line starts so).
+pub fn wait_foreground(env: &Env, pane: &str, program: &str) {
+    wait_until(&format!("{program} in front"), || {
+        json(env.herdr(&["pane", "get", "--pane", pane, "--json"]))["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with(program))
+    });
+}
+
 /// Polls a condition with the standard deadline (for things that have no screen).
 pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + WAIT;
