@@ -21,9 +21,7 @@ fn fake_claude_with(env: &Env, body: &str) -> std::path::PathBuf {
         "#!/bin/bash\necho \"argv=$*|cwd=$PWD\" >> \"$HOME/claude-runs.txt\"\n{body}\n\
          echo fake-claude-ready\nwhile :; do sleep 1; done\n"
     );
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    executable(&path, &script);
     path
 }
 
@@ -34,6 +32,26 @@ fn fake_claude(env: &Env, session_id: &str) -> std::path::PathBuf {
         support::BIN
     );
     fake_claude_with(env, &report)
+}
+
+fn wait_agent_state(env: &Env, pane: &str, state: &str) {
+    ok(env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        pane,
+        "--agent-state",
+        state,
+        "--timeout",
+        "20",
+    ]));
+}
+
+/// Writes an executable script.
+fn executable(path: &std::path::Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 fn runs(env: &Env) -> Vec<String> {
@@ -61,16 +79,7 @@ fn detected_reported_and_resumed_once_after_a_restart() {
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent"], "claude", "{p1}");
     assert_eq!(p1["agent_state"], "working");
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--agent-state",
-        "working",
-        "--timeout",
-        "5",
-    ]));
+    wait_agent_state(&env, "p1", "working");
 
     // A report from outside the pane changes nothing.
     let out = env.herdr(&[
@@ -176,16 +185,7 @@ fn claude_integration_installs_hooks_that_report_and_resume() {
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
     support::submit(&env, "p1", &claude.display().to_string());
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--agent-state",
-        "working",
-        "--timeout",
-        "20",
-    ]));
+    wait_agent_state(&env, "p1", "working");
     ok(env.herdr(&["server", "stop"]));
     ok(env.herdr(&["server", "start"]));
     wait_until("the resume ran", || {
@@ -213,35 +213,15 @@ fn an_agent_without_hooks_is_working_while_it_prints_and_idle_when_quiet() {
     std::fs::create_dir_all(&bin).unwrap();
     let codex = bin.join("codex");
     // Prints for a while, then waits quietly like an agent at its prompt.
-    std::fs::write(&codex, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho codex-waiting\nwhile :; do sleep 1; done\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    executable(&codex, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho codex-waiting\nwhile :; do sleep 1; done\n");
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
     support::submit(&env, "p1", &codex.display().to_string());
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--agent-state",
-        "working",
-        "--timeout",
-        "20",
-    ]));
+    wait_agent_state(&env, "p1", "working");
     assert_eq!(
         json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]))["agent"],
         "codex"
     );
     support::wait_output(&env, "p1", "codex-waiting");
-    ok(env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        "p1",
-        "--agent-state",
-        "idle",
-        "--timeout",
-        "20",
-    ]));
+    wait_agent_state(&env, "p1", "idle");
 }

@@ -22,7 +22,7 @@ use crate::bindings::Bindings;
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{DividerId, SplitDir};
 use crate::model::{AppState, Tab};
-use crate::pty::{lock, SharedEmulator, TerminalRuntimeRegistry};
+use crate::pty::{lock, TerminalRuntimeRegistry};
 use crate::server::Scroll;
 
 pub(super) const ACCENT: Color = Color::Green;
@@ -525,29 +525,4 @@ fn unicode_width(s: &str) -> usize {
     let mut b = Buffer::empty(Rect::new(0, 0, 4, 1));
     let (x, _) = b.set_stringn(0, 0, s, 4, Style::default());
     usize::from(x)
-}
-
-/// Text of the lines between two absolute positions (counted back from the newest line,
-/// inclusive), oldest first. Scrolls the emulator's view temporarily and restores it.
-pub fn lines_text(emu: &SharedEmulator, from: i64, to: i64) -> String {
-    let mut emu = lock(emu);
-    let saved = emu.scrollback();
-    let (rows, cols) = emu.size();
-    let rows = i64::from(rows);
-    let mut out = Vec::new();
-    for abs in (to.max(0)..=from.max(0)).rev() {
-        let offset = (abs - (rows - 1)).max(0);
-        emu.set_scrollback(offset as usize);
-        let offset = emu.scrollback() as i64;
-        let row = offset + rows - 1 - abs;
-        if row < 0 || row >= rows {
-            continue;
-        }
-        let text = emu
-            .screen()
-            .contents_between(row as u16, 0, row as u16, cols);
-        out.push(text.trim_end().to_string());
-    }
-    emu.set_scrollback(saved);
-    out.join("\n")
 }

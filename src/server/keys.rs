@@ -417,7 +417,9 @@ impl Server {
         let cursor = self.absolute_line(tid, st.cursor);
         let mark = st.mark.unwrap_or(cursor);
         let text = match self.runtimes.get(tid) {
-            Some(rt) => ui::lines_text(&rt.emulator, mark.max(cursor), mark.min(cursor)),
+            Some(rt) => crate::pty::lock(&rt.emulator)
+                .lines_back(mark.max(0) as usize, cursor.max(0) as usize)
+                .join("\n"),
             None => return,
         };
         let seq = format!("\x1b]52;c;{}\x07", crate::render::base64(text.as_bytes()));

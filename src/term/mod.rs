@@ -186,7 +186,32 @@ impl Emulator {
             end -= 1;
         }
         let start = end.saturating_sub(n);
-        let mut out = Vec::with_capacity(end - start);
+        let out = self.lines(start, end, ansi);
+        self.set_scrollback(saved);
+        out
+    }
+
+    /// The lines between two positions counted back from the bottom row of the screen
+    /// (0 = bottom row), both included, oldest first, as plain text.
+    pub fn lines_back(&mut self, from: usize, to: usize) -> Vec<String> {
+        let saved = self.scrollback();
+        let last = self.history_len() + usize::from(self.size().0) - 1;
+        let (older, newer) = (from.max(to), from.min(to));
+        let out = match last.checked_sub(newer) {
+            Some(end) => self.lines(last.saturating_sub(older), end + 1, false),
+            None => Vec::new(),
+        };
+        self.set_scrollback(saved);
+        out
+    }
+
+    /// Lines `start..end`, numbered from the top of history (the screen follows it),
+    /// scrolling the view one window at a time. The caller restores the view.
+    fn lines(&mut self, start: usize, end: usize, ansi: bool) -> Vec<String> {
+        let (rows, cols) = self.size();
+        let rows = usize::from(rows);
+        let history = self.history_len();
+        let mut out = Vec::with_capacity(end.saturating_sub(start));
         let mut line = start;
         while line < end {
             // Scroll so that `line` is the top row (or as far as history allows).
@@ -198,7 +223,6 @@ impl Emulator {
             out.extend(self.rows_text(first, take, cols, ansi));
             line += take;
         }
-        self.set_scrollback(saved);
         out
     }
 
@@ -271,6 +295,20 @@ mod tests {
             last[0].contains("\x1b[31m") && last[0].contains("red"),
             "{last:?}"
         );
+    }
+
+    #[test]
+    fn lines_counted_back_from_the_bottom_row() {
+        let mut e = Emulator::new(3, 20, 100);
+        for i in 0..6 {
+            e.process(format!("l{i}\r\n").as_bytes());
+        }
+        // Screen rows: l4, l5, (empty); history: l0..l3.
+        assert_eq!(e.lines_back(2, 1), ["l4", "l5"]);
+        assert_eq!(e.lines_back(1, 4), ["l2", "l3", "l4", "l5"]);
+        assert_eq!(e.lines_back(6, 6), ["l0"]);
+        assert!(e.lines_back(8, 8).is_empty());
+        assert!(e.lines_back(50, 40).is_empty());
     }
 
     #[test]
