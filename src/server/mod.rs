@@ -413,17 +413,14 @@ impl Server {
         match ev {
             PtyEvent::Output => {
                 if self.is_visible(tid) {
+                    // The frame takes the dirty flag and reports the output (render.rs).
                     self.request_render();
                 } else if let Some(rt) = self.runtimes.get(tid) {
                     // Nobody sees it: no frame. Re-arm the notification so waits and
                     // subscribers still hear about later output.
                     rt.handle.take_dirty();
+                    self.output_seen(tid);
                 }
-                if self.api.waits.iter().any(|w| w.terminal == tid) {
-                    self.recheck_waits(Some(tid));
-                }
-                self.note_output(tid);
-                self.agent_activity(tid);
             }
             PtyEvent::Title(title) => {
                 if let Some(t) = self.state.terminals.get_mut(&tid) {
@@ -441,6 +438,16 @@ impl Server {
             PtyEvent::Clipboard(seq) => self.broadcast_raw(&seq),
             PtyEvent::Exited(code) => self.terminal_exited(tid, code),
         }
+    }
+
+    /// New output in a terminal was taken in (once per dirty flag): waits on it are checked,
+    /// subscribers told, agents without hooks marked working.
+    pub(crate) fn output_seen(&mut self, tid: TerminalId) {
+        if self.api.waits.iter().any(|w| w.terminal == tid) {
+            self.recheck_waits(Some(tid));
+        }
+        self.note_output(tid);
+        self.agent_activity(tid);
     }
 
     /// Whether a terminal is on screen (in the active tab of the active workspace).

@@ -21,11 +21,7 @@ impl Server {
             }
         }
         for t in fresh {
-            if self.api.waits.iter().any(|w| w.terminal == t) {
-                self.recheck_waits(Some(t));
-            }
-            self.note_output(t);
-            self.agent_activity(t);
+            self.output_seen(t);
         }
         let message = self.message.as_ref().map(|(m, _)| m.clone());
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
