@@ -13,6 +13,7 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+pub mod fdpass;
 pub mod tty;
 
 fn errno_to_io(e: Errno) -> io::Error {
