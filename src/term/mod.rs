@@ -5,7 +5,11 @@
 //! Invariant: `process` never blocks and never panics on any byte sequence; everything the
 //! terminal must say back to the program is returned, never written from here.
 
+mod image;
+
 use std::num::NonZeroU16;
+
+pub use image::{Image, ImageError};
 
 /// Side effects of feeding bytes, for the pane's I/O actor to carry out.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -107,6 +111,8 @@ pub struct Emulator {
     parser: vt100::Parser<Hooks>,
     /// Bumped on every `process`; lets renderers skip unchanged panes.
     seq: u64,
+    /// Where the output stands between escape sequences (for [`Emulator::image`]).
+    tracker: image::Tracker,
 }
 
 fn nz(v: u16) -> NonZeroU16 {
@@ -123,11 +129,13 @@ impl Emulator {
                 Hooks::default(),
             ),
             seq: 0,
+            tracker: Default::default(),
         }
     }
 
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
         self.parser.process(bytes);
+        self.tracker.feed(bytes);
         self.seq = self.seq.wrapping_add(1);
         std::mem::take(&mut self.parser.callbacks_mut().effects)
     }

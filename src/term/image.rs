@@ -1,0 +1,483 @@
+//! An emulator's whole state as bytes, to rebuild it in another process (live handoff):
+//! primary screen with its scrollback, alternate screen, cursor, pen, input modes and
+//! title. The image is a byte stream that, fed to a fresh emulator of the same size,
+//! reproduces what the old one shows — plus the tail of an escape sequence the program
+//! had only half written, which the new emulator takes in before the rest arrives.
+//!
+//! Not carried (vt100 keeps them private): the scroll region, origin mode, the last
+//! character printed (for REP), and the cursor
+//! and pen saved by DECSC (on entering the alternate screen, the cursor is saved where
+//! the shell left it, the pen as default). Full-screen programs set the scroll region
+//! again before they use it and reset the pen when they leave.
+
+use super::Emulator;
+
+/// Where the byte stream stands between two complete escape sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Seq {
+    #[default]
+    Ground,
+    /// Inside a UTF-8 character, this many continuation bytes to go.
+    Utf8(u8),
+    Esc,
+    EscIntermediate,
+    Csi,
+    /// OSC, DCS, SOS, PM or APC: a string up to BEL or ST.
+    Str,
+}
+
+/// Longest incomplete sequence kept (an OSC 52 clipboard write is the big one).
+const MAX_TAIL: usize = 2 << 20;
+
+/// Follows the escape-sequence structure of the output (the parts of the state machine
+/// vt100's parser uses that decide where a sequence ends), keeping the bytes of the one
+/// in progress.
+#[derive(Debug, Default)]
+pub(super) struct Tracker {
+    state: Seq,
+    tail: Vec<u8>,
+    /// The sequence in progress outgrew `MAX_TAIL`; its start is lost.
+    overflow: bool,
+}
+
+impl Tracker {
+    pub(super) fn feed(&mut self, bytes: &[u8]) {
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.state == Seq::Ground {
+                // Fast path: plain text.
+                match bytes[i..].iter().position(|&b| b == 0x1b || b >= 0xc0) {
+                    Some(n) => i += n,
+                    None => break,
+                }
+            }
+            let b = bytes[i];
+            let before = self.state;
+            self.state = step(before, b);
+            if self.state == Seq::Ground {
+                self.tail.clear();
+                self.overflow = false;
+            } else if before == Seq::Ground || b == 0x1b {
+                self.tail.clear();
+                self.overflow = false;
+                self.tail.push(b);
+            } else if executed_inside(before, b) {
+                // Already carried out by the parser: replaying it would do it twice.
+            } else if self.tail.len() < MAX_TAIL {
+                self.tail.push(b);
+            } else {
+                self.overflow = true;
+            }
+            i += 1;
+        }
+    }
+
+    pub(super) fn grounded(&self) -> bool {
+        self.state == Seq::Ground
+    }
+}
+
+/// C0 controls inside an escape or control sequence take effect at once and are not
+/// part of it.
+fn executed_inside(state: Seq, b: u8) -> bool {
+    matches!(state, Seq::Esc | Seq::EscIntermediate | Seq::Csi) && b < 0x20
+}
+
+fn step(state: Seq, b: u8) -> Seq {
+    // From anywhere: CAN and SUB cancel, ESC starts over (in a string it begins ST).
+    match b {
+        0x18 | 0x1a => return Seq::Ground,
+        0x1b => return Seq::Esc,
+        _ => {}
+    }
+    match state {
+        Seq::Ground => match b {
+            0xc0..=0xdf => Seq::Utf8(1),
+            0xe0..=0xef => Seq::Utf8(2),
+            0xf0..=0xf7 => Seq::Utf8(3),
+            _ => Seq::Ground,
+        },
+        Seq::Utf8(n) => match b {
+            0x80..=0xbf if n > 1 => Seq::Utf8(n - 1),
+            0x80..=0xbf => Seq::Ground,
+            // A broken character ends; this byte starts afresh.
+            _ => step(Seq::Ground, b),
+        },
+        Seq::Esc => match b {
+            b'[' => Seq::Csi,
+            b']' | b'P' | b'X' | b'^' | b'_' => Seq::Str,
+            0x20..=0x2f => Seq::EscIntermediate,
+            0x30..=0x7e => Seq::Ground,
+            _ => Seq::Esc,
+        },
+        Seq::EscIntermediate => match b {
+            0x30..=0x7e => Seq::Ground,
+            _ => Seq::EscIntermediate,
+        },
+        Seq::Csi => match b {
+            0x40..=0x7e => Seq::Ground,
+            _ => Seq::Csi,
+        },
+        Seq::Str => match b {
+            0x07 => Seq::Ground,
+            _ => Seq::Str,
+        },
+    }
+}
+
+/// A serialised emulator. `bytes` rebuild the screens; `tail` is an unfinished escape
+/// sequence to feed after them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub rows: u16,
+    pub cols: u16,
+    pub title: String,
+    pub bytes: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("malformed emulator image: {0}")]
+pub struct ImageError(&'static str);
+
+impl Image {
+    /// `rows cols | title | bytes | tail`, each variable part length-prefixed (u32 BE).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(16 + self.title.len() + self.bytes.len() + self.tail.len());
+        out.extend_from_slice(&self.rows.to_be_bytes());
+        out.extend_from_slice(&self.cols.to_be_bytes());
+        for part in [self.title.as_bytes(), &self.bytes, &self.tail] {
+            out.extend_from_slice(&(part.len() as u32).to_be_bytes());
+            out.extend_from_slice(part);
+        }
+        out
+    }
+
+    pub fn decode(mut data: &[u8]) -> Result<Image, ImageError> {
+        fn take<'a>(data: &mut &'a [u8], n: usize) -> Result<&'a [u8], ImageError> {
+            if data.len() < n {
+                return Err(ImageError("truncated"));
+            }
+            let (head, rest) = data.split_at(n);
+            *data = rest;
+            Ok(head)
+        }
+        fn part<'a>(data: &mut &'a [u8]) -> Result<&'a [u8], ImageError> {
+            let len = take(data, 4)?;
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            take(data, len)
+        }
+        let head = take(&mut data, 4)?;
+        let rows = u16::from_be_bytes([head[0], head[1]]);
+        let cols = u16::from_be_bytes([head[2], head[3]]);
+        let title = String::from_utf8(part(&mut data)?.to_vec())
+            .map_err(|_| ImageError("title is not UTF-8"))?;
+        let bytes = part(&mut data)?.to_vec();
+        let tail = part(&mut data)?.to_vec();
+        if !data.is_empty() {
+            return Err(ImageError("trailing bytes"));
+        }
+        if rows == 0 || cols == 0 {
+            return Err(ImageError("zero size"));
+        }
+        Ok(Image {
+            rows,
+            cols,
+            title,
+            bytes,
+            tail,
+        })
+    }
+}
+
+fn cup(out: &mut String, row: usize, col: usize) {
+    out.push_str(&format!("\x1b[{};{}H", row + 1, col + 1));
+}
+
+impl Emulator {
+    /// The whole state as an [`Image`]. Takes `&mut self` to look at the primary screen
+    /// while the alternate one is shown (switched there and back, which changes nothing);
+    /// that is skipped when the program stopped inside an escape sequence, and then only
+    /// the alternate screen is carried.
+    pub fn image(&mut self) -> Image {
+        let saved_view = self.scrollback();
+        let (rows, cols) = self.size();
+        let alt = self.screen().alternate_screen();
+        let peek_primary = !alt || self.tracker.grounded();
+        let mut out = String::new();
+        let alt_part = alt.then(|| self.screen().contents_formatted());
+        if alt && peek_primary {
+            self.parser.process(b"\x1b[?47l");
+        }
+        if peek_primary {
+            self.primary_image(&mut out, usize::from(rows));
+            // (Placing the cursor may redraw a cell, assuming the default pen.)
+            out.push_str("\x1b[0m");
+            out.push_str(&self.screen().cursor_state_formatted());
+        }
+        if alt && peek_primary {
+            self.parser.process(b"\x1b[?47h");
+        }
+        self.parser.screen_mut().set_scrollback(saved_view);
+        let screen = self.parser.screen();
+        match alt_part {
+            Some(part) => {
+                out.push_str("\x1b[0m\x1b[?1049h");
+                out.push_str(&part);
+            }
+            None => out.push_str(&screen.attributes_formatted()),
+        }
+        out.push_str(&screen.input_mode_formatted());
+        Image {
+            rows,
+            cols,
+            title: self.title().to_string(),
+            bytes: out.into_bytes(),
+            tail: if self.tracker.overflow {
+                Vec::new()
+            } else {
+                self.tracker.tail.clone()
+            },
+        }
+    }
+
+    /// History then screen of the active (primary) grid, a window of `rows` lines at a
+    /// time: each window is drawn at the top and scrolled into history by line feeds at
+    /// the bottom, so the new emulator's history fills exactly as the old one's did.
+    fn primary_image(&mut self, out: &mut String, rows: usize) {
+        let history = self.history_len();
+        let cols = self.size().1;
+        let mut line = 0;
+        loop {
+            let offset = history - line;
+            self.parser.screen_mut().set_scrollback(offset);
+            let screen = self.parser.screen();
+            let count = if offset == 0 { rows } else { offset.min(rows) };
+            for (i, text) in screen.rows_formatted(0, cols).take(count).enumerate() {
+                // Each row is formatted from the default pen. A row continuing a
+                // wrapped one flows on from it (keeping the wrap); any other starts at
+                // its own row.
+                out.push_str("\x1b[0m");
+                if i == 0 || !screen.row_wrapped((i - 1) as u16) {
+                    cup(out, i, 0);
+                }
+                out.push_str(&text);
+            }
+            if offset == 0 {
+                break;
+            }
+            out.push_str("\x1b[0m");
+            cup(out, rows - 1, 0);
+            out.push_str(&"\n".repeat(count));
+            line += count;
+        }
+    }
+
+    /// An emulator showing what `image` was taken from; `scrollback` lines of history.
+    pub fn from_image(image: &Image, scrollback: usize) -> Emulator {
+        let mut e = Emulator::new(image.rows, image.cols, scrollback);
+        // Presentation only: whatever the replay would answer is not sent anywhere.
+        let _ = e.process(&image.bytes);
+        let _ = e.process(&image.tail);
+        e.parser.callbacks_mut().title = image.title.clone();
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Everything a user could see or a program could notice, as text.
+    fn fingerprint(e: &mut Emulator) -> String {
+        let s = e.screen();
+        let mut f = format!(
+            "alt={} cursor={:?} hide={} keypad={} appcur={} paste={} mouse={:?}/{:?} title={:?} history={}\n",
+            s.alternate_screen(),
+            s.cursor_position(),
+            s.hide_cursor(),
+            s.application_keypad(),
+            s.application_cursor(),
+            s.bracketed_paste(),
+            s.mouse_protocol_mode(),
+            s.mouse_protocol_encoding(),
+            e.title(),
+            e.history_len(),
+        );
+        f.push_str(&s.attributes_formatted());
+        // Wrap flags inside the screen (the one joining history to the screen may go).
+        let rows: Vec<bool> = (1..e.size().0).map(|r| s.row_wrapped(r - 1)).collect();
+        f.push_str(&format!("\nwrapped={rows:?}\n"));
+        // Every cell of history and screen, as drawn.
+        let history = e.history_len();
+        let (height, width) = e.size();
+        let mut offset = history;
+        loop {
+            e.set_scrollback(offset);
+            let s = e.screen();
+            let take = if offset == 0 {
+                usize::from(height)
+            } else {
+                offset.min(usize::from(height))
+            };
+            for r in 0..take as u16 {
+                for c in 0..width {
+                    if let Some(cell) = s.cell(r, c) {
+                        f.push_str(&format!(
+                            "{:?}{:?}{:?}{}{}{}{}{}|",
+                            cell.contents(),
+                            cell.fgcolor(),
+                            cell.bgcolor(),
+                            cell.bold() as u8,
+                            cell.italic() as u8,
+                            cell.underline() as u8,
+                            cell.inverse() as u8,
+                            cell.is_wide() as u8
+                        ));
+                    }
+                }
+                f.push('\n');
+            }
+            if offset == 0 {
+                break;
+            }
+            offset -= take;
+        }
+        f
+    }
+
+    fn round_trip(e: &mut Emulator) -> Emulator {
+        let image = e.image();
+        let decoded = Image::decode(&image.encode()).unwrap();
+        assert_eq!(decoded, image);
+        Emulator::from_image(&decoded, 1000)
+    }
+
+    fn assert_same(a: &mut Emulator, b: &mut Emulator) {
+        assert_eq!(fingerprint(a), fingerprint(b));
+        // And the screens they would go back to.
+        if a.screen().alternate_screen() {
+            a.process(b"\x1b[?1049l");
+            b.process(b"\x1b[?1049l");
+            assert_eq!(fingerprint(a), fingerprint(b));
+        }
+    }
+
+    #[test]
+    fn history_colours_wide_characters_and_wraps_survive() {
+        let mut e = Emulator::new(6, 20, 1000);
+        for i in 0..40 {
+            e.process(format!("\x1b[3{}mline {i}\x1b[0m 漢字 🙂\r\n", i % 8).as_bytes());
+        }
+        e.process(b"\x1b[44mblue background\x1b[K\x1b[0m\r\n");
+        e.process(b"a line long enough to wrap around twice, yes it is");
+        e.process(b"\x1b[1;31m$ \x1b]2;my title\x07");
+        let mut copy = round_trip(&mut e);
+        assert_same(&mut e, &mut copy);
+        assert_eq!(copy.history_len(), e.history_len());
+    }
+
+    #[test]
+    fn a_full_screen_program_and_the_shell_under_it_survive() {
+        let mut e = Emulator::new(10, 40, 1000);
+        for i in 0..25 {
+            e.process(format!("$ echo {i}\r\n{i}\r\n").as_bytes());
+        }
+        e.process(b"$ vim notes.txt");
+        // What vim does on start: alternate screen, keypad, cursor keys, mouse, paste.
+        e.process(b"\x1b[?1049h\x1b[?1h\x1b=\x1b[?1000h\x1b[?1006h\x1b[?2004h\x1b[H\x1b[2J");
+        e.process(b"\x1b[1;1Hhello from vim\x1b[2;1H\x1b[34m~\x1b[3;1H~\x1b[0m\x1b[10;1H\"notes.txt\" 1L\x1b[1;6H");
+        let mut copy = round_trip(&mut e);
+        assert!(copy.screen().application_cursor());
+        assert_eq!(copy.screen().cursor_position(), (0, 5));
+        assert_same(&mut e, &mut copy);
+    }
+
+    #[test]
+    fn an_unfinished_escape_sequence_is_completed_after_the_move() {
+        let mut e = Emulator::new(5, 20, 100);
+        e.process(b"before \x1b[3");
+        let mut copy = round_trip(&mut e);
+        e.process(b"1mred");
+        copy.process(b"1mred");
+        assert_same(&mut e, &mut copy);
+        assert!(!copy.screen().contents().contains("1m"));
+        // The same across a UTF-8 character and an OSC title.
+        e.process(b"\xe6\xbc");
+        let mut copy = round_trip(&mut e);
+        for x in [&mut e, &mut copy] {
+            x.process(b"\xa2 \x1b]2;ti");
+        }
+        let mut copy2 = round_trip(&mut copy);
+        for x in [&mut e, &mut copy2] {
+            x.process(b"tle\x07");
+        }
+        assert_same(&mut e, &mut copy2);
+        assert_eq!(copy2.title(), "title");
+    }
+
+    fn chunk() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            // No 'b': after a bare CSI it would be REP, which repeats the last character
+            // printed — not carried.
+            "[ac-z 漢🙂]{0,30}".prop_map(|s| s.into_bytes()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            (0u8..8, 0u8..8).prop_map(|(f, b)| format!("\x1b[3{f};4{b}m").into_bytes()),
+            Just(b"\x1b[0m".to_vec()),
+            Just(b"\x1b[1;7m".to_vec()),
+            (1u8..12, 1u8..30).prop_map(|(r, c)| format!("\x1b[{r};{c}H").into_bytes()),
+            Just(b"\x1b[K".to_vec()),
+            Just(b"\x1b[2J".to_vec()),
+            // (The pen saved on entering is not carried: programs reset it on leaving.)
+            Just(b"\x1b[0m\x1b[?1049h".to_vec()),
+            Just(b"\x1b[?1049l".to_vec()),
+            Just(b"\x1b[?25l".to_vec()),
+            Just(b"\x1b[?25h".to_vec()),
+            Just(b"\x1b[?2004h".to_vec()),
+            Just(b"\x1b[?1000h".to_vec()),
+            Just(b"\x1b]2;t\x07".to_vec()),
+            Just(b"\x1b[".to_vec()),
+            Just(vec![0xe6]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn any_output_then_more_output_looks_the_same_after_a_move(
+            before in proptest::collection::vec(chunk(), 0..60),
+            after in proptest::collection::vec(chunk(), 0..10),
+        ) {
+            let mut e = Emulator::new(8, 24, 1000);
+            for c in &before {
+                e.process(c);
+            }
+            let grounded = e.tracker.grounded();
+            let alt = e.screen().alternate_screen();
+            let mut copy = round_trip(&mut e);
+            for c in &after {
+                // Leaving an alternate screen that was never entered restores the cursor
+                // saved by DECSC, which is not carried (see the module notes).
+                if c.ends_with(b"\x1b[?1049l") && !e.screen().alternate_screen() {
+                    continue;
+                }
+                e.process(c);
+                copy.process(c);
+                if c.ends_with(b"\x1b[?1049l") {
+                    // The pen saved on entering is not carried (see the module notes).
+                    e.process(b"\x1b[0m");
+                    copy.process(b"\x1b[0m");
+                }
+            }
+            if grounded || !alt {
+                prop_assert_eq!(fingerprint(&mut e), fingerprint(&mut copy));
+            } else if e.screen().alternate_screen() {
+                // Only the alternate screen travelled; it must still match while shown.
+                prop_assert_eq!(e.screen().contents_formatted(), copy.screen().contents_formatted());
+            }
+        }
+    }
+}
