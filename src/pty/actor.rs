@@ -75,8 +75,74 @@ enum Chunk {
 }
 
 enum Control {
-    Resize { rows: u16, cols: u16 },
+    Resize {
+        rows: u16,
+        cols: u16,
+    },
     Shutdown,
+    /// Stop reading and writing and report (live handoff); wait for `Resume`, or for
+    /// `Shutdown` (which then respects the preserve flag).
+    Pause(SyncSender<Paused>),
+    Resume,
+}
+
+/// What a paused actor hands over: a duplicate of its master and the input it had not
+/// written yet (it keeps its own copy, to go on if the handoff is rolled back).
+pub struct Paused {
+    pub master: OwnedFd,
+    pub pending_input: Vec<u8>,
+}
+
+/// The program behind a terminal: our child, or one a previous server started and
+/// handed to us (we cannot wait for it, but its pidfd tells when it ends).
+pub enum Program {
+    Spawned(Box<dyn Child + Send + Sync>),
+    Imported {
+        pid: i32,
+        pidfd: Option<OwnedFd>,
+    },
+    /// Nothing to watch (tests).
+    None,
+}
+
+impl Program {
+    fn pid(&self) -> Option<i32> {
+        match self {
+            Program::Spawned(c) => c.process_id().map(|p| p as i32),
+            Program::Imported { pid, .. } => Some(*pid),
+            Program::None => None,
+        }
+    }
+
+    /// Whether it has ended, with its exit code when it was ours to reap.
+    fn try_wait(&mut self) -> Option<Option<i32>> {
+        match self {
+            Program::Spawned(c) => match c.try_wait() {
+                Ok(Some(status)) => Some(exit_code(&status)),
+                Ok(None) => None,
+                Err(_) => Some(None),
+            },
+            Program::Imported { pidfd, .. } => match pidfd {
+                Some(fd) if sys::fdpass::pidfd_alive(fd.as_fd()) => None,
+                _ => Some(None),
+            },
+            Program::None => Some(None),
+        }
+    }
+
+    /// Waits for it to end (after SIGKILL: briefly).
+    fn wait(&mut self) -> Option<i32> {
+        match self {
+            Program::Spawned(c) => c.wait().ok().and_then(|s| exit_code(&s)),
+            _ => {
+                let deadline = Instant::now() + Duration::from_millis(500);
+                while self.try_wait().is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                None
+            }
+        }
+    }
 }
 
 pub type Notify = Box<dyn Fn(PtyEvent) + Send + 'static>;
@@ -86,15 +152,31 @@ pub struct PtyHandle {
     control: mpsc::Sender<Control>,
     waker: Waker,
     dirty: Arc<AtomicBool>,
+    /// Set: closing the terminal leaves its program running (another server owns it).
+    preserve: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 pub struct ActorParts {
     pub master: OwnedFd,
-    pub child: Option<Box<dyn Child + Send + Sync>>,
+    pub program: Program,
     pub emulator: SharedEmulator,
     pub notify: Notify,
     pub name: String,
+    /// Start paused (an imported terminal waits for the handoff to commit).
+    pub paused: bool,
+    /// Start with the program owned by someone else (see [`PtyHandle::preserve`]).
+    pub preserve: bool,
+    /// Input to write before anything queued later.
+    pub pending_input: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PauseError {
+    #[error("the terminal did not pause in time")]
+    Timeout,
+    #[error("the terminal has closed")]
+    Closed,
 }
 
 impl PtyHandle {
@@ -104,9 +186,10 @@ impl PtyHandle {
         let (input_tx, input_rx) = mpsc::sync_channel(INPUT_QUEUE_CHUNKS);
         let (control_tx, control_rx) = mpsc::channel();
         let dirty = Arc::new(AtomicBool::new(false));
-        let actor = Actor {
+        let preserve = Arc::new(AtomicBool::new(parts.preserve));
+        let mut actor = Actor {
             master: parts.master,
-            child: parts.child,
+            program: parts.program,
             emulator: parts.emulator,
             notify: parts.notify,
             wake,
@@ -117,7 +200,12 @@ impl PtyHandle {
             pending_len: 0,
             hold_until: None,
             dirty: dirty.clone(),
+            preserve: preserve.clone(),
+            paused: parts.paused,
         };
+        if !parts.pending_input.is_empty() {
+            actor.push_pending(parts.pending_input);
+        }
         let thread = std::thread::Builder::new()
             .name(parts.name)
             .spawn(move || actor.run())?;
@@ -126,8 +214,35 @@ impl PtyHandle {
             control: control_tx,
             waker,
             dirty,
+            preserve,
             thread: Some(thread),
         })
+    }
+
+    /// Stops all I/O on the terminal and hands over what a new owner needs. Bytes the
+    /// actor read are all in the emulator by then; bytes it did not read stay in the
+    /// kernel for whoever reads next.
+    pub fn pause(&self, timeout: Duration) -> Result<Paused, PauseError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.control
+            .send(Control::Pause(tx))
+            .map_err(|_| PauseError::Closed)?;
+        self.waker.wake();
+        rx.recv_timeout(timeout).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => PauseError::Timeout,
+            mpsc::RecvTimeoutError::Disconnected => PauseError::Closed,
+        })
+    }
+
+    pub fn resume(&self) {
+        let _ = self.control.send(Control::Resume);
+        self.waker.wake();
+    }
+
+    /// From now on, closing this terminal leaves its program running (`true`: another
+    /// server owns it) or ends it (`false`: we do).
+    pub fn preserve(&self, on: bool) {
+        self.preserve.store(on, Ordering::Release);
     }
 
     /// Queues bytes for the program; never blocks.
@@ -193,7 +308,7 @@ impl Drop for PtyHandle {
 
 struct Actor {
     master: OwnedFd,
-    child: Option<Box<dyn Child + Send + Sync>>,
+    program: Program,
     emulator: SharedEmulator,
     notify: Notify,
     wake: WakePipe,
@@ -207,6 +322,9 @@ struct Actor {
     /// A submit's pause: nothing more is written before this instant.
     hold_until: Option<Instant>,
     dirty: Arc<AtomicBool>,
+    preserve: Arc<AtomicBool>,
+    /// No reading or writing until `Resume`.
+    paused: bool,
 }
 
 enum Step {
@@ -227,6 +345,7 @@ impl Actor {
             }
         };
         match outcome {
+            Step::Shutdown if self.preserve.load(Ordering::Acquire) => {}
             Step::Shutdown => self.kill_child(),
             _ => {
                 let code = self.reap();
@@ -237,10 +356,25 @@ impl Actor {
 
     fn step(&mut self, buf: &mut [u8]) -> std::io::Result<Step> {
         loop {
-            match self.control.try_recv() {
+            let control = if self.paused {
+                // Nothing but control messages while paused.
+                self.control.recv().map_err(|_| TryRecvError::Disconnected)
+            } else {
+                self.control.try_recv()
+            };
+            match control {
                 Ok(Control::Resize { rows, cols }) => {
                     let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
                     super::lock(&self.emulator).resize(rows, cols);
+                    self.mark_dirty();
+                }
+                Ok(Control::Pause(reply)) => {
+                    self.paused = true;
+                    let _ = reply.send(self.pause_report()?);
+                }
+                Ok(Control::Resume) => {
+                    self.paused = false;
+                    // Output may have waited while we were paused.
                     self.mark_dirty();
                 }
                 Ok(Control::Shutdown) | Err(TryRecvError::Disconnected) => {
@@ -284,6 +418,34 @@ impl Actor {
             return self.read_burst(buf, ready.hangup);
         }
         Ok(Step::Continue)
+    }
+
+    /// Takes everything queued into `pending`, writes what the PTY accepts right now,
+    /// and reports the rest with a duplicate of the master.
+    fn pause_report(&mut self) -> std::io::Result<Paused> {
+        while let Ok(input) = self.input.try_recv() {
+            match input {
+                Input::Bytes(chunk) => self.push_pending(chunk),
+                Input::Submit { text, enter, .. } => {
+                    self.push_pending(text);
+                    self.push_pending(enter);
+                }
+            }
+        }
+        self.hold_until = None;
+        self.pending.retain(|c| matches!(c, Chunk::Bytes(_)));
+        self.flush()?;
+        let mut pending_input = Vec::with_capacity(self.pending_len);
+        for (i, chunk) in self.pending.iter().enumerate() {
+            if let Chunk::Bytes(b) = chunk {
+                let from = if i == 0 { self.offset } else { 0 };
+                pending_input.extend_from_slice(&b[from..]);
+            }
+        }
+        Ok(Paused {
+            master: sys::dup_cloexec(self.master.as_fd())?,
+            pending_input,
+        })
     }
 
     fn read_burst(&mut self, buf: &mut [u8], hangup: bool) -> std::io::Result<Step> {
@@ -366,51 +528,51 @@ impl Actor {
         Ok(())
     }
 
-    /// After EOF: the child has usually exited, but it may have closed its terminal and
-    /// kept running. Give it the grace period, then end it like a closed pane, so this
-    /// thread (and a `server stop` joining it) never waits forever.
+    /// After EOF: the program has usually exited, but it may have closed its terminal
+    /// and kept running. Give it the grace period, then end it like a closed pane, so
+    /// this thread (and a `server stop` joining it) never waits forever.
     fn reap(&mut self) -> Option<i32> {
-        let child = self.child.as_mut()?;
+        if self.preserve.load(Ordering::Acquire) {
+            return None;
+        }
         let deadline = Instant::now() + KILL_GRACE;
         loop {
-            match child.try_wait() {
-                Ok(Some(status)) => return exit_code(&status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
-                Ok(None) => break,
-                Err(_) => return None,
+            match self.program.try_wait() {
+                Some(code) => return code,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                None => break,
             }
         }
-        let pid = child.process_id()? as i32;
+        let pid = self.program.pid()?;
         sys::signal_group(pid, nix::sys::signal::Signal::SIGHUP);
         std::thread::sleep(Duration::from_millis(100));
-        sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-        child.wait().ok().and_then(|s| exit_code(&s))
+        if self.program.try_wait().is_none() {
+            sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        self.program.wait()
     }
 
-    /// Closing the master hangs up the terminal (SIGHUP to its session); a child that
-    /// ignores it is killed after a grace period. Always reaped: no zombies.
+    /// Closing the master hangs up the terminal (SIGHUP to its session); a program that
+    /// ignores it is killed after a grace period. Our own children are always reaped.
     fn kill_child(mut self) {
-        let pid = self.child.as_ref().and_then(|c| c.process_id());
+        let pid = self.program.pid();
         drop(self.master);
-        let Some(child) = self.child.as_mut() else {
+        let Some(pid) = pid else {
             return;
         };
-        if let Some(pid) = pid {
-            sys::signal_group(pid as i32, nix::sys::signal::Signal::SIGHUP);
+        if self.program.try_wait().is_some() {
+            return;
         }
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGHUP);
         let deadline = Instant::now() + KILL_GRACE;
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
+            if self.program.try_wait().is_some() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        if let Some(pid) = pid {
-            sys::signal_group(pid as i32, nix::sys::signal::Signal::SIGKILL);
-        }
-        let _ = child.wait();
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+        self.program.wait();
     }
 }
 
@@ -442,12 +604,15 @@ mod tests {
         let tx = Mutex::new(tx);
         let handle = PtyHandle::start(ActorParts {
             master,
-            child: None,
+            program: Program::None,
             emulator: emulator.clone(),
             notify: Box::new(move |ev| {
                 let _ = tx.lock().unwrap().send(ev);
             }),
             name: "test-actor".into(),
+            paused: false,
+            preserve: false,
+            pending_input: Vec::new(),
         })
         .unwrap();
         (handle, theirs, rx, emulator)
@@ -553,5 +718,89 @@ mod tests {
         let mut buf = [0u8; 16];
         let n = prog.read(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"\x1b[1;1R");
+    }
+
+    #[test]
+    fn a_paused_terminal_leaves_output_to_the_next_reader_and_hands_over_its_input() {
+        let (handle, mut prog, _rx, emu) = start();
+        prog.write_all(b"a").unwrap();
+        let deadline = Instant::now() + WAIT;
+        while !super::super::lock(&emu).screen().contents().contains('a') {
+            assert!(Instant::now() < deadline, "output never parsed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The program does not read: 3 MiB of input cannot all be written.
+        let data: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+        for chunk in data.chunks(256 * 1024) {
+            handle.try_write(chunk.to_vec()).unwrap();
+        }
+        let paused = handle.pause(WAIT).unwrap();
+        // Output from now on is not taken by the actor: the next reader gets it.
+        prog.write_all(b"b").unwrap();
+        let mut buf = [0u8; 8];
+        let mut next = std::fs::File::from(paused.master);
+        assert_eq!(std::io::Read::read(&mut next, &mut buf).unwrap(), 1);
+        assert_eq!(&buf[..1], b"b");
+        // What reached the program plus what was handed over is the input, in order.
+        prog.set_nonblocking(true).unwrap();
+        let mut written = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        while let Ok(n) = prog.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            written.extend_from_slice(&chunk[..n]);
+        }
+        assert!(!paused.pending_input.is_empty());
+        written.extend_from_slice(&paused.pending_input);
+        assert!(written == data, "{} of {} bytes", written.len(), data.len());
+        prog.set_nonblocking(false).unwrap();
+        handle.resume();
+        prog.write_all(b"c").unwrap();
+        let deadline = Instant::now() + WAIT;
+        while !super::super::lock(&emu).screen().contents().contains("ac") {
+            assert!(Instant::now() < deadline, "not reading after resume");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_preserved_program_outlives_its_closed_terminal() {
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let spec = crate::pty::spawn::SpawnSpec {
+            argv: vec!["/bin/sh".into(), "-c".into(), "sleep 30".into()],
+            shell: "/bin/sh".into(),
+            rows: 24,
+            cols: 80,
+            ..Default::default()
+        };
+        let spawned = crate::pty::spawn::spawn(&spec).unwrap();
+        let pid = spawned.child.process_id().unwrap() as i32;
+        // A second holder of the master, as the next server would be.
+        let keep = sys::dup_cloexec(spawned.master.as_fd()).unwrap();
+        let pidfd = sys::fdpass::pidfd_open(pid).unwrap();
+        let handle = PtyHandle::start(ActorParts {
+            master: spawned.master,
+            program: Program::Spawned(spawned.child),
+            emulator: Arc::new(Mutex::new(Emulator::new(24, 80, 100))),
+            notify: Box::new(|_| {}),
+            name: "test-actor".into(),
+            paused: false,
+            preserve: false,
+            pending_input: Vec::new(),
+        })
+        .unwrap();
+        handle.preserve(true);
+        handle.shutdown_and_join();
+        assert!(
+            sys::fdpass::pidfd_alive(pidfd.as_fd()),
+            "the program was ended"
+        );
+        // The other holder owns it now and can end it.
+        assert_eq!(sys::fdpass::tty_session(keep.as_fd()).unwrap(), pid);
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
     }
 }

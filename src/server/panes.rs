@@ -17,7 +17,7 @@ use crate::model::layout::{Layout, SplitDir};
 use crate::model::TerminalState;
 use crate::pty::actor::ActorParts;
 use crate::pty::spawn::{spawn, SpawnError, SpawnSpec};
-use crate::pty::{PtyHandle, TerminalRuntime};
+use crate::pty::{Program, PtyHandle, TerminalRuntime};
 use crate::render::ui;
 use crate::term::Emulator;
 
@@ -96,12 +96,15 @@ impl Server {
         let tx = self.events_tx.clone();
         let handle = PtyHandle::start(ActorParts {
             master: spawned.master,
-            child: Some(spawned.child),
+            program: Program::Spawned(spawned.child),
             emulator: emulator.clone(),
             notify: Box::new(move |ev| {
                 let _ = tx.send(Event::Pty(id, ev));
             }),
             name: format!("herdr-pty-{}", id.0),
+            paused: false,
+            preserve: false,
+            pending_input: Vec::new(),
         })?;
         let term = TerminalState::new(id, cwd, argv);
         let rt = TerminalRuntime {
