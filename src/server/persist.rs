@@ -10,14 +10,15 @@ use super::{Event, Server};
 use crate::agent::SessionRef;
 use crate::model::ids::{PaneId, PaneNo, TabNo, WorkspaceNo};
 use crate::model::layout::{Layout, LayoutTree, SplitDir};
-use crate::model::{PaneState, Tab, Workspace};
+use crate::model::{PaneState, Tab, TerminalState, Workspace};
 use crate::persist::schedule::SaveSchedule;
 use crate::persist::snapshot::{
     AgentSessionRef, Counters, DirSnap, HistorySnapshot, LayoutSnap, PaneHistory, PaneSnap,
     SessionSnapshot, TabSnap, WorkspaceSnap, SNAPSHOT_VERSION,
 };
 use crate::persist::{self, HistoryAction, Loaded, Paths, SaveJob, SaveReport, Saver};
-use crate::pty::{lock, proc};
+use crate::pty::{lock, proc, TerminalRuntime};
+use ratatui::layout::Rect;
 
 /// How often the server looks for changes that are not structural (a shell's `cd`, a
 /// program started in a pane) and saves them.
@@ -473,19 +474,87 @@ impl Server {
         snap: &SessionSnapshot,
         history: Option<&HistorySnapshot>,
     ) -> Vec<String> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let marker = format!(
+            "\x1b[0;2m— restored {} —\x1b[0m\r\n",
+            persist::format_utc(snap.saved_at)
+        );
+        let mut claimed = std::collections::HashSet::new();
+        let mut make = |server: &mut Server,
+                        ps: &PaneSnap,
+                        rect: Rect,
+                        notes: &mut Vec<String>|
+         -> Result<(TerminalState, TerminalRuntime), String> {
+            let mut cwd = ps.cwd.as_ref().map(PathBuf::from);
+            if let Some(c) = &cwd {
+                if !c.is_dir() {
+                    notes.push(format!(
+                        "p{}: {} no longer exists; started in the home folder",
+                        ps.id,
+                        c.display()
+                    ));
+                    cwd = home.clone();
+                }
+            }
+            // An agent that resumes owns its screen: no history replay under it. The
+            // same agent session in two panes is resumed once (the key is claimed
+            // before spawning, released if the spawn fails).
+            let resume = server
+                .resume_plan(ps)
+                .filter(|(_, key)| claimed.insert(key.clone()));
+            let preface = history
+                .filter(|_| resume.is_none())
+                .and_then(|h| h.panes.iter().find(|x| x.id == ps.id))
+                .filter(|h| h.lines > 0)
+                .map(|h| format!("{}\r\n{marker}", h.ansi).into_bytes());
+            match server.spawn_restored(ps.id, cwd, rect, preface) {
+                Ok((mut term, rt)) => {
+                    term.agent = ps.agent.clone();
+                    if let Some((argv, _)) = &resume {
+                        let line: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
+                        let _ = rt
+                            .handle
+                            .try_write(format!("{}\r", line.join(" ")).into_bytes());
+                        term.agent_session = restore_ref(ps);
+                        term.agent_source = ps.agent_source.clone();
+                    } else if let Some(cmd) = ps
+                        .command
+                        .as_ref()
+                        .filter(|c| restorable(c, &server.config.restore_commands))
+                    {
+                        let line: Vec<String> = cmd.iter().map(|w| shell_quote(w)).collect();
+                        let _ = rt
+                            .handle
+                            .try_write(format!("{}\r", line.join(" ")).into_bytes());
+                    }
+                    Ok((term, rt))
+                }
+                Err(e) => {
+                    if let Some((_, key)) = &resume {
+                        claimed.remove(key);
+                    }
+                    Err(format!("could not start a shell: {e}"))
+                }
+            }
+        };
+        self.rebuild(snap, &mut make)
+    }
+
+    /// Rebuilds workspaces, tabs, layouts and public ids from a snapshot; `make` provides
+    /// each pane's terminal (a fresh shell on restore, an imported one on a handoff). A
+    /// pane it cannot make leaves the layout; the rest stays usable.
+    pub(crate) fn rebuild(
+        &mut self,
+        snap: &SessionSnapshot,
+        make: &mut MakeTerminal,
+    ) -> Vec<String> {
         let mut notes = Vec::new();
         self.state.restore_counters((
             snap.counters.workspace,
             snap.counters.tab,
             snap.counters.pane,
         ));
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let marker = format!(
-            "\x1b[0;2m— restored {} —\x1b[0m\r\n",
-            persist::format_utc(snap.saved_at)
-        );
         let area = self.pane_area();
-        let mut claimed = std::collections::HashSet::new();
         for ws in &snap.workspaces {
             let mut tabs = Vec::new();
             let mut panes = Vec::new();
@@ -506,81 +575,32 @@ impl Server {
                 };
                 let geometry: HashMap<PaneId, ratatui::layout::Rect> =
                     layout.geometry(area).into_iter().collect();
-                let mut spawned = Vec::new();
+                let mut made = Vec::new();
                 for ps in &tab.panes {
                     let Some(&pid) = ids.get(&ps.id) else {
                         continue;
                     };
-                    let mut cwd = ps.cwd.as_ref().map(PathBuf::from);
-                    if let Some(c) = &cwd {
-                        if !c.is_dir() {
-                            notes.push(format!(
-                                "p{}: {} no longer exists; started in the home folder",
-                                ps.id,
-                                c.display()
-                            ));
-                            cwd = home.clone();
-                        }
-                    }
-                    // An agent that resumes owns its screen: no history replay under it.
-                    // The same agent session in two panes is resumed once (the key is
-                    // claimed before spawning, released if the spawn fails).
-                    let resume = self
-                        .resume_plan(ps)
-                        .filter(|(_, key)| claimed.insert(key.clone()));
-                    let preface = history
-                        .filter(|_| resume.is_none())
-                        .and_then(|h| h.panes.iter().find(|x| x.id == ps.id))
-                        .filter(|h| h.lines > 0)
-                        .map(|h| format!("{}\r\n{marker}", h.ansi).into_bytes());
                     let rect = geometry.get(&pid).copied().unwrap_or(area);
-                    match self.spawn_restored(ps.id, cwd.clone(), rect, preface) {
-                        Ok((mut term, rt)) => {
-                            term.agent = ps.agent.clone();
-                            if let Some((argv, _)) = &resume {
-                                let line: Vec<String> =
-                                    argv.iter().map(|w| shell_quote(w)).collect();
-                                let _ = rt
-                                    .handle
-                                    .try_write(format!("{}\r", line.join(" ")).into_bytes());
-                                term.agent_session = restore_ref(ps);
-                                term.agent_source = ps.agent_source.clone();
-                            } else if let Some(cmd) = ps
-                                .command
-                                .as_ref()
-                                .filter(|c| restorable(c, &self.config.restore_commands))
-                            {
-                                let line: Vec<String> =
-                                    cmd.iter().map(|w| shell_quote(w)).collect();
-                                let _ = rt
-                                    .handle
-                                    .try_write(format!("{}\r", line.join(" ")).into_bytes());
-                            }
+                    match make(self, ps, rect, &mut notes) {
+                        Ok((term, rt)) => {
                             let state = PaneState {
                                 no: PaneNo(ps.id),
                                 terminal: term.id,
                                 label: ps.label.clone(),
                             };
                             self.runtimes.insert(term.id, rt);
-                            spawned.push((pid, state, term));
+                            made.push((pid, state, term));
                         }
-                        Err(e) => {
-                            if let Some((_, key)) = &resume {
-                                claimed.remove(key);
-                            }
-                            notes.push(format!("p{}: could not start a shell: {e}", ps.id));
-                        }
+                        Err(e) => notes.push(format!("p{}: {e}", ps.id)),
                     }
                 }
-                // A pane that failed to start leaves the layout: the rest stays usable.
                 let mut layout = layout;
-                for (num, pid) in &ids {
-                    if !spawned.iter().any(|(p, _, _)| p == pid) && layout.len() > 1 {
+                for pid in ids.values() {
+                    if !made.iter().any(|(p, _, _)| p == pid) && layout.len() > 1 {
                         layout.remove(*pid);
-                        let _ = num;
                     }
                 }
-                if spawned.is_empty() {
+                if made.is_empty() {
                     continue;
                 }
                 let focused = ids
@@ -595,7 +615,7 @@ impl Server {
                     focused,
                     zoomed: tab.zoomed,
                 });
-                panes.extend(spawned);
+                panes.extend(made);
             }
             if tabs.is_empty() {
                 continue;
@@ -621,6 +641,15 @@ impl Server {
         notes
     }
 }
+
+/// Makes one pane's terminal for [`Server::rebuild`]; may add notes for the user.
+pub(crate) type MakeTerminal<'a> = dyn FnMut(
+        &mut Server,
+        &PaneSnap,
+        Rect,
+        &mut Vec<String>,
+    ) -> Result<(TerminalState, TerminalRuntime), String>
+    + 'a;
 
 fn restore_ref(ps: &PaneSnap) -> Option<SessionRef> {
     ps.agent_session.as_ref().map(SessionRef::from)
