@@ -96,9 +96,29 @@ pub enum ServerCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Replace the running server with a new binary, live: every program in every pane
+    /// keeps running, clients reconnect by themselves.
+    Handoff {
+        /// The new herdr binary (default: the file now at the server's own path, e.g.
+        /// after an update replaced it).
+        #[arg(long)]
+        binary: Option<std::path::PathBuf>,
+        /// Refuse unless the new binary reports this version.
+        #[arg(long)]
+        expect_version: Option<String>,
+        /// Refuse unless the new binary speaks this client protocol.
+        #[arg(long)]
+        expect_protocol: Option<u32>,
+    },
     /// Run the server in this process (used by `start`; not needed by hand).
     #[command(hide = true)]
     Run,
+    /// Take a session over from a running server (started by it during a handoff).
+    #[command(hide = true)]
+    Import {
+        #[arg(long)]
+        from: std::path::PathBuf,
+    },
 }
 
 impl Cli {

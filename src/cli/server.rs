@@ -30,6 +30,75 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
         }
         ServerCommand::Status { json } => status(session, json),
         ServerCommand::Stop => stop(session),
+        ServerCommand::Handoff {
+            binary,
+            expect_version,
+            expect_protocol,
+        } => handoff(session, binary, expect_version, expect_protocol),
+        ServerCommand::Import { from } => {
+            crate::server::handoff::import::main(session.clone(), from)?;
+            Ok(0)
+        }
+    }
+}
+
+fn handoff(
+    session: &SessionName,
+    binary: Option<std::path::PathBuf>,
+    expect_version: Option<String>,
+    expect_protocol: Option<u32>,
+) -> anyhow::Result<i32> {
+    let Some(mut api) = ApiClient::connect(session)? else {
+        eprintln!("herdr: no herdr server is running for session {session}; nothing to hand off");
+        return Ok(3);
+    };
+    let mut params = json!({});
+    if let Some(b) = binary {
+        // The server resolves paths from its own folder: send an absolute one.
+        let abs = std::fs::canonicalize(&b)
+            .map_err(|e| anyhow::anyhow!("cannot use --binary {}: {e}", b.display()))?;
+        params["binary"] = json!(abs);
+    }
+    if let Some(v) = expect_version {
+        params["expected_version"] = json!(v);
+    }
+    if let Some(p) = expect_protocol {
+        params["expected_protocol"] = json!(p);
+    }
+    let done = match api.call("server.live_handoff", params) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("herdr: live handoff failed; the old server keeps serving, every program still runs: {e:#}");
+            return Ok(1);
+        }
+    };
+    println!(
+        "handed session {session} to herdr {} (pid {}): {} pane(s) in {} ms; no-return window {} ms",
+        done["version"].as_str().unwrap_or("?"),
+        done["pid"],
+        done["panes"],
+        done["total_ms"],
+        done["window_ms"],
+    );
+    // Say who serves now, as a user would check.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(mut api)) = ApiClient::connect(session) {
+            if let Ok(st) = api.call("server.status", json!({})) {
+                println!(
+                    "now serving: herdr {} (protocol {}, pid {})",
+                    st["version"].as_str().unwrap_or("?"),
+                    st["protocol"],
+                    st["pid"]
+                );
+                return Ok(0);
+            }
+        }
+        if Instant::now() >= deadline {
+            eprintln!("herdr: the new server does not answer yet; check `herdr server status`");
+            return Ok(1);
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

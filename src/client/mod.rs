@@ -54,6 +54,10 @@ impl Link {
 pub trait Transport {
     /// Opens a link and says hello with the current terminal size.
     fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link>;
+    /// Opens a link to a server that is being replaced (live update): never starts one.
+    fn reopen(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+        self.open(size)
+    }
     /// Whether a lost link is retried (remote) or the end (local).
     fn reconnects(&self) -> bool;
     /// For messages: "session work on devbox".
@@ -66,6 +70,13 @@ impl Transport for Local {
     fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
         let (stream, _started) = connect::connect_or_start(&self.0, Role::Client, Some(size))?;
         Link::unix(stream)
+    }
+
+    fn reopen(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+        match connect::connect(&self.0, Role::Client, Some(size))? {
+            Some(stream) => Link::unix(stream),
+            None => anyhow::bail!("not listening yet"),
+        }
     }
 
     fn reconnects(&self) -> bool {
@@ -137,6 +148,16 @@ type SharedWriter = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
 const FIRST_RETRY: Duration = Duration::from_millis(200);
 /// Longest wait between two reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(15);
+/// While a server is replaced (live update): how often to try, and for how long.
+const REPLACED_RETRY: Duration = Duration::from_millis(50);
+const REPLACED_WINDOW: Duration = Duration::from_secs(60);
+
+/// Why a link ended without the server ending the attachment.
+enum Drop {
+    Lost(String),
+    /// The server is being replaced and asked us to come back.
+    Replaced(String),
+}
 
 /// Runs an attachment until it ends: raw mode and the alternate screen for its whole life,
 /// across reconnections when the transport allows them (the server sends a full frame on
@@ -156,30 +177,47 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
 
     let mut reader = Some(first.reader);
     let mut backoff = FIRST_RETRY;
+    // Set while a replaced server is awaited: until when.
+    let mut replaced_until: Option<std::time::Instant> = None;
     let outcome = loop {
         let lost = match reader.take() {
             Some(r) => match pump(r, &mut stdout) {
                 Ok(outcome) => break outcome,
-                Err(why) => why,
+                Err(Drop::Lost(why)) => why,
+                Err(Drop::Replaced(why)) => {
+                    replaced_until = Some(std::time::Instant::now() + REPLACED_WINDOW);
+                    why
+                }
             },
             None => String::from("not connected"),
         };
         *lock(&writer) = None;
-        if !transport.reconnects() {
-            break Outcome::Lost(lost);
+        let replacing = replaced_until.is_some_and(|t| std::time::Instant::now() < t);
+        if !transport.reconnects() && !replacing {
+            break Outcome::Lost(match replaced_until {
+                Some(_) => format!("{lost} (the server did not come back after a live update)"),
+                None => lost,
+            });
         }
         // Over the last screen: say what is going on, then retry with a capped backoff.
         let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}… ({lost}) — ctrl-c to give up \x1b[0m\x1b[K\x1b8", transport.describe());
         let _ = stdout
             .write_all(note.as_bytes())
             .and_then(|_| stdout.flush());
-        if wait_or_quit(backoff, &quit) {
+        let pause = if replacing { REPLACED_RETRY } else { backoff };
+        if wait_or_quit(pause, &quit) {
             break Outcome::GaveUp;
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
-        match transport.open(terminal_size()) {
+        let opened = if replacing {
+            transport.reopen(terminal_size())
+        } else {
+            transport.open(terminal_size())
+        };
+        match opened {
             Ok(link) => {
                 backoff = FIRST_RETRY;
+                replaced_until = None;
                 *lock(&writer) = Some(link.writer);
                 reader = Some(link.reader);
             }
@@ -205,8 +243,8 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
 }
 
 /// Copies frames to the terminal until the server ends the attachment (Ok) or the link
-/// is lost (Err with why).
-fn pump(reader: Box<dyn Read + Send>, stdout: &mut std::io::Stdout) -> Result<Outcome, String> {
+/// ends otherwise (Err with why).
+fn pump(reader: Box<dyn Read + Send>, stdout: &mut std::io::Stdout) -> Result<Outcome, Drop> {
     let mut reader = ServerReader::new(reader);
     loop {
         match reader.recv() {
@@ -220,8 +258,9 @@ fn pump(reader: Box<dyn Read + Send>, stdout: &mut std::io::Stdout) -> Result<Ou
                 }
             }
             Ok(Some(ServerMsg::Exit(why))) => return Ok(Outcome::Ended(why)),
-            Ok(None) => return Err("the server closed the connection".into()),
-            Err(e) => return Err(e.to_string()),
+            Ok(Some(ServerMsg::Reconnect(why))) => return Err(Drop::Replaced(why)),
+            Ok(None) => return Err(Drop::Lost("the server closed the connection".into())),
+            Err(e) => return Err(Drop::Lost(e.to_string())),
         }
     }
 }

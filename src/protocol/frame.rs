@@ -18,6 +18,7 @@ mod tag {
     // server -> client
     pub const OUTPUT: u8 = 101;
     pub const EXIT: u8 = 102;
+    pub const RECONNECT: u8 = 103;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,9 @@ pub enum ServerMsg {
     Output(Vec<u8>),
     /// The server ends this attachment; the text says why (shown to the user).
     Exit(String),
+    /// The server is being replaced (live update): connect again shortly, the session
+    /// stays as it is. The text says why.
+    Reconnect(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +95,7 @@ impl ServerMsg {
         match self {
             ServerMsg::Output(b) => encode(tag::OUTPUT, b),
             ServerMsg::Exit(s) => encode(tag::EXIT, s.as_bytes()),
+            ServerMsg::Reconnect(s) => encode(tag::RECONNECT, s.as_bytes()),
         }
     }
 
@@ -98,6 +103,9 @@ impl ServerMsg {
         match tag {
             tag::OUTPUT => Ok(ServerMsg::Output(p.to_vec())),
             tag::EXIT => Ok(ServerMsg::Exit(String::from_utf8_lossy(p).into_owned())),
+            tag::RECONNECT => Ok(ServerMsg::Reconnect(
+                String::from_utf8_lossy(p).into_owned(),
+            )),
             t => Err(FrameError::UnknownTag(t)),
         }
     }

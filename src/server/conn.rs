@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -94,22 +94,59 @@ impl ClientWriter {
     }
 }
 
-pub fn spawn_acceptor(listener: UnixListener, events: Sender<Event>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("herdr-accept".into())
-        .spawn(move || {
-            let mut next_id: ClientId = 0;
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                next_id += 1;
-                let id = next_id;
-                let events = events.clone();
-                let _ = std::thread::Builder::new()
-                    .name(format!("herdr-conn-{id}"))
-                    .spawn(move || handle_connection(id, stream, events));
-            }
-        })?;
-    Ok(())
+/// The accept thread of the session socket. Connection ids keep counting across a
+/// stop and a restart (a rolled-back handoff), so none is reused.
+pub struct Acceptor {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    path: std::path::PathBuf,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Acceptor {
+    pub fn spawn(
+        listener: UnixListener,
+        path: std::path::PathBuf,
+        events: Sender<Event>,
+        next_id: Option<Arc<AtomicU64>>,
+    ) -> std::io::Result<Acceptor> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let next_id = next_id.unwrap_or_default();
+        let (flag, ids) = (stop.clone(), next_id.clone());
+        let thread = std::thread::Builder::new()
+            .name("herdr-accept".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if flag.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
+                    let events = events.clone();
+                    let _ = std::thread::Builder::new()
+                        .name(format!("herdr-conn-{id}"))
+                        .spawn(move || handle_connection(id, stream, events));
+                }
+            })?;
+        Ok(Acceptor {
+            stop,
+            thread: Some(thread),
+            path,
+            next_id,
+        })
+    }
+
+    /// Stops accepting and closes the listening socket (its file stays). Returns the id
+    /// counter for a later restart.
+    pub fn stop(mut self) -> Arc<AtomicU64> {
+        self.stop.store(true, Ordering::Release);
+        // Wake the blocked accept with a connection of our own.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.next_id.clone()
+    }
 }
 
 fn handle_connection(id: ClientId, stream: UnixStream, events: Sender<Event>) {
@@ -276,6 +313,19 @@ impl ApiWriter {
 
     pub fn close(&self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Waits until everything queued is written (for a last reply before the process
+    /// exits); false if that took longer than `timeout`.
+    pub fn flush_wait(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.queued_bytes.load(Ordering::Acquire) > 0 {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod api;
 mod conn;
+pub mod handoff;
 mod keys;
 mod panes;
 mod persist;
@@ -35,7 +36,7 @@ use crate::render::diff::Frame;
 use crate::render::ui::{self, Overlay, View};
 
 pub use conn::ClientId;
-use conn::{ApiWriter, ClientWriter};
+use conn::{Acceptor, ApiWriter, ClientWriter};
 
 /// Minimum time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
@@ -142,6 +143,13 @@ pub struct Server {
     last_frame: Instant,
     frame_due: Option<Instant>,
     stopping: Option<String>,
+    acceptor: Option<Acceptor>,
+    /// Connection ids continue from here when accepting restarts (a rolled-back handoff).
+    next_conn_id: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// The session's lock, held for the server's life (and handed on in a handoff).
+    lock: Option<SessionLock>,
+    /// The session now belongs to another server: stop without touching any program.
+    handed_off: bool,
 }
 
 /// Binds the session's socket: refuses to steal one a live server answers on, replaces a
@@ -169,15 +177,38 @@ pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, Ses
             socket.display()
         );
     }
-    let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    let listener = bind_socket(&socket)?;
     Ok((listener, socket, SessionLock(lock)))
 }
 
+/// Listens on `socket` (0600), replacing a stale file. The caller has made sure no live
+/// server answers there.
+pub(crate) fn bind_socket(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
+    let _ = std::fs::remove_file(socket);
+    let listener = UnixListener::bind(socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
 /// Held for the life of a server: the session's lock file, exclusively locked.
-pub struct SessionLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+pub struct SessionLock(nix::fcntl::Flock<std::fs::File>);
+
+impl SessionLock {
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.0.as_fd()
+    }
+
+    /// A lock received from the server that held it: the same open file, so locking it
+    /// again succeeds at once and it stays locked when the sender exits.
+    pub fn adopt(fd: std::os::fd::OwnedFd) -> anyhow::Result<SessionLock> {
+        let file = std::fs::File::from(fd);
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map(SessionLock)
+            .map_err(|(_, e)| anyhow::anyhow!("the handed-over session lock is not ours: {e}"))
+    }
+}
 
 impl Server {
     pub fn new(
@@ -210,12 +241,21 @@ impl Server {
             last_frame: Instant::now() - FRAME_INTERVAL,
             frame_due: None,
             stopping: None,
+            acceptor: None,
+            next_conn_id: None,
+            lock: None,
+            handed_off: false,
         }
     }
 
     /// Serves until stopped or until the last pane is gone.
     pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
-        conn::spawn_acceptor(listener, self.events_tx.clone())?;
+        self.acceptor = Some(Acceptor::spawn(
+            listener,
+            self.socket.clone(),
+            self.events_tx.clone(),
+            None,
+        )?);
         while self.stopping.is_none() {
             let timeout = self
                 .next_deadline()
@@ -571,6 +611,14 @@ impl Server {
             .clone()
             .unwrap_or_else(|| "server stopped".into());
         eprintln!("herdr server: stopping: {why}");
+        if self.handed_off {
+            // The socket, the files and every program belong to the new server now; the
+            // runtimes are set to preserve, so dropping them only closes our copies.
+            for (_, rt) in self.runtimes.drain() {
+                rt.handle.shutdown_and_join();
+            }
+            return;
+        }
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for id in ids {
             if let Some(c) = self.clients.remove(&id) {
@@ -610,44 +658,66 @@ fn spawn_signal_thread(events: Sender<Event>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
-/// the first pane, serves.
-pub fn main(session: SessionName) -> anyhow::Result<()> {
-    let _ = nix::unistd::setsid();
+/// The configuration and key bindings, with what is wrong in them (for the log and the
+/// status line).
+fn load_config() -> (Config, Bindings, Vec<crate::config::Diagnostic>) {
     let config_path = crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"));
     let (config, mut diags) = crate::config::load(&config_path);
     let (bindings, more) = Bindings::from_config(&config, &config_path);
     diags.extend(more);
-    let (listener, socket, _lock) = bind(&session)?;
+    (config, bindings, diags)
+}
+
+impl Server {
+    /// Shows the first config problem on the status line; all of them go to the log.
+    fn report_config(&mut self, diags: &[crate::config::Diagnostic]) {
+        for d in diags {
+            eprintln!("config: {d}");
+        }
+        if let Some(first) = diags.first() {
+            let more = if diags.len() > 1 {
+                format!(" (+{} more, see the server log)", diags.len() - 1)
+            } else {
+                String::new()
+            };
+            self.message = Some((
+                format!("config: {first}{more}"),
+                Instant::now() + Duration::from_secs(10),
+            ));
+        }
+    }
+
+    /// Starts the background saver (a server without one still serves, unsaved).
+    fn start_persistence(&mut self) {
+        match paths::ensure_state_dir(&self.session) {
+            Ok(dir) => {
+                match persist::Persistence::start(dir, self.events_tx.clone()) {
+                    Ok(p) => self.persist = Some(p),
+                    Err(e) => {
+                        eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
+                    }
+                }
+            }
+            Err(e) => eprintln!(
+                "persistence: cannot create the state folder: {e}; the session will not be saved"
+            ),
+        }
+    }
+}
+
+/// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
+/// the first pane, serves.
+pub fn main(session: SessionName) -> anyhow::Result<()> {
+    let _ = nix::unistd::setsid();
+    let (config, bindings, diags) = load_config();
+    let (listener, socket, lock) = bind(&session)?;
     let mut server = Server::new(session, socket.clone(), config, bindings);
-    for d in &diags {
-        eprintln!("config: {d}");
-    }
-    if let Some(first) = diags.first() {
-        let more = if diags.len() > 1 {
-            format!(" (+{} more, see the server log)", diags.len() - 1)
-        } else {
-            String::new()
-        };
-        server.message = Some((
-            format!("config: {first}{more}"),
-            Instant::now() + Duration::from_secs(10),
-        ));
-    }
+    server.lock = Some(lock);
+    server.report_config(&diags);
     // Signals are handled from the start: a SIGHUP during a long restore must not end the
     // server (its default action would, silently).
     spawn_signal_thread(server.events_tx.clone())?;
-    match paths::ensure_state_dir(&server.session) {
-        Ok(dir) => match persist::Persistence::start(dir, server.events_tx.clone()) {
-            Ok(p) => server.persist = Some(p),
-            Err(e) => {
-                eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
-            }
-        },
-        Err(e) => eprintln!(
-            "persistence: cannot create the state folder: {e}; the session will not be saved"
-        ),
-    }
+    server.start_persistence();
     if !server.persist_restore() {
         if let Err(e) = server.create_workspace(None, None) {
             let _ = std::fs::remove_file(&socket);

@@ -30,8 +30,8 @@ pub(crate) struct Persistence {
     schedule: SaveSchedule,
     saver: Saver,
     /// Set when the files on disk must not be written (a newer herdr's session).
-    read_only: Option<String>,
-    generation: u64,
+    pub(crate) read_only: Option<String>,
+    pub(crate) generation: u64,
     /// The structure as of the last noted change (no /proc facts), to spot changes.
     last_structure: Option<SessionSnapshot>,
     /// What was last handed to the saver (full), to skip identical saves.

@@ -138,6 +138,44 @@ impl Server {
         );
     }
 
+    /// A live handoff begins: waits are answered with an error that says to retry, every
+    /// API connection but `keep` (the one that asked) is ended after its queued lines.
+    pub(crate) fn api_end_for_handoff(&mut self, keep: ClientId) {
+        let waits = std::mem::take(&mut self.api.waits);
+        for w in waits {
+            let err = ApiError::new(
+                "handoff_in_progress",
+                "live update in progress: the server is being replaced; reconnect and retry",
+            );
+            self.api_send(w.conn, reply_line(&w.id, Err(err)));
+        }
+        let ids: Vec<ClientId> = self
+            .api
+            .conns
+            .keys()
+            .copied()
+            .filter(|&c| c != keep)
+            .collect();
+        for id in ids {
+            if let Some(c) = self.api.conns.remove(&id) {
+                if c.subscribed {
+                    let line = json!({ "event": "server.handoff", "message": "live update in progress; reconnect and subscribe again" });
+                    c.writer.try_send(line.to_string());
+                }
+                // Dropping the writer lets its thread write what is queued, then close.
+            }
+        }
+    }
+
+    /// Sends a last reply and waits (bounded) until it is written.
+    pub(crate) fn api_send_final(&mut self, conn: ClientId, line: String) {
+        if let Some(c) = self.api.conns.get(&conn) {
+            if c.writer.try_send(line) {
+                c.writer.flush_wait(Duration::from_secs(2));
+            }
+        }
+    }
+
     pub(crate) fn api_closed(&mut self, id: ClientId) {
         if self.api.waits.iter().any(|w| w.conn == id) {
             if let Some(c) = self.api.conns.get_mut(&id) {
@@ -207,6 +245,7 @@ impl Server {
                 self.stop("server stopped");
                 now(json!({ "stopping": true }))
             }
+            "server.live_handoff" => self.api_live_handoff(conn, id, p),
             "events.subscribe" => {
                 if let Some(c) = self.api.conns.get_mut(&conn) {
                     c.subscribed = true;
@@ -262,7 +301,49 @@ impl Server {
             "clients": self.clients.len(),
             "api_clients": self.api.conns.len(),
             "size": { "cols": self.size.0, "rows": self.size.1 },
+            "live_handoff": true,
         })
+    }
+
+    fn api_live_handoff(&mut self, conn: ClientId, id: &Value, p: &Value) -> ApiResult {
+        use crate::server::handoff::export::{own_binary, Request};
+        let binary = match p.get("binary") {
+            Some(Value::String(b)) => std::path::PathBuf::from(b),
+            Some(_) => return Err(ApiError::new("bad_params", "binary must be a path")),
+            None => own_binary().map_err(|e| ApiError::new("handoff_failed", e))?,
+        };
+        let expected_protocol =
+            match p.get("expected_protocol") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
+                    || ApiError::new("bad_params", "expected_protocol must be a number"),
+                )?),
+            };
+        let req = Request {
+            binary,
+            expected_version: p
+                .get("expected_version")
+                .and_then(Value::as_str)
+                .map(String::from),
+            expected_protocol,
+        };
+        let done = self
+            .live_handoff(conn, req)
+            .map_err(|e| ApiError::new("handoff_failed", e))?;
+        let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
+        let reply = json!({
+            "version": done.version,
+            "protocol": done.protocol,
+            "pid": done.pid,
+            "panes": done.panes,
+            "total_ms": ms(done.total),
+            "window_ms": ms(done.window),
+        });
+        eprintln!("handoff: done: {reply}");
+        self.api_send_final(conn, reply_line(id, Ok(reply)));
+        self.handed_off = true;
+        self.stop("handed the session to a new server");
+        Ok(Outcome::Later)
     }
 
     /// Output happened in a terminal: announce `pane.output`, coalesced per pane.

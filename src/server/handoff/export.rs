@@ -1,0 +1,434 @@
+//! The old server's side of a live handoff. Runs on the server thread from start to end:
+//! nothing else happens in the session meanwhile (clients were told to come back).
+//!
+//! Every step before `committed` can be undone, and [`Server::live_handoff`] undoes it
+//! on any failure: the new process is killed, every pane resumes, the public socket is
+//! bound again if it was given up. After `committed` the new server owns the session.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{recv_word, send, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
+use crate::model::ids::TerminalId;
+use crate::paths;
+use crate::protocol::frame::ServerMsg;
+use crate::protocol::{PROTOCOL_VERSION, VERSION};
+use crate::pty::Paused;
+use crate::server::conn::Acceptor;
+use crate::server::{ClientId, Server};
+
+/// All panes together get this long to stop reading.
+const PAUSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The new process must connect within this time.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Each step's answer must come within this time (plus a little per pane for `restored`).
+const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+const PER_PANE: Duration = Duration::from_millis(20);
+
+/// What `server.live_handoff` asks for.
+pub struct Request {
+    pub binary: PathBuf,
+    pub expected_version: Option<String>,
+    pub expected_protocol: Option<u32>,
+}
+
+/// A completed handoff, for the reply and the docs' figures.
+pub struct Done {
+    pub pid: u32,
+    pub version: String,
+    pub protocol: u32,
+    pub panes: usize,
+    /// From the request to `owned`.
+    pub total: Duration,
+    /// From `committed` to `owned`: the stretch where neither side can take things back.
+    pub window: Duration,
+}
+
+/// Undo information, filled in as steps happen.
+#[derive(Default)]
+struct Progress {
+    child: Option<Child>,
+    paused: Vec<TerminalId>,
+    /// The public socket was given up (its acceptor stopped, its file removed).
+    released: bool,
+    handoff_socket: Option<PathBuf>,
+}
+
+impl Server {
+    /// Hands the session to `req.binary`. On success this server must exit at once
+    /// without touching any program (the caller does that); on error everything is as
+    /// before and the error says what went wrong.
+    pub(crate) fn live_handoff(
+        &mut self,
+        requester: ClientId,
+        req: Request,
+    ) -> Result<Done, String> {
+        let started = Instant::now();
+        self.check_handoff(&req)?;
+        let mut progress = Progress::default();
+        match self.handoff_steps(requester, &req, &mut progress, started) {
+            Ok(done) => {
+                if let Some(p) = progress.handoff_socket {
+                    let _ = std::fs::remove_file(p);
+                }
+                Ok(done)
+            }
+            Err(e) => {
+                self.roll_back(progress);
+                eprintln!("handoff: rolled back: {e}");
+                Err(e)
+            }
+        }
+    }
+
+    /// Everything that can be checked before anything changes.
+    fn check_handoff(&self, req: &Request) -> Result<(), String> {
+        let meta = std::fs::metadata(&req.binary).map_err(|e| {
+            format!(
+                "cannot hand off to {}: {e}; give an installed herdr binary with --binary",
+                req.binary.display()
+            )
+        })?;
+        if !meta.is_file()
+            || nix::unistd::access(&req.binary, nix::unistd::AccessFlags::X_OK).is_err()
+        {
+            return Err(format!(
+                "cannot hand off to {}: not an executable file",
+                req.binary.display()
+            ));
+        }
+        // Each pane's master travels as one more descriptor in both processes.
+        let needed = crate::sys::open_fds().len() + self.runtimes.len() + 64;
+        let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_err(|e| format!("cannot read the open-file limit: {e}"))?;
+        if needed as u64 > soft {
+            return Err(format!(
+                "a handoff of {} panes needs about {needed} open files, over this server's limit of {soft}; \
+                 raise it (ulimit -n) before starting the server, or close some panes",
+                self.runtimes.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn handoff_steps(
+        &mut self,
+        requester: ClientId,
+        req: &Request,
+        progress: &mut Progress,
+        started: Instant,
+    ) -> Result<Done, String> {
+        // 1. A private socket and a token.
+        let sock_path = paths::runtime_dir().join(format!(
+            "{}.handoff-{}.sock",
+            self.session.as_str(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&sock_path);
+        let listener = UnixListener::bind(&sock_path)
+            .map_err(|e| format!("cannot create {}: {e}", sock_path.display()))?;
+        progress.handoff_socket = Some(sock_path.clone());
+        std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("cannot protect {}: {e}", sock_path.display()))?;
+        let token = super::token().map_err(|e| format!("cannot make a token: {e}"))?;
+
+        // 2. Clients come back by themselves once the new server listens.
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for id in ids {
+            if let Some(c) = self.clients.remove(&id) {
+                let why = "live update in progress; reconnecting when it completes".to_string();
+                c.writer.send_last(ServerMsg::Reconnect(why).encode());
+            }
+        }
+        self.active_client = None;
+        self.api_end_for_handoff(requester);
+
+        // 3. Every pane stops reading: from here on, unread output waits in the kernel.
+        let deadline = Instant::now() + PAUSE_TIMEOUT;
+        let mut paused: Vec<(TerminalId, Paused)> = Vec::new();
+        for tid in self.runtimes.ids() {
+            let Some(rt) = self.runtimes.get(tid) else {
+                continue;
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let p = rt
+                .handle
+                .pause(left)
+                .map_err(|e| format!("terminal {}: {e}", tid.0))?;
+            progress.paused.push(tid);
+            paused.push((tid, p));
+        }
+
+        // 4. The session and each pane's state, in the snapshot's pane order.
+        let snapshot = self.capture(true);
+        let mut panes = Vec::new();
+        let mut images = Vec::new();
+        let mut masters: Vec<BorrowedFd> = Vec::new();
+        for ps in snapshot
+            .workspaces
+            .iter()
+            .flat_map(|w| &w.tabs)
+            .flat_map(|t| &t.panes)
+        {
+            let Some(tid) = self.terminal_of_pane_no(ps.id) else {
+                continue;
+            };
+            let (Some(rt), Some(term), Some((_, p))) = (
+                self.runtimes.get(tid),
+                self.state.terminals.get(&tid),
+                paused.iter().find(|(t, _)| *t == tid),
+            ) else {
+                continue;
+            };
+            let Some(pid) = rt.pid else {
+                continue;
+            };
+            let image = crate::pty::lock(&rt.emulator).image();
+            panes.push(PaneRuntime {
+                pane: ps.id,
+                pid: pid as i32,
+                rows: image.rows,
+                cols: image.cols,
+                agent_state: term.agent_state.clone(),
+                agent_pid: term.agent_pid,
+                report_seq: term.report_seq.clone(),
+            });
+            images.push((image.encode(), p.pending_input.clone()));
+            masters.push(p.master.as_fd());
+        }
+        let manifest = Manifest {
+            handoff: HANDOFF_VERSION,
+            source_version: VERSION.into(),
+            source_protocol: PROTOCOL_VERSION,
+            expected_version: req.expected_version.clone(),
+            expected_protocol: req.expected_protocol,
+            session: self.session.as_str().into(),
+            snapshot,
+            size: self.size,
+            sidebar: self.sidebar,
+            persist_generation: self.persist.as_ref().map_or(0, |p| p.generation),
+            persist_read_only: self.persist.as_ref().and_then(|p| p.read_only.clone()),
+            panes,
+        };
+
+        // 5. The new process.
+        let child = Command::new(&req.binary)
+            .args([
+                "server",
+                "import",
+                "--session",
+                self.session.as_str(),
+                "--from",
+            ])
+            .arg(&sock_path)
+            .env(TOKEN_ENV, &token)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", req.binary.display()))?;
+        let new_pid = child.id();
+        progress.child = Some(child);
+
+        // 6. It connects and proves it is the one we started.
+        let mut sock = accept_from(&listener, progress, CONNECT_TIMEOUT)?;
+        let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(|e| format!("new server: {e}"))?;
+        let (version, protocol) = check_hello(&hello, &token, req)?;
+
+        // 7. The manifest and the screens; the new side checks it can take them.
+        let json = serde_json::to_vec(&manifest)
+            .map_err(|e| format!("cannot encode the manifest: {e}"))?;
+        let io = |e: std::io::Error| format!("cannot send to the new server: {e}");
+        send(&mut sock, &json).map_err(io)?;
+        for (image, pending) in &images {
+            send(&mut sock, image).map_err(io)?;
+            send(&mut sock, pending).map_err(io)?;
+        }
+        expect(&mut sock, "validated", STEP_TIMEOUT)?;
+
+        // 8. The descriptors: the session lock first, then every master.
+        let lock = self
+            .lock
+            .as_ref()
+            .ok_or("this server holds no session lock")?;
+        let mut fds = vec![lock.fd()];
+        fds.extend(masters.iter().copied());
+        crate::sys::fdpass::send_fds(&sock, &fds).map_err(io)?;
+        expect(
+            &mut sock,
+            "restored",
+            STEP_TIMEOUT + PER_PANE * manifest.panes.len() as u32,
+        )?;
+
+        // 9. Give up the public socket; the new server binds it once it refuses here.
+        if let Some(a) = self.acceptor.take() {
+            self.next_conn_id = Some(a.stop());
+        }
+        progress.released = true;
+        let _ = std::fs::remove_file(&self.socket);
+        send(&mut sock, b"released").map_err(io)?;
+        expect(&mut sock, "ready", STEP_TIMEOUT)?;
+
+        // 10. No way back from here.
+        send(&mut sock, b"committed").map_err(io)?;
+        let committed = Instant::now();
+        progress.child = None;
+        for tid in self.runtimes.ids() {
+            if let Some(rt) = self.runtimes.get(tid) {
+                rt.handle.preserve(true);
+            }
+        }
+        if let Err(e) = expect(&mut sock, "owned", STEP_TIMEOUT) {
+            // Nothing to undo: the new server has the session (or died with it).
+            eprintln!("handoff: committed, but the new server did not confirm: {e}");
+        }
+        Ok(Done {
+            pid: new_pid,
+            version,
+            protocol,
+            panes: manifest.panes.len(),
+            total: started.elapsed(),
+            window: committed.elapsed(),
+        })
+    }
+
+    fn terminal_of_pane_no(&self, no: u32) -> Option<TerminalId> {
+        self.state
+            .panes
+            .values()
+            .find(|p| p.no.0 == no)
+            .map(|p| p.terminal)
+    }
+
+    /// Undoes whatever `progress` says happened.
+    fn roll_back(&mut self, progress: Progress) {
+        if let Some(mut child) = progress.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if progress.released {
+            // The new process is gone, so a socket file it may have bound is stale.
+            match crate::server::bind_socket(&self.socket) {
+                Ok(listener) => {
+                    match Acceptor::spawn(
+                        listener,
+                        self.socket.clone(),
+                        self.events_tx.clone(),
+                        self.next_conn_id.take(),
+                    ) {
+                        Ok(a) => self.acceptor = Some(a),
+                        Err(e) => eprintln!("handoff: cannot accept connections again: {e}"),
+                    }
+                }
+                Err(e) => eprintln!("handoff: cannot listen again: {e:#}"),
+            }
+        }
+        for tid in progress.paused {
+            if let Some(rt) = self.runtimes.get(tid) {
+                rt.handle.preserve(false);
+                rt.handle.resume();
+            }
+        }
+        if let Some(p) = progress.handoff_socket {
+            let _ = std::fs::remove_file(p);
+        }
+        self.request_render();
+    }
+}
+
+/// Waits for the new process to connect, noticing if it exits first.
+fn accept_from(
+    listener: &UnixListener,
+    progress: &mut Progress,
+    timeout: Duration,
+) -> Result<UnixStream, String> {
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("handoff socket: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)
+                    .map_err(|e| format!("handoff socket: {e}"))?;
+                return Ok(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(format!("handoff socket: {e}")),
+        }
+        if let Some(child) = progress.child.as_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                progress.child = None;
+                return Err(format!(
+                    "the new server exited before it connected ({status})"
+                ));
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the new server did not connect within {} s",
+                timeout.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `herdr-handoff <handoff version> <token> <version> <protocol>`.
+fn check_hello(line: &str, token: &str, req: &Request) -> Result<(String, u32), String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let [magic, hv, tok, version, protocol] = words[..] else {
+        return Err(format!("the new server said {line:?}, not a handoff hello"));
+    };
+    if magic != "herdr-handoff" || !super::same_token(tok, token) {
+        return Err("the new server did not present the handoff token".into());
+    }
+    if hv != HANDOFF_VERSION.to_string() {
+        return Err(format!(
+            "the new binary speaks handoff version {hv}, this server {HANDOFF_VERSION}; restart the server instead (programs in panes will stop)"
+        ));
+    }
+    let protocol: u32 = protocol
+        .parse()
+        .map_err(|_| format!("the new server sent a bad protocol number {protocol:?}"))?;
+    if let Some(want) = &req.expected_version {
+        if want != version {
+            return Err(format!(
+                "the new binary reports version {version}, expected {want}"
+            ));
+        }
+    }
+    if let Some(want) = req.expected_protocol {
+        if want != protocol {
+            return Err(format!(
+                "the new binary reports protocol {protocol}, expected {want}"
+            ));
+        }
+    }
+    Ok((version.to_string(), protocol))
+}
+
+/// Reads the next step word; anything else (a refusal with its reason) is an error.
+fn expect(sock: &mut UnixStream, word: &str, timeout: Duration) -> Result<(), String> {
+    let got = recv_word(sock, timeout).map_err(|e| format!("waiting for {word}: {e}"))?;
+    if got == word {
+        Ok(())
+    } else {
+        Err(format!("the new server answered {got:?} instead of {word}"))
+    }
+}
+
+/// The binary a handoff without `--binary` goes to: the file now at this server's own
+/// path (an update replaces it; the running inode then shows as deleted).
+pub fn own_binary() -> Result<PathBuf, String> {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .or_else(|_| std::env::current_exe())
+        .map_err(|e| format!("cannot find this server's binary: {e}"))?;
+    let text = exe.to_string_lossy();
+    Ok(match text.strip_suffix(" (deleted)") {
+        Some(p) => Path::new(p).to_path_buf(),
+        None => exe,
+    })
+}

@@ -1,0 +1,306 @@
+//! The new server's side of a live handoff (`herdr server import`, started by the old
+//! server). Until `committed` it holds the session only on loan: its terminals are paused
+//! and set to preserve their programs, so if it fails or is killed, nobody dies and the
+//! old server carries on. On any doubt before `committed` it exits.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::{recv, recv_word, send, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
+use crate::model::TerminalState;
+use crate::paths::SessionName;
+use crate::protocol::{PROTOCOL_VERSION, VERSION};
+use crate::pty::actor::ActorParts;
+use crate::pty::{Program, PtyHandle, TerminalRuntime};
+use crate::server::{Event, Server, SessionLock};
+use crate::term::{Emulator, Image};
+
+/// How long to wait for each message from the old server.
+const STEP_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the old public socket may take to stop answering.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// One pane as received: its facts, screen, unwritten input and master.
+struct Incoming {
+    runtime: PaneRuntime,
+    image: Image,
+    pending: Vec<u8>,
+    master: Option<OwnedFd>,
+}
+
+pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
+    let _ = nix::unistd::setsid();
+    let token = std::env::var(TOKEN_ENV).context(
+        "herdr server import is started by a running server during a live handoff, not by hand",
+    )?;
+    // Panes started later must not inherit it (nothing else runs yet in this process).
+    std::env::remove_var(TOKEN_ENV);
+    if super::fault("exit-before-validated") {
+        std::process::exit(3);
+    }
+    let mut sock = UnixStream::connect(&from)
+        .with_context(|| format!("cannot reach the old server at {}", from.display()))?;
+    let version = if super::fault("wrong-version") {
+        "9.9.9-fault"
+    } else {
+        VERSION
+    };
+    send(
+        &mut sock,
+        format!("herdr-handoff {HANDOFF_VERSION} {token} {version} {PROTOCOL_VERSION}").as_bytes(),
+    )?;
+    match receive(&mut sock, &session) {
+        Ok((manifest, panes, lock)) => serve(sock, session, manifest, panes, lock),
+        Err(e) => {
+            let _ = send(&mut sock, format!("refused: {e}").as_bytes());
+            Err(anyhow::anyhow!("handoff refused: {e}"))
+        }
+    }
+}
+
+/// Steps 7 and 8: the manifest, the screens, the descriptors.
+fn receive(
+    sock: &mut UnixStream,
+    session: &SessionName,
+) -> Result<(Manifest, Vec<Incoming>, OwnedFd), String> {
+    let bytes = recv(sock, STEP_TIMEOUT).map_err(|e| format!("no manifest: {e}"))?;
+    let manifest: Manifest =
+        serde_json::from_slice(&bytes).map_err(|e| format!("unreadable manifest: {e}"))?;
+    if manifest.handoff != HANDOFF_VERSION {
+        return Err(format!(
+            "handoff version {} offered, this binary speaks {HANDOFF_VERSION}",
+            manifest.handoff
+        ));
+    }
+    if manifest.session != session.as_str() {
+        return Err(format!(
+            "the manifest is for session {}, not {session}",
+            manifest.session
+        ));
+    }
+    if let Some(v) = &manifest.expected_version {
+        if v != VERSION {
+            return Err(format!(
+                "this binary is version {VERSION}, {v} was expected"
+            ));
+        }
+    }
+    if let Some(p) = manifest.expected_protocol {
+        if p != PROTOCOL_VERSION {
+            return Err(format!(
+                "this binary speaks protocol {PROTOCOL_VERSION}, {p} was expected"
+            ));
+        }
+    }
+    crate::persist::snapshot::validate(&manifest.snapshot)
+        .map_err(|e| format!("the session snapshot is not usable: {e}"))?;
+    let mut panes = Vec::with_capacity(manifest.panes.len());
+    for rt in &manifest.panes {
+        let image = recv(sock, STEP_TIMEOUT).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
+        let image = Image::decode(&image).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
+        let pending = recv(sock, STEP_TIMEOUT).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
+        panes.push(Incoming {
+            runtime: rt.clone(),
+            image,
+            pending,
+            master: None,
+        });
+    }
+    send(sock, b"validated").map_err(|e| e.to_string())?;
+    let fds = crate::sys::fdpass::recv_fds(sock, 1 + panes.len())
+        .map_err(|e| format!("receiving descriptors: {e}"))?;
+    if super::fault("crash-after-fds") {
+        std::process::abort();
+    }
+    let mut fds = fds.into_iter();
+    let lock = fds.next().ok_or("no session lock received")?;
+    for (p, fd) in panes.iter_mut().zip(fds) {
+        p.master = Some(fd);
+    }
+    Ok((manifest, panes, lock))
+}
+
+/// Steps 8 to 11: rebuild, take the socket over, wait for `committed`, serve.
+fn serve(
+    mut sock: UnixStream,
+    session: SessionName,
+    manifest: Manifest,
+    panes: Vec<Incoming>,
+    lock: OwnedFd,
+) -> anyhow::Result<()> {
+    let refuse = |sock: &mut UnixStream, why: String| -> anyhow::Error {
+        let _ = send(sock, format!("refused: {why}").as_bytes());
+        anyhow::anyhow!("handoff refused: {why}")
+    };
+    let lock = match SessionLock::adopt(lock) {
+        Ok(l) => l,
+        Err(e) => return Err(refuse(&mut sock, e.to_string())),
+    };
+    let (config, bindings, diags) = super::super::load_config();
+    let socket = crate::paths::socket_path(&session);
+    let mut server = Server::new(session, socket.clone(), config, bindings);
+    server.lock = Some(lock);
+    server.report_config(&diags);
+    server.size = manifest.size;
+    server.sidebar = manifest.sidebar;
+    let expected = panes.len();
+    let mut panes: Vec<Option<Incoming>> = panes.into_iter().map(Some).collect();
+    let mut make = |server: &mut Server,
+                    ps: &crate::persist::snapshot::PaneSnap,
+                    _rect: ratatui::layout::Rect,
+                    _notes: &mut Vec<String>|
+     -> Result<(TerminalState, TerminalRuntime), String> {
+        let incoming = panes
+            .iter_mut()
+            .find(|p| p.as_ref().is_some_and(|p| p.runtime.pane == ps.id))
+            .and_then(Option::take)
+            .ok_or("no terminal was handed over for it")?;
+        import_terminal(server, ps, incoming)
+    };
+    let notes = server.rebuild(&manifest.snapshot, &mut make);
+    let imported = server.runtimes.len();
+    if imported != expected {
+        return Err(refuse(
+            &mut sock,
+            format!(
+                "rebuilt {imported} of {expected} terminals ({})",
+                notes.join("; ")
+            ),
+        ));
+    }
+    send(&mut sock, b"restored")?;
+
+    // The old server gives the public socket up; bind it once it truly refuses.
+    let word = recv_word(&mut sock, STEP_TIMEOUT)
+        .map_err(|e| anyhow::anyhow!("waiting for the socket: {e}"))?;
+    if word != "released" {
+        anyhow::bail!("the old server said {word:?} instead of releasing the socket");
+    }
+    wait_until_refused(&socket)?;
+    let listener = super::super::bind_socket(&socket)?;
+    if super::fault("never-ready") {
+        loop {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+    }
+    send(&mut sock, b"ready")?;
+    match recv_word(&mut sock, STEP_TIMEOUT) {
+        Ok(w) if w == "committed" => {}
+        other => {
+            // Not ours: leave without touching a program (the old server rolls back and
+            // binds the socket again once this process is gone).
+            eprintln!("handoff: not committed ({other:?}); leaving the session to the old server");
+            std::process::exit(1);
+        }
+    }
+    for tid in server.runtimes.ids() {
+        if let Some(rt) = server.runtimes.get(tid) {
+            rt.handle.preserve(false);
+            rt.handle.resume();
+        }
+    }
+    send(&mut sock, b"owned")?;
+    drop(sock);
+
+    super::super::spawn_signal_thread(server.events_tx.clone())?;
+    server.start_persistence();
+    if let Some(p) = server.persist.as_mut() {
+        p.generation = manifest.persist_generation;
+        p.read_only = manifest.persist_read_only.clone();
+    }
+    eprintln!(
+        "herdr server {VERSION} took over session {} from {} ({} panes) and listens on {}",
+        server.session,
+        manifest.source_version,
+        imported,
+        socket.display()
+    );
+    server.run(listener)
+}
+
+/// A terminal from the old server: its emulator rebuilt from the image, an actor that
+/// starts paused and leaves the program alone until `committed`.
+fn import_terminal(
+    server: &mut Server,
+    ps: &crate::persist::snapshot::PaneSnap,
+    incoming: Incoming,
+) -> Result<(TerminalState, TerminalRuntime), String> {
+    let Incoming {
+        runtime,
+        image,
+        pending,
+        master,
+    } = incoming;
+    let master = master.ok_or("no descriptor for it")?;
+    crate::sys::set_nonblocking(master.as_fd()).map_err(|e| e.to_string())?;
+    match crate::sys::fdpass::tty_session(master.as_fd()) {
+        Ok(sid) if sid == runtime.pid => {}
+        other => eprintln!(
+            "handoff: p{}: its terminal's session is {other:?}, not pid {}",
+            ps.id, runtime.pid
+        ),
+    }
+    let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid).ok();
+    let id = server.state.alloc_terminal_id();
+    let emulator = Arc::new(Mutex::new(Emulator::from_image(
+        &image,
+        server.config.scrollback_lines,
+    )));
+    let tx = server.events_tx.clone();
+    let handle = PtyHandle::start(ActorParts {
+        master,
+        program: Program::Imported {
+            pid: runtime.pid,
+            pidfd,
+        },
+        emulator: emulator.clone(),
+        notify: Box::new(move |ev| {
+            let _ = tx.send(Event::Pty(id, ev));
+        }),
+        name: format!("herdr-pty-{}", id.0),
+        paused: true,
+        preserve: true,
+        pending_input: pending,
+    })
+    .map_err(|e| e.to_string())?;
+    let mut term = TerminalState::new(id, ps.cwd.as_ref().map(PathBuf::from), ps.argv.clone());
+    term.title = image.title.clone();
+    term.agent = ps.agent.clone();
+    term.agent_session = ps
+        .agent_session
+        .as_ref()
+        .map(crate::agent::SessionRef::from);
+    term.agent_source = ps.agent_source.clone();
+    term.agent_state = runtime.agent_state;
+    term.agent_pid = runtime.agent_pid;
+    term.report_seq = runtime.report_seq;
+    let rt = TerminalRuntime {
+        handle,
+        emulator,
+        pid: Some(runtime.pid as u32),
+        size: (image.rows, image.cols),
+    };
+    Ok((term, rt))
+}
+
+/// Connect probes until nobody answers on `socket` (the old server stopped listening).
+fn wait_until_refused(socket: &Path) -> anyhow::Result<()> {
+    let deadline = Instant::now() + RELEASE_TIMEOUT;
+    while UnixStream::connect(socket).is_ok() {
+        if Instant::now() >= deadline {
+            anyhow::bail!(
+                "the old server still answers on {} after {} s",
+                socket.display(),
+                RELEASE_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(PROBE_INTERVAL);
+    }
+    Ok(())
+}
