@@ -216,8 +216,9 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
         };
         match opened {
             Ok(link) => {
+                // (`replaced_until` stays: a link that drops again soon, to a server that
+                // was on its way out, is retried the same way.)
                 backoff = FIRST_RETRY;
-                replaced_until = None;
                 *lock(&writer) = Some(link.writer);
                 reader = Some(link.reader);
             }

@@ -82,6 +82,24 @@ impl ClientWriter {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
+    /// For a last message that must arrive (the server is about to be replaced): waits up
+    /// to `timeout` for room and then for everything queued to be written, then closes.
+    pub fn send_last_and_wait(self, bytes: Vec<u8>, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        while !self.enqueue(bytes.clone()) {
+            if std::time::Instant::now() >= deadline {
+                self.close();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let shared = self.shared.clone();
+        drop(self.tx);
+        while shared.queued.load(Ordering::Acquire) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Queues a last message, waiting briefly for room; then closes the write side once it
     /// is flushed.
     pub fn send_last(self, bytes: Vec<u8>) {

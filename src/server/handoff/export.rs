@@ -28,6 +28,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Each step's answer must come within this time (plus a little per pane for `restored`).
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 const PER_PANE: Duration = Duration::from_millis(20);
+/// How long the clients' writers get to deliver "reconnect" (a stuck client gets a closed
+/// connection instead, and reconnects like after any drop if it can).
+const CLIENT_NOTICE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What `server.live_handoff` asks for.
 pub struct Request {
@@ -53,7 +56,7 @@ pub struct Done {
 struct Progress {
     child: Option<Child>,
     paused: Vec<TerminalId>,
-    /// The public socket was given up (its acceptor stopped, its file removed).
+    /// The public socket was given up (its acceptor stopped, maybe its file removed).
     released: bool,
     handoff_socket: Option<PathBuf>,
 }
@@ -136,14 +139,25 @@ impl Server {
             .map_err(|e| format!("cannot protect {}: {e}", sock_path.display()))?;
         let token = super::token().map_err(|e| format!("cannot make a token: {e}"))?;
 
-        // 2. Clients come back by themselves once the new server listens.
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
-        for id in ids {
-            if let Some(c) = self.clients.remove(&id) {
-                let why = "live update in progress; reconnecting when it completes".to_string();
-                c.writer.send_last(ServerMsg::Reconnect(why).encode());
-            }
+        // 2. No new connections to a server on its way out: the socket stays (connecting
+        // is refused) until the new server replaces it. Clients come back by themselves
+        // once the new server listens (so the word must reach them before we go).
+        if let Some(a) = self.acceptor.take() {
+            self.next_conn_id = Some(a.stop());
         }
+        progress.released = true;
+        let why = "live update in progress; reconnecting when it completes";
+        let msg = ServerMsg::Reconnect(why.into()).encode();
+        let writers: Vec<_> = std::mem::take(&mut self.clients)
+            .into_values()
+            .map(|c| c.writer)
+            .collect();
+        std::thread::scope(|s| {
+            for w in writers {
+                let msg = msg.clone();
+                s.spawn(move || w.send_last_and_wait(msg, CLIENT_NOTICE_TIMEOUT));
+            }
+        });
         self.active_client = None;
         self.api_end_for_handoff(requester);
 
@@ -263,10 +277,6 @@ impl Server {
         )?;
 
         // 9. Give up the public socket; the new server binds it once it refuses here.
-        if let Some(a) = self.acceptor.take() {
-            self.next_conn_id = Some(a.stop());
-        }
-        progress.released = true;
         let _ = std::fs::remove_file(&self.socket);
         send(&mut sock, b"released").map_err(io)?;
         expect(&mut sock, "ready", STEP_TIMEOUT)?;
