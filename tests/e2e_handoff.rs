@@ -166,3 +166,173 @@ fn programs_keep_running_and_look_the_same_across_a_handoff() {
     assert_eq!(status["live_handoff"], Value::Bool(true));
     assert!(!support::pid_alive(old_server), "the old server is gone");
 }
+
+/// A session with a client attached, a shell and a program waiting for input.
+fn session_for_failure(name: &str, fault: Option<&str>) -> (Env, Term, String) {
+    let mut env = Env::new(name);
+    if let Some(f) = fault {
+        env.extra_vars.push(("HERDR_TEST_FAULT".into(), f.into()));
+    }
+    let t = env.client(120, 30);
+    t.wait_text(PROMPT);
+    let cat = split(&env, "p1", "right");
+    prompt(&env, &cat);
+    submit(&env, &cat, "cat");
+    wait_foreground(&env, &cat, "cat");
+    (env, t, cat)
+}
+
+/// After a failed handoff: the same server serves, every program runs, the client is back
+/// and typing works, and nothing of the attempt is left behind.
+fn assert_rolled_back(env: &Env, t: &mut Term, cat: &str, server: i32, before: &[(String, i64)]) {
+    assert_eq!(env.server_pid(), Some(server), "the old server serves");
+    assert_eq!(pids(env), before);
+    for (_, pid) in before {
+        assert!(support::pid_alive(*pid as i32), "pid {pid} died");
+    }
+    ok(env.herdr(&["pane", "send", "--pane", cat, "still-here\r"]));
+    wait_until("cat echoes twice", || {
+        ok(env.herdr(&["pane", "read", "--pane", cat]))
+            .matches("still-here")
+            .count()
+            >= 2
+    });
+    ok(env.herdr(&["pane", "focus", "--pane", "p1"]));
+    t.wait("the client is back", |t| {
+        t.contents().contains("still-here")
+    });
+    t.line("echo typed-after-rollback");
+    t.wait("the shell ran it", |t| t.count("typed-after-rollback") >= 2);
+    let run = env.dir.path().join("run/herdr");
+    let leftovers: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".handoff-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
+    let imports = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains("server import") && l.contains(&env.session))
+        .count();
+    assert_eq!(imports, 0, "the new process is gone");
+}
+
+fn failed_handoff(fault: Option<&str>, args: &[&str], says: &str) {
+    let (env, mut t, cat) = session_for_failure("handoff-fail", fault);
+    let server = env.server_pid().unwrap();
+    let before = pids(&env);
+    let mut cmd = vec!["server", "handoff"];
+    cmd.extend_from_slice(args);
+    let out = env.herdr(&cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the handoff should fail: {stderr}");
+    assert!(stderr.contains(says), "expected {says:?} in: {stderr}");
+    assert_rolled_back(&env, &mut t, &cat, server, &before);
+}
+
+#[test]
+fn a_missing_binary_changes_nothing() {
+    failed_handoff(
+        None,
+        &["--binary", "/nonexistent/herdr"],
+        "cannot use --binary",
+    );
+}
+
+#[test]
+fn a_binary_that_is_not_executable_changes_nothing() {
+    let (env, mut t, cat) = session_for_failure("handoff-noexec", None);
+    let file = env.home().join("not-a-program");
+    std::fs::write(&file, "just text").unwrap();
+    let server = env.server_pid().unwrap();
+    let before = pids(&env);
+    let out = env.herdr(&["server", "handoff", "--binary", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not an executable file"), "{stderr}");
+    assert_rolled_back(&env, &mut t, &cat, server, &before);
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_new_server_that_exits_before_validating_is_rolled_back() {
+    failed_handoff(
+        Some("exit-before-validated"),
+        &[],
+        "exited before it connected",
+    );
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_new_server_of_another_version_is_refused() {
+    let version = env!("CARGO_PKG_VERSION");
+    failed_handoff(
+        Some("wrong-version"),
+        &["--expect-version", version],
+        &format!("reports version 9.9.9-fault, expected {version}"),
+    );
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_new_server_that_crashes_holding_the_descriptors_is_rolled_back() {
+    failed_handoff(Some("crash-after-fds"), &[], "waiting for restored");
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_new_server_that_never_says_ready_is_rolled_back() {
+    failed_handoff(Some("never-ready"), &[], "waiting for ready");
+}
+
+#[test]
+fn a_hundred_and_fifty_panes_move_in_one_go() {
+    let env = Env::new("handoff-150");
+    ok(env.herdr(&["server", "start"]));
+    // 50 tabs of 3 panes: a shell and two programs waiting for input.
+    for tab in 0..50 {
+        let first = if tab == 0 {
+            "p1".to_string()
+        } else {
+            json(env.herdr(&["tab", "create", "--json"]))["pane"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let right = json(env.herdr(&["pane", "split", "--pane", &first, "--json", "--", "cat"]));
+        let right = right["id"].as_str().unwrap().to_string();
+        ok(env.herdr(&[
+            "pane",
+            "split",
+            "--pane",
+            &right,
+            "--direction",
+            "down",
+            "--",
+            "cat",
+        ]));
+    }
+    let before = pids(&env);
+    assert_eq!(before.len(), 150);
+    let last = before.last().unwrap().0.clone();
+    let out = ok(env.herdr(&["server", "handoff"]));
+    eprintln!("{out}");
+    assert!(out.contains("150 pane(s)"), "{out}");
+    assert_eq!(pids(&env), before);
+    for (_, pid) in &before {
+        assert!(support::pid_alive(*pid as i32));
+    }
+    ok(env.herdr(&["pane", "send", "--pane", &last, "moved\r"]));
+    wait_until("the last pane's cat answers", || {
+        ok(env.herdr(&["pane", "read", "--pane", &last]))
+            .matches("moved")
+            .count()
+            >= 2
+    });
+}

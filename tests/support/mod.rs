@@ -30,6 +30,8 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub session: String,
+    /// More environment for every herdr this test starts (and so for its server).
+    pub extra_vars: Vec<(String, String)>,
 }
 
 impl Env {
@@ -54,6 +56,7 @@ impl Env {
         Env {
             session: format!("{name}-{}-{n}", std::process::id()),
             dir,
+            extra_vars: Vec::new(),
         }
     }
 
@@ -86,6 +89,9 @@ impl Env {
             ("TERM".into(), "xterm-256color".into()),
             ("LANG".into(), "C.UTF-8".into()),
         ]
+        .into_iter()
+        .chain(self.extra_vars.iter().cloned())
+        .collect()
     }
 
     /// Runs a CLI command of this session to completion.
