@@ -171,6 +171,18 @@ pub struct ActorParts {
     pub pending_input: Vec<u8>,
 }
 
+/// A pause that was asked for; [`PauseTicket::wait`] for the actor's answer.
+pub struct PauseTicket(Receiver<Paused>);
+
+impl PauseTicket {
+    pub fn wait(self, timeout: Duration) -> Result<Paused, PauseError> {
+        self.0.recv_timeout(timeout).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => PauseError::Timeout,
+            mpsc::RecvTimeoutError::Disconnected => PauseError::Closed,
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PauseError {
     #[error("the terminal did not pause in time")]
@@ -223,15 +235,17 @@ impl PtyHandle {
     /// actor read are all in the emulator by then; bytes it did not read stay in the
     /// kernel for whoever reads next.
     pub fn pause(&self, timeout: Duration) -> Result<Paused, PauseError> {
+        self.request_pause()?.wait(timeout)
+    }
+
+    /// Asks for a pause without waiting (to pause many terminals at once).
+    pub fn request_pause(&self) -> Result<PauseTicket, PauseError> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.control
             .send(Control::Pause(tx))
             .map_err(|_| PauseError::Closed)?;
         self.waker.wake();
-        rx.recv_timeout(timeout).map_err(|e| match e {
-            mpsc::RecvTimeoutError::Timeout => PauseError::Timeout,
-            mpsc::RecvTimeoutError::Disconnected => PauseError::Closed,
-        })
+        Ok(PauseTicket(rx))
     }
 
     pub fn resume(&self) {

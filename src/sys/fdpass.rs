@@ -179,8 +179,18 @@ pub fn tty_session(master: BorrowedFd<'_>) -> io::Result<i32> {
 mod tests {
     use super::*;
 
-    fn open_count() -> usize {
-        super::super::open_fds().len()
+    /// How many open descriptors of this process point at the same pipes as `fds` (other
+    /// tests open and close descriptors concurrently; only ours are counted).
+    fn copies_of(fds: &[OwnedFd]) -> usize {
+        let targets: Vec<String> = super::super::open_fds()
+            .into_iter()
+            .filter(|(n, _)| fds.iter().any(|f| f.as_raw_fd() == *n))
+            .map(|(_, t)| t)
+            .collect();
+        super::super::open_fds()
+            .iter()
+            .filter(|(_, t)| targets.contains(t))
+            .count()
     }
 
     fn pipes(n: usize) -> Vec<OwnedFd> {
@@ -225,13 +235,13 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         let (a, b) = UnixStream::pair().unwrap();
         let fds = pipes(5);
-        let before = open_count();
+        let before = copies_of(&fds);
         let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
         send_with_fds(&a, &10u32.to_be_bytes(), &raw).unwrap();
         // Room for 2 of the 10: the kernel cuts the rest off and says so.
         let err = recv_batch(&b, 2).unwrap_err();
         assert!(err.to_string().contains("MSG_CTRUNC"), "{err}");
-        assert_eq!(open_count(), before, "{:?}", super::super::open_fds());
+        assert_eq!(copies_of(&fds), before, "{:?}", super::super::open_fds());
     }
 
     #[test]
@@ -241,13 +251,13 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         let (a, b) = UnixStream::pair().unwrap();
         let fds = pipes(2);
-        let before = open_count();
+        let before = copies_of(&fds);
         let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
         // The header promises 7, the message carries 4.
         send_with_fds(&a, &7u32.to_be_bytes(), &raw).unwrap();
         let err = recv_fds(&b, 7).unwrap_err();
         assert!(err.to_string().contains("announced 7"), "{err}");
-        assert_eq!(open_count(), before, "{:?}", super::super::open_fds());
+        assert_eq!(copies_of(&fds), before, "{:?}", super::super::open_fds());
     }
 
     #[test]

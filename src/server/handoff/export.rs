@@ -162,25 +162,37 @@ impl Server {
         self.api_end_for_handoff(requester);
 
         // 3. Every pane stops reading: from here on, unread output waits in the kernel.
+        // (All asked at once, then all awaited: they stop in parallel.) A terminal that
+        // is asked is counted as paused, so a rollback resumes it whatever it answered.
         let deadline = Instant::now() + PAUSE_TIMEOUT;
-        let mut paused: Vec<(TerminalId, Paused)> = Vec::new();
+        let mut tickets = Vec::new();
         for tid in self.runtimes.ids() {
             let Some(rt) = self.runtimes.get(tid) else {
                 continue;
             };
-            let left = deadline.saturating_duration_since(Instant::now());
-            let p = rt
+            let ticket = rt
                 .handle
-                .pause(left)
+                .request_pause()
                 .map_err(|e| format!("terminal {}: {e}", tid.0))?;
             progress.paused.push(tid);
+            tickets.push((tid, ticket));
+        }
+        let mut paused: Vec<(TerminalId, Paused)> = Vec::new();
+        for (tid, ticket) in tickets {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let p = ticket
+                .wait(left)
+                .map_err(|e| format!("terminal {}: {e}", tid.0))?;
             paused.push((tid, p));
         }
 
+        let mut phases = Phases::new(started);
+        phases.mark("quiesced");
         // 4. The session and each pane's state, in the snapshot's pane order.
         let snapshot = self.capture(true);
         let mut panes = Vec::new();
-        let mut images = Vec::new();
+        let mut emulators = Vec::new();
+        let mut pending = Vec::new();
         let mut masters: Vec<BorrowedFd> = Vec::new();
         for ps in snapshot
             .workspaces
@@ -201,18 +213,29 @@ impl Server {
             let Some(pid) = rt.pid else {
                 continue;
             };
-            let image = crate::pty::lock(&rt.emulator).image();
             panes.push(PaneRuntime {
                 pane: ps.id,
                 pid: pid as i32,
-                rows: image.rows,
-                cols: image.cols,
+                rows: 0,
+                cols: 0,
                 agent_state: term.agent_state.clone(),
                 agent_pid: term.agent_pid,
                 report_seq: term.report_seq.clone(),
             });
-            images.push((image.encode(), p.pending_input.clone()));
+            emulators.push(rt.emulator.clone());
+            pending.push(p.pending_input.clone());
             masters.push(p.master.as_fd());
+        }
+        // Images are the bulk of the work: taken on every core.
+        let encoded = super::parallel_map(&emulators, |e| {
+            let image = crate::pty::lock(e).image();
+            (image.rows, image.cols, image.encode())
+        });
+        let mut images = Vec::with_capacity(encoded.len());
+        for ((pane, (rows, cols, image)), input) in panes.iter_mut().zip(encoded).zip(pending) {
+            pane.rows = rows;
+            pane.cols = cols;
+            images.push((image, input));
         }
         let manifest = Manifest {
             handoff: HANDOFF_VERSION,
@@ -229,6 +252,7 @@ impl Server {
             panes,
         };
 
+        phases.mark("captured");
         // 5. The new process.
         let child = Command::new(&req.binary)
             .args([
@@ -251,6 +275,7 @@ impl Server {
         let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(|e| format!("new server: {e}"))?;
         let (version, protocol) = check_hello(&hello, &token, req)?;
 
+        phases.mark("connected");
         // 7. The manifest and the screens; the new side checks it can take them.
         let json = serde_json::to_vec(&manifest)
             .map_err(|e| format!("cannot encode the manifest: {e}"))?;
@@ -261,6 +286,7 @@ impl Server {
             send(&mut sock, pending).map_err(io)?;
         }
         expect(&mut sock, "validated", STEP_TIMEOUT)?;
+        phases.mark("validated");
 
         // 8. The descriptors: the session lock first, then every master.
         let lock = self
@@ -276,10 +302,12 @@ impl Server {
             STEP_TIMEOUT + PER_PANE * manifest.panes.len() as u32,
         )?;
 
+        phases.mark("restored");
         // 9. Give up the public socket; the new server binds it once it refuses here.
         let _ = std::fs::remove_file(&self.socket);
         send(&mut sock, b"released").map_err(io)?;
         expect(&mut sock, "ready", STEP_TIMEOUT)?;
+        phases.mark("ready");
 
         // 10. No way back from here.
         send(&mut sock, b"committed").map_err(io)?;
@@ -294,6 +322,12 @@ impl Server {
             // Nothing to undo: the new server has the session (or died with it).
             eprintln!("handoff: committed, but the new server did not confirm: {e}");
         }
+        phases.mark("owned");
+        eprintln!(
+            "handoff: {} panes; {}",
+            manifest.panes.len(),
+            phases.report()
+        );
         Ok(Done {
             pid: new_pid,
             version,
@@ -345,6 +379,36 @@ impl Server {
             let _ = std::fs::remove_file(p);
         }
         self.request_render();
+    }
+}
+
+/// When each step ended, for the log (where a slow handoff spends its time).
+struct Phases {
+    last: Instant,
+    done: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    fn new(started: Instant) -> Phases {
+        Phases {
+            last: started,
+            done: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.done.push((name, now - self.last));
+        self.last = now;
+    }
+
+    fn report(&self) -> String {
+        let parts: Vec<String> = self
+            .done
+            .iter()
+            .map(|(n, d)| format!("{n} +{:.1} ms", d.as_secs_f64() * 1000.0))
+            .collect();
+        parts.join(", ")
     }
 }
 

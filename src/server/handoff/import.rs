@@ -30,6 +30,7 @@ const PROBE_INTERVAL: Duration = Duration::from_millis(50);
 struct Incoming {
     runtime: PaneRuntime,
     image: Image,
+    emulator: Emulator,
     pending: Vec<u8>,
     master: Option<OwnedFd>,
 }
@@ -100,14 +101,31 @@ fn receive(
     }
     crate::persist::snapshot::validate(&manifest.snapshot)
         .map_err(|e| format!("the session snapshot is not usable: {e}"))?;
-    let mut panes = Vec::with_capacity(manifest.panes.len());
+    let mut raw = Vec::with_capacity(manifest.panes.len());
     for rt in &manifest.panes {
         let image = recv(sock, STEP_TIMEOUT).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
-        let image = Image::decode(&image).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
         let pending = recv(sock, STEP_TIMEOUT).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
+        raw.push((rt, image, pending));
+    }
+    // Rebuilding the emulators is the bulk of the work: on every core.
+    let scrollback = crate::config::load(&crate::config::default_path().unwrap_or_default())
+        .0
+        .scrollback_lines;
+    let built = super::parallel_map(&raw, |(rt, image, _)| {
+        Image::decode(image)
+            .map(|i| {
+                let emulator = Emulator::from_image(&i, scrollback);
+                (i, emulator)
+            })
+            .map_err(|e| format!("pane p{}: {e}", rt.pane))
+    });
+    let mut panes = Vec::with_capacity(raw.len());
+    for ((rt, _, pending), built) in raw.into_iter().zip(built) {
+        let (image, emulator) = built?;
         panes.push(Incoming {
             runtime: rt.clone(),
             image,
+            emulator,
             pending,
             master: None,
         });
@@ -234,6 +252,7 @@ fn import_terminal(
     let Incoming {
         runtime,
         image,
+        emulator,
         pending,
         master,
     } = incoming;
@@ -248,10 +267,7 @@ fn import_terminal(
     }
     let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid).ok();
     let id = server.state.alloc_terminal_id();
-    let emulator = Arc::new(Mutex::new(Emulator::from_image(
-        &image,
-        server.config.scrollback_lines,
-    )));
+    let emulator = Arc::new(Mutex::new(emulator));
     let tx = server.events_tx.clone();
     let handle = PtyHandle::start(ActorParts {
         master,

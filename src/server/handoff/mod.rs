@@ -101,6 +101,25 @@ pub fn recv_word(sock: &mut UnixStream, timeout: Duration) -> Result<String, Str
     }
 }
 
+/// `f` over `items` on every core, results in order.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                let f = &f;
+                s.spawn(move || part.iter().map(f).collect::<Vec<R>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// A fresh random token, hex.
 pub fn token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
