@@ -336,3 +336,33 @@ fn a_hundred_and_fifty_panes_move_in_one_go() {
             >= 2
     });
 }
+
+#[test]
+fn without_binary_the_session_goes_to_the_file_now_at_the_servers_path() {
+    let env = Env::new("handoff-replaced");
+    // The server runs from a copy, which an "update" then replaces.
+    let copy = env.dir.path().join("bin-herdr");
+    std::fs::copy(support::BIN, &copy).unwrap();
+    let start = std::process::Command::new(&copy)
+        .env_clear()
+        .envs(env.vars())
+        .args(["--session", &env.session, "server", "start"])
+        .current_dir(env.home())
+        .output()
+        .unwrap();
+    ok(start);
+    let old = env.server_pid().unwrap();
+    let shell = pids(&env)[0].1;
+    let fresh = env.dir.path().join("bin-herdr.new");
+    std::fs::copy(support::BIN, &fresh).unwrap();
+    std::fs::rename(&fresh, &copy).unwrap();
+    let exe = std::fs::read_link(format!("/proc/{old}/exe")).unwrap();
+    assert!(exe.to_string_lossy().ends_with(" (deleted)"), "{exe:?}");
+
+    ok(env.herdr(&["server", "handoff"]));
+    let new = env.server_pid().unwrap();
+    assert_ne!(new, old);
+    let exe = std::fs::read_link(format!("/proc/{new}/exe")).unwrap();
+    assert_eq!(exe, copy, "the new server runs the replaced file");
+    assert_eq!(pids(&env)[0].1, shell);
+}
