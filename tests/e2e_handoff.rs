@@ -366,3 +366,45 @@ fn without_binary_the_session_goes_to_the_file_now_at_the_servers_path() {
     assert_eq!(exe, copy, "the new server runs the replaced file");
     assert_eq!(pids(&env)[0].1, shell);
 }
+
+#[test]
+fn pending_waits_and_subscriptions_end_with_a_retry_error() {
+    let env = Env::new("handoff-waits");
+    ok(env.herdr(&["server", "start"]));
+    let spawn = |args: &[&str]| {
+        std::process::Command::new(support::BIN)
+            .env_clear()
+            .envs(env.vars())
+            .arg("--session")
+            .arg(&env.session)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait = spawn(&[
+        "pane",
+        "wait",
+        "--pane",
+        "p1",
+        "--output",
+        "never-printed",
+        "--timeout",
+        "60",
+    ]);
+    let events = spawn(&["events", "--json"]);
+    wait_until("both connected", || {
+        json(env.herdr(&["server", "status", "--json"]))["api_clients"]
+            .as_u64()
+            .is_some_and(|n| n >= 3)
+    });
+    ok(env.herdr(&["server", "handoff"]));
+    let wait = wait.wait_with_output().unwrap();
+    assert!(!wait.status.success());
+    let said = String::from_utf8_lossy(&wait.stderr);
+    assert!(said.contains("reconnect and retry"), "{said}");
+    let events = events.wait_with_output().unwrap();
+    let printed = String::from_utf8_lossy(&events.stdout);
+    assert!(printed.contains("server.handoff"), "{printed}");
+}
