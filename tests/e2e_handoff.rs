@@ -13,10 +13,7 @@ use support::{
 };
 
 fn pids(env: &Env) -> Vec<(String, i64)> {
-    let panes = json(env.herdr(&["pane", "list", "--json"]));
-    panes
-        .as_array()
-        .unwrap()
+    support::pane_list(env)
         .iter()
         .map(|p| {
             (

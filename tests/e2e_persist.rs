@@ -43,10 +43,7 @@ fn state_dir(env: &Env) -> PathBuf {
 
 /// What must survive a restart, per pane (pid, command and title are new).
 fn shape(env: &Env) -> Vec<Value> {
-    let panes = json(env.herdr(&["pane", "list", "--json"]));
-    panes
-        .as_array()
-        .unwrap()
+    support::pane_list(env)
         .iter()
         .map(|p| {
             serde_json::json!({

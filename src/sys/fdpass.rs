@@ -228,36 +228,38 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_truncated_control_message_is_an_error_and_leaks_nothing() {
+    /// Sends the descriptors of `pipes` pipes in one message whose header claims `claim`,
+    /// lets `receive` fail on it, and checks nothing received stays open.
+    fn failed_receive(
+        pipes_n: usize,
+        claim: u32,
+        receive: impl Fn(&UnixStream) -> io::Error,
+    ) -> io::Error {
         let _guard = crate::pty::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let (a, b) = UnixStream::pair().unwrap();
-        let fds = pipes(5);
+        let fds = pipes(pipes_n);
         let before = copies_of(&fds);
         let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
-        send_with_fds(&a, &10u32.to_be_bytes(), &raw).unwrap();
-        // Room for 2 of the 10: the kernel cuts the rest off and says so.
-        let err = recv_batch(&b, 2).unwrap_err();
-        assert!(err.to_string().contains("MSG_CTRUNC"), "{err}");
+        send_with_fds(&a, &claim.to_be_bytes(), &raw).unwrap();
+        let err = receive(&b);
         assert_eq!(copies_of(&fds), before, "{:?}", super::super::open_fds());
+        err
+    }
+
+    #[test]
+    fn a_truncated_control_message_is_an_error_and_leaks_nothing() {
+        // Room for 2 of the 10: the kernel cuts the rest off and says so.
+        let err = failed_receive(5, 10, |b| recv_batch(b, 2).unwrap_err());
+        assert!(err.to_string().contains("MSG_CTRUNC"), "{err}");
     }
 
     #[test]
     fn a_count_mismatch_closes_every_received_descriptor() {
-        let _guard = crate::pty::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let (a, b) = UnixStream::pair().unwrap();
-        let fds = pipes(2);
-        let before = copies_of(&fds);
-        let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
         // The header promises 7, the message carries 4.
-        send_with_fds(&a, &7u32.to_be_bytes(), &raw).unwrap();
-        let err = recv_fds(&b, 7).unwrap_err();
+        let err = failed_receive(2, 7, |b| recv_fds(b, 7).unwrap_err());
         assert!(err.to_string().contains("announced 7"), "{err}");
-        assert_eq!(copies_of(&fds), before, "{:?}", super::super::open_fds());
     }
 
     #[test]

@@ -355,6 +355,14 @@ pub fn json(out: std::process::Output) -> serde_json::Value {
     serde_json::from_str(&ok(out)).expect("JSON output")
 }
 
+/// `pane list --json`: one object per pane.
+pub fn pane_list(env: &Env) -> Vec<serde_json::Value> {
+    json(env.herdr(&["pane", "list", "--json"]))
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Has the pane's shell write its pid to a file and returns it.
 pub fn shell_pid(env: &Env, t: &mut Term) -> i32 {
     t.line("echo $$ > shell.pid");
