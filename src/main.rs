@@ -1,9 +1,16 @@
 //! The `herdr` binary: parse arguments, dispatch, map errors to exit codes.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() {
-    let cli = herdr::cli::Cli::parse();
+    // `--version` reports the version stamped into this binary by a release.
+    let matches = herdr::cli::Cli::command()
+        .version(herdr::protocol::version())
+        .get_matches();
+    let cli = match herdr::cli::Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let code = match herdr::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {

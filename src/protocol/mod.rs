@@ -14,8 +14,28 @@ use serde::{Deserialize, Serialize};
 
 /// Bumped on any incompatible change to hello, frames or API messages.
 pub const PROTOCOL_VERSION: u32 = 1;
-/// The crate version, reported in hellos and status.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Where release tooling writes the version of a built binary (`scripts/release.sh`): the
+/// marker, then 64 bytes of NUL-padded version text. Unstamped, the crate version is used.
+static VERSION_STAMP: [u8; 76] = *b"HERDR-STAMP:\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+
+/// This binary's version, reported in hellos, status and `--version`: `<version>` on the
+/// stable channel, `<version>-preview.<build>` on preview.
+pub fn version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        // Read through an opaque reference: the bytes are changed after compilation.
+        let stamp = std::hint::black_box(&VERSION_STAMP);
+        let payload = &stamp[12..];
+        let len = payload
+            .iter()
+            .position(|b| *b == 0)
+            .unwrap_or(payload.len());
+        match std::str::from_utf8(&payload[..len]) {
+            Ok(v) if !v.is_empty() => v.to_string(),
+            _ => env!("CARGO_PKG_VERSION").to_string(),
+        }
+    })
+}
 /// A hello line longer than this is not a herdr peer.
 pub const MAX_HELLO_LEN: usize = 4096;
 
@@ -45,7 +65,7 @@ impl Hello {
         Hello {
             herdr: "herdr".into(),
             protocol: PROTOCOL_VERSION,
-            version: VERSION.into(),
+            version: version().into(),
             role,
             size,
         }
@@ -66,7 +86,7 @@ impl HelloReply {
         HelloReply {
             ok: true,
             protocol: PROTOCOL_VERSION,
-            version: VERSION.into(),
+            version: version().into(),
             error: None,
         }
     }
@@ -75,7 +95,7 @@ impl HelloReply {
         HelloReply {
             ok: false,
             protocol: PROTOCOL_VERSION,
-            version: VERSION.into(),
+            version: version().into(),
             error: Some(error),
         }
     }
@@ -101,9 +121,10 @@ pub fn check_hello(line: &str) -> Result<Hello, String> {
             .and_then(|v| v.as_str())
             .unwrap_or("unknown");
         return Err(format!(
-            "protocol mismatch: this server (herdr {VERSION}) speaks protocol {PROTOCOL_VERSION}, \
+            "protocol mismatch: this server (herdr {}) speaks protocol {PROTOCOL_VERSION}, \
              the client (herdr {theirs}) speaks {}; use the same herdr version for both, \
              or restart the server with `herdr server stop` (running programs will end)",
+            version(),
             protocol
                 .map(|p| p.to_string())
                 .unwrap_or_else(|| "none".into())
@@ -129,7 +150,10 @@ mod tests {
         let line = serde_json::to_string(&h).unwrap();
         assert_eq!(
             line,
-            format!(r#"{{"herdr":"herdr","protocol":1,"version":"{VERSION}","role":"api"}}"#)
+            format!(
+                r#"{{"herdr":"herdr","protocol":1,"version":"{}","role":"api"}}"#,
+                version()
+            )
         );
     }
 

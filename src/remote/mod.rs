@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::client::{self, Link, Transport};
 use crate::paths::{self, SessionName};
-use crate::protocol::{Hello, Role, VERSION};
+use crate::protocol::{version, Hello, Role};
 
 pub struct RemoteArgs {
     pub host: String,
@@ -186,7 +186,8 @@ fn confirm(question: &str) -> bool {
 
 /// Makes sure the remote has this version of herdr; returns its path there.
 fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> anyhow::Result<String> {
-    let out = ssh.run(PROBE, &[VERSION], None)?;
+    let version = version();
+    let out = ssh.run(PROBE, &[version], None)?;
     let probe = parse_probe(&out).ok_or_else(|| {
         anyhow::anyhow!(
             "{} did not answer the probe like a POSIX system (Windows remotes are not supported); it said: {}",
@@ -200,7 +201,7 @@ fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> anyhow::Result<String> {
     let (os, arch) = local_platform();
     if probe.os != os || probe.arch != arch {
         anyhow::bail!(
-            "{} is {} {}, and this herdr is built for {os} {arch}; install herdr {VERSION} there yourself \
+            "{} is {} {}, and this herdr is built for {os} {arch}; install herdr {version} there yourself \
              (downloading release builds is not available yet)",
             args.host,
             probe.os,
@@ -210,14 +211,14 @@ fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> anyhow::Result<String> {
     if !args.yes {
         if !crate::sys::tty::is_tty(std::os::fd::AsFd::as_fd(&std::io::stdin())) {
             anyhow::bail!(
-                "herdr {VERSION} is not installed on {}; to install it at {} run: herdr --remote {} --yes",
+                "herdr {version} is not installed on {}; to install it at {} run: herdr --remote {} --yes",
                 args.host,
                 probe.binary,
                 args.host
             );
         }
         if !confirm(&format!(
-            "Install herdr {VERSION} on {} at {}?",
+            "Install herdr {version} on {} at {}?",
             args.host, probe.binary
         )) {
             anyhow::bail!("not installed; nothing was changed on {}", args.host);
@@ -398,7 +399,7 @@ mod tests {
     fn the_probe_script_runs_under_sh() {
         let home = tempfile::tempdir().unwrap();
         let out = std::process::Command::new("sh")
-            .args(["-c", PROBE, "herdr-remote", VERSION])
+            .args(["-c", PROBE, "herdr-remote", version()])
             .env("HOME", home.path())
             .output()
             .unwrap();

@@ -726,7 +726,7 @@ pub fn main(session: SessionName) -> anyhow::Result<()> {
     }
     eprintln!(
         "herdr server {} for session {} listening on {}",
-        crate::protocol::VERSION,
+        crate::protocol::version(),
         server.session,
         socket.display()
     );

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::conn::ApiWriter;
 use super::{ClientId, Server};
 use crate::model::ids::TerminalId;
-use crate::protocol::{PROTOCOL_VERSION, VERSION};
+use crate::protocol::{version, PROTOCOL_VERSION};
 
 pub(crate) use agents::Activity;
 pub use events::Summary;
@@ -238,7 +238,7 @@ impl Server {
     fn dispatch(&mut self, conn: ClientId, id: &Value, method: &str, p: &Value) -> ApiResult {
         match method {
             "ping" => {
-                now(json!({ "pong": true, "protocol": PROTOCOL_VERSION, "version": VERSION }))
+                now(json!({ "pong": true, "protocol": PROTOCOL_VERSION, "version": version() }))
             }
             "server.status" => now(self.status()),
             "server.stop" => {
@@ -290,7 +290,7 @@ impl Server {
 
     pub(super) fn status(&self) -> Value {
         json!({
-            "version": VERSION,
+            "version": version(),
             "protocol": PROTOCOL_VERSION,
             "pid": std::process::id(),
             "uptime_secs": self.started.elapsed().as_secs(),

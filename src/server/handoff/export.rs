@@ -16,7 +16,7 @@ use super::{recv_word, send, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
 use crate::model::ids::TerminalId;
 use crate::paths;
 use crate::protocol::frame::ServerMsg;
-use crate::protocol::{PROTOCOL_VERSION, VERSION};
+use crate::protocol::{version, PROTOCOL_VERSION};
 use crate::pty::Paused;
 use crate::server::conn::Acceptor;
 use crate::server::{ClientId, Server};
@@ -239,7 +239,7 @@ impl Server {
         }
         let manifest = Manifest {
             handoff: HANDOFF_VERSION,
-            source_version: VERSION.into(),
+            source_version: version().into(),
             source_protocol: PROTOCOL_VERSION,
             expected_version: req.expected_version.clone(),
             expected_protocol: req.expected_protocol,

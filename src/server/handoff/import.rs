@@ -14,7 +14,7 @@ use anyhow::Context;
 use super::{recv, recv_word, send, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
 use crate::model::TerminalState;
 use crate::paths::SessionName;
-use crate::protocol::{PROTOCOL_VERSION, VERSION};
+use crate::protocol::{version, PROTOCOL_VERSION};
 use crate::pty::actor::ActorParts;
 use crate::pty::{Program, PtyHandle, TerminalRuntime};
 use crate::server::{Event, Server, SessionLock};
@@ -50,7 +50,7 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
     let version = if super::fault("wrong-version") {
         "9.9.9-fault"
     } else {
-        VERSION
+        version()
     };
     send(
         &mut sock,
@@ -86,9 +86,10 @@ fn receive(
         ));
     }
     if let Some(v) = &manifest.expected_version {
-        if v != VERSION {
+        if v != version() {
             return Err(format!(
-                "this binary is version {VERSION}, {v} was expected"
+                "this binary is version {}, {v} was expected",
+                version()
             ));
         }
     }
@@ -233,7 +234,8 @@ fn serve(
         p.read_only = manifest.persist_read_only.clone();
     }
     eprintln!(
-        "herdr server {VERSION} took over session {} from {} ({} panes) and listens on {}",
+        "herdr server {} took over session {} from {} ({} panes) and listens on {}",
+        version(),
         server.session,
         manifest.source_version,
         imported,
