@@ -362,6 +362,17 @@ fn without_binary_the_session_goes_to_the_file_now_at_the_servers_path() {
     let exe = std::fs::read_link(format!("/proc/{new}/exe")).unwrap();
     assert_eq!(exe, copy, "the new server runs the replaced file");
     assert_eq!(pids(&env)[0].1, shell);
+    // The session lock moved with the session: a second server still cannot start.
+    let lock = env
+        .dir
+        .path()
+        .join("run/herdr")
+        .join(format!("{}.lock", env.session));
+    let file = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
+    assert!(
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err(),
+        "the session lock is free after the handoff"
+    );
 }
 
 #[test]

@@ -82,7 +82,7 @@ enum Control {
     Shutdown,
     /// Stop reading and writing and report (live handoff); wait for `Resume`, or for
     /// `Shutdown` (which then respects the preserve flag).
-    Pause(SyncSender<Paused>),
+    Pause(SyncSender<Result<Paused, String>>),
     Resume,
 }
 
@@ -99,7 +99,7 @@ pub enum Program {
     Spawned(Box<dyn Child + Send + Sync>),
     Imported {
         pid: i32,
-        pidfd: Option<OwnedFd>,
+        pidfd: OwnedFd,
     },
     /// Nothing to watch (tests).
     None,
@@ -122,10 +122,13 @@ impl Program {
                 Ok(None) => None,
                 Err(_) => Some(None),
             },
-            Program::Imported { pidfd, .. } => match pidfd {
-                Some(fd) if sys::fdpass::pidfd_alive(fd.as_fd()) => None,
-                _ => Some(None),
-            },
+            Program::Imported { pidfd, .. } => {
+                if sys::fdpass::pidfd_alive(pidfd.as_fd()) {
+                    None
+                } else {
+                    Some(None)
+                }
+            }
             Program::None => Some(None),
         }
     }
@@ -172,14 +175,16 @@ pub struct ActorParts {
 }
 
 /// A pause that was asked for; [`PauseTicket::wait`] for the actor's answer.
-pub struct PauseTicket(Receiver<Paused>);
+pub struct PauseTicket(Receiver<Result<Paused, String>>);
 
 impl PauseTicket {
     pub fn wait(self, timeout: Duration) -> Result<Paused, PauseError> {
-        self.0.recv_timeout(timeout).map_err(|e| match e {
-            mpsc::RecvTimeoutError::Timeout => PauseError::Timeout,
-            mpsc::RecvTimeoutError::Disconnected => PauseError::Closed,
-        })
+        match self.0.recv_timeout(timeout) {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(e)) => Err(PauseError::Failed(e)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(PauseError::Timeout),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(PauseError::Closed),
+        }
     }
 }
 
@@ -189,6 +194,9 @@ pub enum PauseError {
     Timeout,
     #[error("the terminal has closed")]
     Closed,
+    /// It could not pause (and went on as before).
+    #[error("the terminal could not pause: {0}")]
+    Failed(String),
 }
 
 impl PtyHandle {
@@ -214,6 +222,7 @@ impl PtyHandle {
             dirty: dirty.clone(),
             preserve: preserve.clone(),
             paused: parts.paused,
+            deferred_resize: None,
         };
         if !parts.pending_input.is_empty() {
             actor.push_pending(parts.pending_input);
@@ -339,6 +348,8 @@ struct Actor {
     preserve: Arc<AtomicBool>,
     /// No reading or writing until `Resume`.
     paused: bool,
+    /// A size that arrived while paused.
+    deferred_resize: Option<(u16, u16)>,
 }
 
 enum Step {
@@ -377,17 +388,27 @@ impl Actor {
                 self.control.try_recv()
             };
             match control {
-                Ok(Control::Resize { rows, cols }) => {
-                    let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
-                    super::lock(&self.emulator).resize(rows, cols);
-                    self.mark_dirty();
+                // While paused the terminal is not ours to change (it may be on loan to
+                // a handoff that is rolled back): the size is applied on resume.
+                Ok(Control::Resize { rows, cols }) if self.paused => {
+                    self.deferred_resize = Some((rows, cols));
                 }
-                Ok(Control::Pause(reply)) => {
-                    self.paused = true;
-                    let _ = reply.send(self.pause_report()?);
-                }
+                Ok(Control::Resize { rows, cols }) => self.apply_resize(rows, cols),
+                Ok(Control::Pause(reply)) => match self.pause_report() {
+                    Ok(p) => {
+                        self.paused = true;
+                        let _ = reply.send(Ok(p));
+                    }
+                    // Not paused: carry on as if never asked.
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
+                    }
+                },
                 Ok(Control::Resume) => {
                     self.paused = false;
+                    if let Some((rows, cols)) = self.deferred_resize.take() {
+                        self.apply_resize(rows, cols);
+                    }
                     // Output may have waited while we were paused.
                     self.mark_dirty();
                 }
@@ -404,12 +425,7 @@ impl Actor {
         loop {
             while self.pending_len < MAX_PENDING_BYTES {
                 match self.input.try_recv() {
-                    Ok(Input::Bytes(chunk)) => self.push_pending(chunk),
-                    Ok(Input::Submit { text, enter, delay }) => {
-                        self.push_pending(text);
-                        self.pending.push_back(Chunk::Pause(delay));
-                        self.push_pending(enter);
-                    }
+                    Ok(input) => self.take_input(input),
                     Err(_) => break,
                 }
             }
@@ -434,21 +450,19 @@ impl Actor {
         Ok(Step::Continue)
     }
 
-    /// Takes everything queued into `pending`, writes what the PTY accepts right now,
-    /// and reports the rest with a duplicate of the master.
+    fn apply_resize(&mut self, rows: u16, cols: u16) {
+        let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
+        super::lock(&self.emulator).resize(rows, cols);
+        self.mark_dirty();
+    }
+
+    /// Takes everything queued into `pending` (kept, to go on after a rollback) and
+    /// reports a copy of it, pauses left out, with a duplicate of the master.
     fn pause_report(&mut self) -> std::io::Result<Paused> {
+        let master = sys::dup_cloexec(self.master.as_fd())?;
         while let Ok(input) = self.input.try_recv() {
-            match input {
-                Input::Bytes(chunk) => self.push_pending(chunk),
-                Input::Submit { text, enter, .. } => {
-                    self.push_pending(text);
-                    self.push_pending(enter);
-                }
-            }
+            self.take_input(input);
         }
-        self.hold_until = None;
-        self.pending.retain(|c| matches!(c, Chunk::Bytes(_)));
-        self.flush()?;
         let mut pending_input = Vec::with_capacity(self.pending_len);
         for (i, chunk) in self.pending.iter().enumerate() {
             if let Chunk::Bytes(b) = chunk {
@@ -457,7 +471,7 @@ impl Actor {
             }
         }
         Ok(Paused {
-            master: sys::dup_cloexec(self.master.as_fd())?,
+            master,
             pending_input,
         })
     }
@@ -497,6 +511,17 @@ impl Actor {
             (self.notify)(PtyEvent::Title(title));
         }
         self.mark_dirty();
+    }
+
+    fn take_input(&mut self, input: Input) {
+        match input {
+            Input::Bytes(chunk) => self.push_pending(chunk),
+            Input::Submit { text, enter, delay } => {
+                self.push_pending(text);
+                self.pending.push_back(Chunk::Pause(delay));
+                self.push_pending(enter);
+            }
+        }
     }
 
     fn push_pending(&mut self, chunk: Vec<u8>) {
@@ -769,7 +794,16 @@ mod tests {
         written.extend_from_slice(&paused.pending_input);
         assert!(written == data, "{} of {} bytes", written.len(), data.len());
         prog.set_nonblocking(false).unwrap();
+        // A paused terminal is not resized (it may be on loan); the size waits for resume.
+        handle.resize(30, 100);
+        let _again = handle.pause(WAIT).unwrap(); // answered after the resize was seen
+        assert_eq!(super::super::lock(&emu).size(), (24, 80));
         handle.resume();
+        let deadline = Instant::now() + WAIT;
+        while super::super::lock(&emu).size() != (30, 100) {
+            assert!(Instant::now() < deadline, "resize not applied on resume");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         prog.write_all(b"c").unwrap();
         let deadline = Instant::now() + WAIT;
         while !super::super::lock(&emu).screen().contents().contains("ac") {

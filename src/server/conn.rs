@@ -116,40 +116,60 @@ impl ClientWriter {
 /// stop and a restart (a rolled-back handoff), so none is reused.
 pub struct Acceptor {
     stop: Arc<AtomicBool>,
+    waker: crate::sys::Waker,
     thread: Option<std::thread::JoinHandle<()>>,
-    path: std::path::PathBuf,
     next_id: Arc<AtomicU64>,
 }
 
 impl Acceptor {
     pub fn spawn(
         listener: UnixListener,
-        path: std::path::PathBuf,
         events: Sender<Event>,
         next_id: Option<Arc<AtomicU64>>,
     ) -> std::io::Result<Acceptor> {
+        listener.set_nonblocking(true)?;
+        let wake = crate::sys::WakePipe::new()?;
+        let waker = wake.waker();
         let stop = Arc::new(AtomicBool::new(false));
         let next_id = next_id.unwrap_or_default();
         let (flag, ids) = (stop.clone(), next_id.clone());
         let thread = std::thread::Builder::new()
             .name("herdr-accept".into())
-            .spawn(move || {
-                for stream in listener.incoming() {
-                    if flag.load(Ordering::Acquire) {
-                        break;
+            .spawn(move || loop {
+                let ready =
+                    match crate::sys::poll_pty_and_wake(listener.as_fd(), &wake, true, false, None)
+                    {
+                        Ok(r) => r,
+                        Err(e) => {
+                            eprintln!("herdr server: cannot accept connections: {e}");
+                            return;
+                        }
+                    };
+                if ready.woken || flag.load(Ordering::Acquire) {
+                    return;
+                }
+                loop {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            if stream.set_nonblocking(false).is_err() {
+                                continue;
+                            }
+                            let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
+                            let events = events.clone();
+                            let _ = std::thread::Builder::new()
+                                .name(format!("herdr-conn-{id}"))
+                                .spawn(move || handle_connection(id, stream, events));
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        // WouldBlock (all taken) or a failed connection: back to poll.
+                        Err(_) => break,
                     }
-                    let Ok(stream) = stream else { continue };
-                    let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
-                    let events = events.clone();
-                    let _ = std::thread::Builder::new()
-                        .name(format!("herdr-conn-{id}"))
-                        .spawn(move || handle_connection(id, stream, events));
                 }
             })?;
         Ok(Acceptor {
             stop,
+            waker,
             thread: Some(thread),
-            path,
             next_id,
         })
     }
@@ -158,8 +178,7 @@ impl Acceptor {
     /// counter for a later restart.
     pub fn stop(mut self) -> Arc<AtomicU64> {
         self.stop.store(true, Ordering::Release);
-        // Wake the blocked accept with a connection of our own.
-        let _ = UnixStream::connect(&self.path);
+        self.waker.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -168,8 +168,11 @@ pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, Ses
         .mode(0o600)
         .open(&lock_path)
         .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
-        anyhow::anyhow!("a herdr server for session {session} is already running or starting ({} is locked)", lock_path.display())
+    let lock = SessionLock::take(lock_file.into()).map_err(|_| {
+        anyhow::anyhow!(
+            "a herdr server for session {session} is already running or starting ({} is locked)",
+            lock_path.display()
+        )
     })?;
     if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
         anyhow::bail!(
@@ -178,7 +181,7 @@ pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, Ses
         );
     }
     let listener = bind_socket(&socket)?;
-    Ok((listener, socket, SessionLock(lock)))
+    Ok((listener, socket, lock))
 }
 
 /// Listens on `socket` (0600), replacing a stale file. The caller has made sure no live
@@ -192,21 +195,25 @@ pub(crate) fn bind_socket(socket: &std::path::Path) -> anyhow::Result<UnixListen
 }
 
 /// Held for the life of a server: the session's lock file, exclusively locked.
-pub struct SessionLock(nix::fcntl::Flock<std::fs::File>);
+pub struct SessionLock(std::os::fd::OwnedFd);
 
 impl SessionLock {
+    fn take(fd: std::os::fd::OwnedFd) -> std::io::Result<SessionLock> {
+        use std::os::fd::AsFd;
+        crate::sys::flock_exclusive_nb(fd.as_fd())?;
+        Ok(SessionLock(fd))
+    }
+
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
         self.0.as_fd()
     }
 
     /// A lock received from the server that held it: the same open file, so locking it
-    /// again succeeds at once and it stays locked when the sender exits.
+    /// again succeeds at once; it stays locked as long as either process holds it.
     pub fn adopt(fd: std::os::fd::OwnedFd) -> anyhow::Result<SessionLock> {
-        let file = std::fs::File::from(fd);
-        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-            .map(SessionLock)
-            .map_err(|(_, e)| anyhow::anyhow!("the handed-over session lock is not ours: {e}"))
+        SessionLock::take(fd)
+            .map_err(|e| anyhow::anyhow!("the handed-over session lock is not ours: {e}"))
     }
 }
 
@@ -250,12 +257,7 @@ impl Server {
 
     /// Serves until stopped or until the last pane is gone.
     pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
-        self.acceptor = Some(Acceptor::spawn(
-            listener,
-            self.socket.clone(),
-            self.events_tx.clone(),
-            None,
-        )?);
+        self.acceptor = Some(Acceptor::spawn(listener, self.events_tx.clone(), None)?);
         while self.stopping.is_none() {
             let timeout = self
                 .next_deadline()

@@ -263,6 +263,18 @@ pub fn open_fds() -> Vec<(RawFd, String)> {
     out
 }
 
+/// Takes an exclusive `flock` on `fd` without waiting. There is deliberately no unlock:
+/// the lock belongs to the open file, and it ends when its last descriptor closes — in
+/// whichever process that is (a handed-over lock must outlive the process that took it).
+pub fn flock_exclusive_nb(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: flock on a descriptor we borrow; no memory is involved.
+    let r = unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sends `sig` to the process group `pgid` (a pane's session leader leads its group) and,
 /// in case it changed group, to the process itself.
 pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {

@@ -73,7 +73,15 @@ impl Server {
         let started = Instant::now();
         self.check_handoff(&req)?;
         let mut progress = Progress::default();
-        match self.handoff_steps(requester, &req, &mut progress, started) {
+        // A bug in a step must still roll back (the server's own panic guard would leave
+        // every pane paused).
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handoff_steps(requester, &req, &mut progress, started)
+        }))
+        .unwrap_or_else(|_| {
+            Err("an internal error stopped the handoff (see the server log)".into())
+        });
+        match outcome {
             Ok(done) => {
                 if let Some(p) = progress.handoff_socket {
                     let _ = std::fs::remove_file(p);
@@ -237,6 +245,13 @@ impl Server {
             pane.cols = cols;
             images.push((image, input));
         }
+        if panes.len() != self.runtimes.len() {
+            return Err(format!(
+                "only {} of {} terminals could be described (a pane without a program or outside the layout)",
+                panes.len(),
+                self.runtimes.len()
+            ));
+        }
         let manifest = Manifest {
             handoff: HANDOFF_VERSION,
             source_version: version().into(),
@@ -272,6 +287,9 @@ impl Server {
 
         // 6. It connects and proves it is the one we started.
         let mut sock = accept_from(&listener, progress, CONNECT_TIMEOUT)?;
+        // Every write is bounded too: a new server that stops reading must not hang us.
+        sock.set_write_timeout(Some(STEP_TIMEOUT))
+            .map_err(|e| format!("handoff socket: {e}"))?;
         let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(|e| format!("new server: {e}"))?;
         let (version, protocol) = check_hello(&hello, &token, req)?;
 
@@ -358,7 +376,6 @@ impl Server {
                 Ok(listener) => {
                     match Acceptor::spawn(
                         listener,
-                        self.socket.clone(),
                         self.events_tx.clone(),
                         self.next_conn_id.take(),
                     ) {

@@ -47,6 +47,7 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
     }
     let mut sock = UnixStream::connect(&from)
         .with_context(|| format!("cannot reach the old server at {}", from.display()))?;
+    sock.set_write_timeout(Some(STEP_TIMEOUT))?;
     let version = if super::fault("wrong-version") {
         "9.9.9-fault"
     } else {
@@ -260,14 +261,19 @@ fn import_terminal(
     } = incoming;
     let master = master.ok_or("no descriptor for it")?;
     crate::sys::set_nonblocking(master.as_fd()).map_err(|e| e.to_string())?;
+    // The program must be the one leading this terminal, and watchable: otherwise this
+    // server could neither tell when it ends nor end it.
     match crate::sys::fdpass::tty_session(master.as_fd()) {
         Ok(sid) if sid == runtime.pid => {}
-        other => eprintln!(
-            "handoff: p{}: its terminal's session is {other:?}, not pid {}",
-            ps.id, runtime.pid
-        ),
+        other => {
+            return Err(format!(
+                "its terminal's session is {other:?}, not its program's pid {}",
+                runtime.pid
+            ))
+        }
     }
-    let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid).ok();
+    let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid)
+        .map_err(|e| format!("cannot watch its program (pid {}): {e}", runtime.pid))?;
     let id = server.state.alloc_terminal_id();
     let emulator = Arc::new(Mutex::new(emulator));
     let tx = server.events_tx.clone();
