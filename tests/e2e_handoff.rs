@@ -416,3 +416,48 @@ fn pending_waits_and_subscriptions_end_with_a_retry_error() {
     let printed = String::from_utf8_lossy(&events.stdout);
     assert!(printed.contains("server.handoff"), "{printed}");
 }
+
+#[test]
+fn a_client_that_finds_the_session_locked_waits_for_its_server() {
+    // As in the instant of a handoff when the socket is gone but the lock is held.
+    let env = Env::new("handoff-locked");
+    let run = env.dir.path().join("run/herdr");
+    std::fs::create_dir_all(&run).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(run.join(format!("{}.lock", env.session)))
+        .unwrap();
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let waiting = std::process::Command::new(support::BIN)
+        .env_clear()
+        .envs(env.vars())
+        .args(["--session", &env.session, "server", "start"])
+        .current_dir(env.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = env
+        .dir
+        .path()
+        .join("state/herdr/sessions")
+        .join(&env.session)
+        .join("server.log");
+    wait_until("the started server gave way", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("already running or starting"))
+    });
+    drop(held);
+    ok(env.herdr(&["server", "start"]));
+    let out = waiting.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -108,18 +108,27 @@ pub fn connect_or_start(
     if let Some(s) = connect(session, role, size)? {
         return Ok((s, false));
     }
-    let mut child = start_server(session)?;
+    let mut child = Some(start_server(session)?);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(s) = connect(session, role, size)? {
-            reap_in_background(child);
-            return Ok((s, true));
+            let started = child.is_some();
+            if let Some(c) = child {
+                reap_in_background(c);
+            }
+            return Ok((s, started));
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            anyhow::bail!(
-                "the herdr server for session {session} failed to start ({status}):\n{}",
-                log_tail(session)
-            );
+        if let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            // Another server holds the session (starting, or being replaced by a live
+            // handoff): ours gave way; wait for that one to listen.
+            if session_locked(session) {
+                child = None;
+            } else {
+                anyhow::bail!(
+                    "the herdr server for session {session} failed to start ({status}):\n{}",
+                    log_tail(session)
+                );
+            }
         }
         if Instant::now() > deadline {
             anyhow::bail!(
@@ -129,6 +138,18 @@ pub fn connect_or_start(
             );
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether some process holds the session's lock (a server runs or is starting).
+fn session_locked(session: &SessionName) -> bool {
+    use std::os::fd::AsFd;
+    let path = paths::runtime_dir().join(format!("{}.lock", session.as_str()));
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        // Taking it ourselves fails only if it is held; if it succeeds, closing the file
+        // right away gives it back.
+        Ok(f) => crate::sys::flock_exclusive_nb(f.as_fd()).is_err(),
+        Err(_) => false,
     }
 }
 
