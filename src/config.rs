@@ -41,7 +41,15 @@ pub struct Config {
     pub restore_commands: Vec<String>,
     /// `[persistence]`: resume agents (their own resume command) on restore.
     pub resume_agents_on_restore: bool,
+    /// `[update]`: where release manifests live (`<url>/<channel>.json`); the
+    /// `HERDR_RELEASES_URL` environment variable overrides it.
+    pub releases_url: String,
+    /// `[update]`: seconds a download may go without progress before it is retried.
+    pub download_timeout_secs: u64,
 }
+
+/// Where the official release manifests are published.
+pub const DEFAULT_RELEASES_URL: &str = "https://releases.herdr.dev";
 
 /// One `[keys]` entry. Names are not validated here because the key parser
 /// and action table live elsewhere; `line` lets the caller report problems.
@@ -108,6 +116,8 @@ impl Default for Config {
             history_lines: 1000,
             restore_commands: Vec::new(),
             resume_agents_on_restore: true,
+            releases_url: DEFAULT_RELEASES_URL.to_string(),
+            download_timeout_secs: 30,
         }
     }
 }
@@ -231,6 +241,7 @@ const ROOT_FIELDS: &[Field] = &[
     ),
     Field("keys", Kind::Bindings(|c| &mut c.keys)),
     Field("persistence", Kind::Table(PERSISTENCE_FIELDS)),
+    Field("update", Kind::Table(UPDATE_FIELDS)),
 ];
 
 const PERSISTENCE_FIELDS: &[Field] = &[
@@ -251,6 +262,19 @@ const PERSISTENCE_FIELDS: &[Field] = &[
     Field(
         "resume_agents_on_restore",
         Kind::Bool(|c| &mut c.resume_agents_on_restore),
+    ),
+];
+
+const UPDATE_FIELDS: &[Field] = &[
+    Field("releases_url", Kind::Str(|c| &mut c.releases_url)),
+    Field(
+        "download_timeout_secs",
+        Kind::UInt {
+            min: 1,
+            max: 3600,
+            get: |c| c.download_timeout_secs,
+            set: |c, v| c.download_timeout_secs = v,
+        },
     ),
 ];
 

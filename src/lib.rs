@@ -32,3 +32,4 @@ pub mod render;
 pub mod server;
 pub mod sys;
 pub mod term;
+pub mod update;

@@ -187,6 +187,19 @@ pub fn ensure_state_dir(session: &SessionName) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// The file this process was started from, as it is named now: after an update replaced
+/// it, the running inode shows as "(deleted)" and the path names the new file.
+pub fn own_binary() -> Result<PathBuf, String> {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .or_else(|_| std::env::current_exe())
+        .map_err(|e| format!("cannot find this herdr's binary: {e}"))?;
+    let text = exe.to_string_lossy();
+    Ok(match text.strip_suffix(" (deleted)") {
+        Some(p) => PathBuf::from(p),
+        None => exe,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,8 +80,37 @@ pub enum Command {
     /// `herdr --remote`).
     #[command(hide = true)]
     RemoteBridge,
+    /// Install the newest herdr of your channel (checksum verified), then move running
+    /// servers to it.
+    Update {
+        /// Hand every running server to the new binary live (no program stops).
+        #[arg(long)]
+        handoff: bool,
+        /// Only say whether an update is available; change nothing.
+        #[arg(long, conflicts_with = "rollback")]
+        check: bool,
+        /// Install without asking.
+        #[arg(long)]
+        yes: bool,
+        /// Put the binary the last update replaced back in place.
+        #[arg(long)]
+        rollback: bool,
+    },
+    /// Show or choose the release channel `herdr update` follows.
+    Channel {
+        #[command(subcommand)]
+        command: ChannelCommand,
+    },
     /// Print a shell completion script.
     Completion { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChannelCommand {
+    /// The channel, this binary's version and the manifest `herdr update` reads.
+    Show,
+    /// Follow `stable` (releases) or `preview` (builds between releases).
+    Set { channel: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -155,6 +184,21 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Events { json }) => control::events(&session, json),
         Some(Command::Agent { command }) => agent::agent(&session, command),
         Some(Command::Integration { command }) => agent::integration(command),
+        Some(Command::Update {
+            handoff,
+            check,
+            yes,
+            rollback,
+        }) => crate::update::run(crate::update::UpdateArgs {
+            handoff,
+            check,
+            yes,
+            rollback,
+        }),
+        Some(Command::Channel { command }) => match command {
+            ChannelCommand::Show => crate::update::channel_show(),
+            ChannelCommand::Set { channel } => crate::update::channel_set(&channel),
+        },
         Some(Command::Completion { shell }) => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut std::io::stdout());

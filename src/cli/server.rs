@@ -48,31 +48,75 @@ fn handoff(
     expect_version: Option<String>,
     expect_protocol: Option<u32>,
 ) -> anyhow::Result<i32> {
+    let binary = match binary {
+        // The server resolves paths from its own folder: send an absolute one.
+        Some(b) => Some(
+            std::fs::canonicalize(&b)
+                .map_err(|e| anyhow::anyhow!("cannot use --binary {}: {e}", b.display()))?,
+        ),
+        None => None,
+    };
+    match hand_off(session, binary.as_deref(), expect_version, expect_protocol) {
+        Ok(HandedOff::NoServer) => {
+            eprintln!(
+                "herdr: no herdr server is running for session {session}; nothing to hand off"
+            );
+            Ok(3)
+        }
+        Ok(HandedOff::Done { report, serving }) => {
+            println!("{report}");
+            match serving {
+                Some(s) => {
+                    println!("now serving: {s}");
+                    Ok(0)
+                }
+                None => {
+                    eprintln!(
+                        "herdr: the new server does not answer yet; check `herdr server status`"
+                    );
+                    Ok(1)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("herdr: live handoff failed; the old server keeps serving, every program still runs: {e:#}");
+            Ok(1)
+        }
+    }
+}
+
+pub(crate) enum HandedOff {
+    NoServer,
+    /// What happened, and who serves now (`None` if nobody answers yet).
+    Done {
+        report: String,
+        serving: Option<String>,
+    },
+}
+
+/// Asks a session's server to hand itself to `binary` (its own path if `None`), then
+/// checks which herdr serves afterwards.
+pub(crate) fn hand_off(
+    session: &SessionName,
+    binary: Option<&std::path::Path>,
+    expected_version: Option<String>,
+    expected_protocol: Option<u32>,
+) -> anyhow::Result<HandedOff> {
     let Some(mut api) = ApiClient::connect(session)? else {
-        eprintln!("herdr: no herdr server is running for session {session}; nothing to hand off");
-        return Ok(3);
+        return Ok(HandedOff::NoServer);
     };
     let mut params = json!({});
     if let Some(b) = binary {
-        // The server resolves paths from its own folder: send an absolute one.
-        let abs = std::fs::canonicalize(&b)
-            .map_err(|e| anyhow::anyhow!("cannot use --binary {}: {e}", b.display()))?;
-        params["binary"] = json!(abs);
+        params["binary"] = json!(b);
     }
-    if let Some(v) = expect_version {
+    if let Some(v) = expected_version {
         params["expected_version"] = json!(v);
     }
-    if let Some(p) = expect_protocol {
+    if let Some(p) = expected_protocol {
         params["expected_protocol"] = json!(p);
     }
-    let done = match api.call("server.live_handoff", params) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("herdr: live handoff failed; the old server keeps serving, every program still runs: {e:#}");
-            return Ok(1);
-        }
-    };
-    println!(
+    let done = api.call("server.live_handoff", params)?;
+    let report = format!(
         "handed session {session} to herdr {} (pid {}): {} pane(s) in {} ms; no-return window {} ms",
         done["version"].as_str().unwrap_or("?"),
         done["pid"],
@@ -85,18 +129,23 @@ fn handoff(
     loop {
         if let Ok(Some(mut api)) = ApiClient::connect(session) {
             if let Ok(st) = api.call("server.status", json!({})) {
-                println!(
-                    "now serving: herdr {} (protocol {}, pid {})",
+                let serving = format!(
+                    "herdr {} (protocol {}, pid {})",
                     st["version"].as_str().unwrap_or("?"),
                     st["protocol"],
                     st["pid"]
                 );
-                return Ok(0);
+                return Ok(HandedOff::Done {
+                    report,
+                    serving: Some(serving),
+                });
             }
         }
         if Instant::now() >= deadline {
-            eprintln!("herdr: the new server does not answer yet; check `herdr server status`");
-            return Ok(1);
+            return Ok(HandedOff::Done {
+                report,
+                serving: None,
+            });
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -306,7 +306,8 @@ impl Server {
     }
 
     fn api_live_handoff(&mut self, conn: ClientId, id: &Value, p: &Value) -> ApiResult {
-        use crate::server::handoff::export::{own_binary, Request};
+        use crate::paths::own_binary;
+        use crate::server::handoff::export::Request;
         let binary = match p.get("binary") {
             Some(Value::String(b)) => std::path::PathBuf::from(b),
             Some(_) => return Err(ApiError::new("bad_params", "binary must be a path")),

@@ -8,7 +8,7 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -509,17 +509,4 @@ fn expect(sock: &mut UnixStream, word: &str, timeout: Duration) -> Result<(), St
     } else {
         Err(format!("the new server answered {got:?} instead of {word}"))
     }
-}
-
-/// The binary a handoff without `--binary` goes to: the file now at this server's own
-/// path (an update replaces it; the running inode then shows as deleted).
-pub fn own_binary() -> Result<PathBuf, String> {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .or_else(|_| std::env::current_exe())
-        .map_err(|e| format!("cannot find this server's binary: {e}"))?;
-    let text = exe.to_string_lossy();
-    Ok(match text.strip_suffix(" (deleted)") {
-        Some(p) => Path::new(p).to_path_buf(),
-        None => exe,
-    })
 }

@@ -1,0 +1,179 @@
+//! HTTP downloads for updates: a manifest (small, in memory) and an artifact (streamed to
+//! a file while hashing, never held whole in memory). Bounded everywhere: connect and
+//! stall timeouts, a bounded number of attempts, a size limit.
+
+use std::io::{IsTerminal, Read, Seek, Write};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+/// Attempts per download (the first and two retries).
+const ATTEMPTS: u32 = 3;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A manifest larger than this is not one.
+const MAX_MANIFEST: u64 = 1024 * 1024;
+
+pub struct Http {
+    client: reqwest::blocking::Client,
+}
+
+/// Whether an error may go away on another attempt.
+enum Failure {
+    Retry(String),
+    Final(String),
+}
+
+impl Http {
+    /// `stall`: how long a transfer may go without progress.
+    pub fn new(stall: Duration) -> Result<Http, String> {
+        // rustls needs its crypto provider chosen once per process (ring: no OpenSSL).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::blocking::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(stall)
+            .user_agent(format!("herdr/{}", crate::protocol::version()))
+            .build()
+            .map_err(|e| format!("cannot set up HTTP: {e}"))?;
+        Ok(Http { client })
+    }
+
+    /// A small document (the manifest), whole.
+    pub fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+        self.with_retries(url, |resp| {
+            let mut body = Vec::new();
+            resp.take(MAX_MANIFEST + 1)
+                .read_to_end(&mut body)
+                .map_err(|e| Failure::Retry(format!("reading {url}: {e}")))?;
+            if body.len() as u64 > MAX_MANIFEST {
+                return Err(Failure::Final(format!(
+                    "{url} is larger than a manifest can be"
+                )));
+            }
+            Ok(body)
+        })
+    }
+
+    /// Streams `url` into `file` (from its start) while hashing; exactly `size` bytes must
+    /// come. Returns the SHA-256, hex.
+    pub fn download(
+        &self,
+        url: &str,
+        size: u64,
+        file: &mut std::fs::File,
+        label: &str,
+    ) -> Result<String, String> {
+        let show = std::io::stderr().is_terminal();
+        self.with_retries(url, |mut resp| {
+            file.set_len(0)
+                .and_then(|_| file.rewind())
+                .map_err(|e| Failure::Final(format!("cannot write the download: {e}")))?;
+            let mut hasher = Sha256::new();
+            let mut got: u64 = 0;
+            let mut buf = vec![0u8; 256 * 1024];
+            let started = Instant::now();
+            let mut shown = started;
+            loop {
+                let n = match resp.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) => {
+                        return Err(Failure::Retry(format!(
+                            "downloading {url}: {} after {got} of {size} bytes",
+                            describe_io(&e)
+                        )))
+                    }
+                };
+                got += n as u64;
+                if got > size {
+                    return Err(Failure::Final(format!(
+                        "{url} sent more than the {size} bytes the manifest announced"
+                    )));
+                }
+                hasher.update(&buf[..n]);
+                file.write_all(&buf[..n])
+                    .map_err(|e| Failure::Final(format!("cannot write the download: {e}")))?;
+                if show && shown.elapsed() >= Duration::from_millis(100) {
+                    shown = Instant::now();
+                    progress(label, got, size, started.elapsed());
+                }
+            }
+            if got < size {
+                return Err(Failure::Retry(format!(
+                    "downloading {url}: the server closed the connection after {got} of {size} bytes"
+                )));
+            }
+            if show {
+                progress(label, got, size, started.elapsed());
+                eprintln!();
+            }
+            file.sync_all()
+                .map_err(|e| Failure::Final(format!("cannot write the download: {e}")))?;
+            Ok(hex(&hasher.finalize()))
+        })
+    }
+
+    fn with_retries<T>(
+        &self,
+        url: &str,
+        mut body: impl FnMut(reqwest::blocking::Response) -> Result<T, Failure>,
+    ) -> Result<T, String> {
+        let mut last = String::new();
+        for attempt in 1..=ATTEMPTS {
+            if attempt > 1 {
+                std::thread::sleep(Duration::from_millis(500 * u64::from(attempt - 1)));
+            }
+            let outcome = match self.client.get(url).send() {
+                Err(e) => Failure::Retry(format!("cannot reach {url}: {}", describe(&e))),
+                Ok(resp) if resp.status().is_server_error() => {
+                    Failure::Retry(format!("{url} answered HTTP {}", resp.status()))
+                }
+                Ok(resp) if !resp.status().is_success() => {
+                    Failure::Final(format!("{url} answered HTTP {}", resp.status()))
+                }
+                Ok(resp) => match body(resp) {
+                    Ok(v) => return Ok(v),
+                    Err(f) => f,
+                },
+            };
+            match outcome {
+                Failure::Final(e) => return Err(e),
+                Failure::Retry(e) => last = e,
+            }
+        }
+        Err(format!("{last} (tried {ATTEMPTS} times)"))
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        format!("connection failed ({e})")
+    } else {
+        e.to_string()
+    }
+}
+
+fn describe_io(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    if text.contains("timed out") || e.kind() == std::io::ErrorKind::TimedOut {
+        "the transfer stalled (no data within the timeout)".into()
+    } else {
+        text
+    }
+}
+
+fn progress(label: &str, got: u64, size: u64, elapsed: Duration) {
+    let mb = |b: u64| b as f64 / 1_000_000.0;
+    let rate = mb(got) / elapsed.as_secs_f64().max(0.001);
+    let pct = (got * 100).checked_div(size).unwrap_or(100);
+    eprint!(
+        "\r\x1b[K{label}: {:.1} of {:.1} MB ({pct}%), {rate:.1} MB/s",
+        mb(got),
+        mb(size)
+    );
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

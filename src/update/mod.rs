@@ -1,0 +1,316 @@
+//! `herdr update` and `herdr channel`: install a newer release of this binary from the
+//! channel's manifest (verified by SHA-256 before it is made executable or run), keep the
+//! previous one for `--rollback`, then move running servers to it (live, with
+//! `--handoff`). See docs/releases.md.
+
+pub mod download;
+pub mod install;
+pub mod manifest;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cli::api_client::ApiClient;
+use crate::cli::server::{hand_off, HandedOff};
+use crate::paths::SessionName;
+use crate::protocol::version;
+use download::Http;
+use install::Staged;
+use manifest::{Channel, Manifest, Version};
+
+/// Exit code when the binary was updated but a running server still needs a decision.
+pub const EXIT_SERVERS_LEFT: i32 = 5;
+
+pub struct UpdateArgs {
+    pub handoff: bool,
+    pub check: bool,
+    pub yes: bool,
+    pub rollback: bool,
+}
+
+/// The file holding the chosen channel (beside config.toml).
+fn channel_file() -> Option<PathBuf> {
+    crate::config::default_path().and_then(|p| p.parent().map(|d| d.join("channel")))
+}
+
+/// The chosen channel: the file, else the channel of this binary's version.
+pub fn current_channel() -> Channel {
+    channel_file()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|s| Channel::parse(&s))
+        .unwrap_or_else(|| {
+            Version::parse(version())
+                .map(|v| v.channel())
+                .unwrap_or(Channel::Stable)
+        })
+}
+
+/// `HERDR_RELEASES_URL`, else `[update] releases_url`, else the official location.
+fn releases_url(config: &crate::config::Config) -> String {
+    std::env::var("HERDR_RELEASES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| config.releases_url.clone())
+}
+
+pub fn manifest_url(config: &crate::config::Config, channel: Channel) -> String {
+    format!(
+        "{}/{channel}.json",
+        releases_url(config).trim_end_matches('/')
+    )
+}
+
+fn config() -> crate::config::Config {
+    crate::config::load(&crate::config::default_path().unwrap_or_default()).0
+}
+
+pub fn channel_show() -> anyhow::Result<i32> {
+    let channel = current_channel();
+    println!("channel:  {channel}");
+    println!("version:  {}", version());
+    println!("manifest: {}", manifest_url(&config(), channel));
+    Ok(0)
+}
+
+pub fn channel_set(name: &str) -> anyhow::Result<i32> {
+    let Some(channel) = Channel::parse(name) else {
+        anyhow::bail!("unknown channel {name:?}; the channels are stable and preview");
+    };
+    let file = channel_file().ok_or_else(|| {
+        anyhow::anyhow!("cannot find the config folder (set HOME or XDG_CONFIG_HOME)")
+    })?;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&file, format!("{channel}\n"))?;
+    println!(
+        "channel set to {channel}; `herdr update` now follows {}",
+        manifest_url(&config(), channel)
+    );
+    Ok(0)
+}
+
+pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
+    let binary = crate::paths::own_binary().map_err(anyhow::Error::msg)?;
+    if std::env::var_os("HERDR_PANE").is_some() {
+        anyhow::bail!(
+            "you are inside a herdr pane; updating from here would replace the server under your feet. \
+             Detach first (prefix + d), then run `herdr update` in a plain terminal"
+        );
+    }
+    if let Some(advice) = install::package_manager(&binary) {
+        anyhow::bail!(
+            "{} is managed by a package manager, not by herdr update. {advice}",
+            binary.display()
+        );
+    }
+    if args.rollback {
+        install::rollback(&binary).map_err(anyhow::Error::msg)?;
+        let now = std::process::Command::new(&binary)
+            .arg("--version")
+            .output();
+        let now = now
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        println!(
+            "rolled back {}: now {now} (the replaced one is kept as {})",
+            binary.display(),
+            install::previous_of(&binary).display()
+        );
+        return Ok(0);
+    }
+    let config = config();
+    let channel = current_channel();
+    let url = manifest_url(&config, channel);
+    let http =
+        Http::new(Duration::from_secs(config.download_timeout_secs)).map_err(anyhow::Error::msg)?;
+    let manifest = Manifest::parse(&http.fetch(&url).map_err(anyhow::Error::msg)?, channel)
+        .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+    let installed = Version::parse(version());
+    let offered =
+        Version::parse(&manifest.version).ok_or_else(|| anyhow::anyhow!("bad version"))?;
+    let newer = installed.is_none_or(|i| offered.newer_than(&i));
+    if !newer {
+        println!(
+            "herdr {} is up to date ({channel} channel offers {})",
+            version(),
+            manifest.version
+        );
+        return Ok(0);
+    }
+    let platform = manifest::platform();
+    let artifact = manifest.artifact(&platform).map_err(anyhow::Error::msg)?;
+    if args.check {
+        println!(
+            "herdr {} is available on the {channel} channel (installed: {}); run `herdr update` to install it",
+            manifest.version,
+            version()
+        );
+        if !manifest.notes.is_empty() {
+            println!("{}", manifest.notes);
+        }
+        return Ok(0);
+    }
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            anyhow::bail!(
+                "herdr {} is available (installed: {}); not asking without a terminal: run `herdr update --yes`",
+                manifest.version,
+                version()
+            );
+        }
+        if !confirm(&format!(
+            "Update herdr {} to {}?",
+            version(),
+            manifest.version
+        )) {
+            println!("nothing was changed");
+            return Ok(0);
+        }
+    }
+
+    // Download beside the binary, verify, check it runs as the version it claims, install.
+    let mut staged = Staged::create(&binary).map_err(anyhow::Error::msg)?;
+    let label = format!("herdr {}", manifest.version);
+    let started = std::time::Instant::now();
+    let sha = http
+        .download(&artifact.url, artifact.size, &mut staged.file, &label)
+        .map_err(anyhow::Error::msg)?;
+    if !sha.eq_ignore_ascii_case(&artifact.sha256) {
+        anyhow::bail!(
+            "the download's SHA-256 is {sha}, the manifest says {}; refusing it (nothing was changed)",
+            artifact.sha256
+        );
+    }
+    let took = started.elapsed();
+    check_runs(staged.path(), &manifest.version)?;
+    staged.install(&binary).map_err(anyhow::Error::msg)?;
+    println!(
+        "updated {} from {} to {} ({:.1} MB in {:.1} s); the previous binary is kept for `herdr update --rollback`",
+        binary.display(),
+        version(),
+        manifest.version,
+        artifact.size as f64 / 1e6,
+        took.as_secs_f64()
+    );
+    Ok(move_servers(&binary, &manifest, args.handoff))
+}
+
+/// Runs the verified download once, to be sure it is a herdr of the promised version
+/// (only after its checksum matched).
+fn check_runs(path: &Path, want: &str) -> anyhow::Result<()> {
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    let out = std::process::Command::new(path)
+        .arg("--version")
+        .env_remove("HERDR_PANE")
+        .output()
+        .map_err(|e| {
+            anyhow::anyhow!("the downloaded binary does not run here ({e}); nothing was changed")
+        })?;
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if said != format!("herdr {want}") {
+        anyhow::bail!(
+            "the downloaded binary says {said:?}, not herdr {want}; refusing it (nothing was changed)"
+        );
+    }
+    Ok(())
+}
+
+fn confirm(question: &str) -> bool {
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
+}
+
+/// Every running server of this user, by session.
+fn running_sessions() -> Vec<SessionName> {
+    let Ok(dir) = std::fs::read_dir(crate::paths::runtime_dir()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SessionName> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let session = name.strip_suffix(".sock")?;
+            if session.contains(".handoff-") {
+                return None;
+            }
+            SessionName::parse(session).ok()
+        })
+        .collect();
+    out.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    out
+}
+
+/// After installing: each running server is told apart — already new, compatible, or in
+/// need of the new binary — and with `--handoff` moved to it without stopping a program.
+/// Returns the exit code.
+fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
+    let mut left = Vec::new();
+    for session in running_sessions() {
+        let Ok(Some(mut api)) = ApiClient::connect(&session) else {
+            continue;
+        };
+        let Ok(st) = api.call("server.status", json!({})) else {
+            continue;
+        };
+        drop(api);
+        let running = st["version"].as_str().unwrap_or("?").to_string();
+        let protocol = st["protocol"].as_u64().unwrap_or(0) as u32;
+        let can = st["live_handoff"].as_bool().unwrap_or(false);
+        if running == manifest.version {
+            println!("session {session}: already runs herdr {running}");
+            continue;
+        }
+        let compatible = protocol == manifest.protocol;
+        if !handoff {
+            let how = if can {
+                format!("`herdr server handoff --session {session}` moves it to {} without stopping a program", manifest.version)
+            } else {
+                format!("it cannot be handed off live; `herdr server stop --session {session}` then `herdr --session {session}` restarts it (its programs end)")
+            };
+            if compatible {
+                println!("session {session}: still runs herdr {running} (compatible: clients of {} can attach); {how}", manifest.version);
+            } else {
+                println!("session {session}: still runs herdr {running} (protocol {protocol}; the new herdr speaks {}, so new clients cannot attach); {how}", manifest.protocol);
+                left.push(session);
+            }
+            continue;
+        }
+        if !can {
+            println!("session {session}: herdr {running} cannot be handed off live; `herdr server stop --session {session}` then `herdr --session {session}` restarts it (its programs end)");
+            left.push(session);
+            continue;
+        }
+        match hand_off(
+            &session,
+            Some(binary),
+            Some(manifest.version.clone()),
+            Some(manifest.protocol),
+        ) {
+            Ok(HandedOff::Done { report, serving }) => {
+                println!("{report}");
+                match serving {
+                    Some(s) => println!("session {session}: now serving {s}"),
+                    None => {
+                        println!("session {session}: the new server does not answer yet; check `herdr server status --session {session}`");
+                        left.push(session);
+                    }
+                }
+            }
+            Ok(HandedOff::NoServer) => println!("session {session}: no longer running"),
+            Err(e) => {
+                println!("session {session}: the handoff failed, herdr {running} keeps serving with every program: {e:#}; retry with `herdr server handoff --session {session}`");
+                left.push(session);
+            }
+        }
+    }
+    if left.is_empty() {
+        0
+    } else {
+        EXIT_SERVERS_LEFT
+    }
+}
