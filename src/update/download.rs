@@ -155,11 +155,21 @@ fn describe(e: &reqwest::Error) -> String {
 }
 
 fn describe_io(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    if text.contains("timed out") || e.kind() == std::io::ErrorKind::TimedOut {
+    // The cause may be a few errors down (an I/O error wrapping the HTTP client's).
+    let mut timed_out = e.kind() == std::io::ErrorKind::TimedOut;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = e.get_ref().map(|r| r as _);
+    while let Some(c) = cause {
+        if c.downcast_ref::<reqwest::Error>().is_some_and(|r| r.is_timeout())
+            || c.to_string().contains("timed out")
+        {
+            timed_out = true;
+        }
+        cause = c.source();
+    }
+    if timed_out {
         "the transfer stalled (no data within the timeout)".into()
     } else {
-        text
+        e.to_string()
     }
 }
 

@@ -55,7 +55,9 @@ pub fn previous_of(binary: &Path) -> PathBuf {
 /// rename is atomic). Removed when dropped unless installed.
 pub struct Staged {
     path: PathBuf,
-    pub file: std::fs::File,
+    /// Open while downloading; closed before the file is run or installed (a file open
+    /// for writing cannot be executed).
+    file: Option<std::fs::File>,
     installed: bool,
 }
 
@@ -81,7 +83,7 @@ impl Staged {
             })?;
         Ok(Staged {
             path,
-            file,
+            file: Some(file),
             installed: false,
         })
     }
@@ -90,9 +92,21 @@ impl Staged {
         &self.path
     }
 
+    /// The file to download into (until [`Staged::close`]).
+    pub fn file(&mut self) -> Result<&mut std::fs::File, String> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| "the download is already closed".to_string())
+    }
+
+    pub fn close(&mut self) {
+        self.file = None;
+    }
+
     /// After the checksum matched: executable, then atomically in place of `binary`, the
     /// old one kept as `<binary>.previous`.
     pub fn install(mut self, binary: &Path) -> Result<(), String> {
+        self.close();
         std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| format!("cannot make the new binary executable: {e}"))?;
         keep_previous(binary)?;
@@ -175,7 +189,7 @@ mod tests {
         let bin = dir.path().join("herdr");
         std::fs::write(&bin, "old").unwrap();
         let mut staged = Staged::create(&bin).unwrap();
-        std::io::Write::write_all(&mut staged.file, b"new").unwrap();
+        std::io::Write::write_all(staged.file().unwrap(), b"new").unwrap();
         let tmp = staged.path().to_path_buf();
         staged.install(&bin).unwrap();
         assert!(!tmp.exists());

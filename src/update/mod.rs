@@ -176,9 +176,11 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
     let mut staged = Staged::create(&binary).map_err(anyhow::Error::msg)?;
     let label = format!("herdr {}", manifest.version);
     let started = std::time::Instant::now();
+    let file = staged.file().map_err(anyhow::Error::msg)?;
     let sha = http
-        .download(&artifact.url, artifact.size, &mut staged.file, &label)
+        .download(&artifact.url, artifact.size, file, &label)
         .map_err(anyhow::Error::msg)?;
+    staged.close();
     if !sha.eq_ignore_ascii_case(&artifact.sha256) {
         anyhow::bail!(
             "the download's SHA-256 is {sha}, the manifest says {}; refusing it (nothing was changed)",

@@ -6,6 +6,7 @@
 //! own session (stopped through the CLI, then killed by pid if it lingers).
 #![allow(dead_code)]
 
+pub mod http;
 pub mod sshd;
 
 use std::io::{Read, Write};

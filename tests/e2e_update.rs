@@ -1,0 +1,339 @@
+//! End-to-end: `herdr update`, `herdr channel` and install.sh against a real HTTP server
+//! on 127.0.0.1 serving releases made by scripts/release.sh (the test binary, stamped
+//! with a newer version, stands for the new release).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::http::{HttpServer, Reply};
+use support::{ok, Env};
+
+const NEW: &str = "99.0.0";
+const OLD: &str = env!("CARGO_PKG_VERSION");
+
+/// The test binary without debug info (a realistic size to download), made once.
+fn base_binary() -> PathBuf {
+    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let path = dir.join("herdr-update-base");
+        let tmp = dir.join(format!("herdr-update-base.{}", std::process::id()));
+        std::fs::copy(support::BIN, &tmp).unwrap();
+        let s = Command::new("strip")
+            .arg("--strip-debug")
+            .arg(&tmp)
+            .status()
+            .unwrap();
+        assert!(s.success(), "strip failed");
+        std::fs::rename(&tmp, &path).unwrap();
+        path
+    })
+    .clone()
+}
+
+fn release(out: &Path, url: &str, channel: &str, version: &str, build: Option<&str>) {
+    let mut cmd = Command::new("sh");
+    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/release.sh"))
+        .args([
+            "--channel",
+            channel,
+            "--version",
+            version,
+            "--base-url",
+            url,
+        ])
+        .arg("--out")
+        .arg(out)
+        .arg("--binary")
+        .arg(base_binary());
+    if let Some(b) = build {
+        cmd.args(["--build", b]);
+    }
+    ok(cmd.output().unwrap());
+}
+
+/// A user with herdr installed in ~/.local/bin, and a release server offering NEW.
+struct World {
+    env: Env,
+    http: HttpServer,
+    releases: PathBuf,
+    bin: PathBuf,
+}
+
+impl World {
+    fn new(name: &str) -> World {
+        let env = Env::new(name);
+        let releases = env.dir.path().join("releases");
+        std::fs::create_dir_all(&releases).unwrap();
+        let http = HttpServer::start(releases.clone());
+        release(&releases, &http.url(), "stable", NEW, None);
+        let bin = env.home().join(".local/bin/herdr");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::copy(base_binary(), &bin).unwrap();
+        std::fs::write(
+            env.config_file(),
+            format!(
+                "[update]\nreleases_url = \"{}\"\ndownload_timeout_secs = 2\n",
+                http.url()
+            ),
+        )
+        .unwrap();
+        World {
+            env,
+            http,
+            releases,
+            bin,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with(&self.bin, args, &[])
+    }
+
+    fn run_with(&self, bin: &Path, args: &[&str], extra: &[(&str, &str)]) -> Output {
+        Command::new(bin)
+            .env_clear()
+            .envs(self.env.vars())
+            .envs(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .arg("--session")
+            .arg(&self.env.session)
+            .args(args)
+            .current_dir(self.env.home())
+            .output()
+            .unwrap()
+    }
+
+    fn version(&self) -> String {
+        ok(self.run(&["--version"]))
+    }
+
+    fn artifact(&self) -> String {
+        format!("/herdr-{NEW}-linux-x86_64")
+    }
+
+    /// Edits the stable manifest.
+    fn edit_manifest(&self, f: impl Fn(&mut serde_json::Value)) {
+        let path = self.releases.join("stable.json");
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        f(&mut m);
+        std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    }
+
+    /// Nothing but the binary in its folder (no temp files, no previous).
+    fn folder(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.bin.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn update_installs_the_new_release_and_rollback_puts_the_old_one_back() {
+    let w = World::new("update");
+    assert_eq!(w.version(), format!("herdr {OLD}"));
+    let out = ok(w.run(&["update", "--yes"]));
+    assert!(out.contains(&format!("to {NEW}")), "{out}");
+    assert_eq!(w.version(), format!("herdr {NEW}"));
+    assert_eq!(w.folder(), ["herdr", "herdr.previous"]);
+    // Again: nothing newer.
+    let out = ok(w.run(&["update", "--yes"]));
+    assert!(out.contains("up to date"), "{out}");
+    ok(w.run(&["update", "--rollback"]));
+    assert_eq!(w.version(), format!("herdr {OLD}"));
+}
+
+#[test]
+fn check_changes_nothing() {
+    let w = World::new("update-check");
+    let before = std::fs::read(&w.bin).unwrap();
+    let out = ok(w.run(&["update", "--check"]));
+    assert!(out.contains(&format!("herdr {NEW} is available")), "{out}");
+    assert_eq!(std::fs::read(&w.bin).unwrap(), before);
+    assert_eq!(w.folder(), ["herdr"]);
+    assert_eq!(
+        w.http.hits(&w.artifact()),
+        0,
+        "--check downloads no artifact"
+    );
+}
+
+#[test]
+fn without_a_terminal_and_without_yes_it_says_what_to_run() {
+    let w = World::new("update-noyes");
+    let out = w.run(&["update"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("herdr update --yes"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(w.folder(), ["herdr"]);
+}
+
+/// A broken release: a clear error, the old binary intact, nothing left beside it.
+fn refused(w: &World, says: &str) {
+    let before = std::fs::read(&w.bin).unwrap();
+    let out = w.run(&["update", "--yes"]);
+    assert!(!out.status.success(), "the update should fail");
+    assert!(
+        stderr(&out).contains(says),
+        "expected {says:?} in: {}",
+        stderr(&out)
+    );
+    assert!(
+        std::fs::read(&w.bin).unwrap() == before,
+        "the binary changed"
+    );
+    assert_eq!(w.folder(), ["herdr"]);
+    assert_eq!(w.version(), format!("herdr {OLD}"));
+}
+
+#[test]
+fn a_corrupted_artifact_is_refused() {
+    let w = World::new("update-corrupt");
+    let path = w.releases.join(w.artifact().trim_start_matches('/'));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    refused(&w, "SHA-256");
+}
+
+#[test]
+fn a_missing_checksum_is_refused_before_downloading() {
+    let w = World::new("update-nosum");
+    w.edit_manifest(|m| m["platforms"]["linux-x86_64"]["sha256"] = "".into());
+    refused(&w, "no SHA-256");
+    assert_eq!(w.http.hits(&w.artifact()), 0);
+}
+
+#[test]
+fn a_malformed_checksum_is_refused_before_downloading() {
+    let w = World::new("update-badsum");
+    w.edit_manifest(|m| m["platforms"]["linux-x86_64"]["sha256"] = "abc123".into());
+    refused(&w, "malformed");
+    assert_eq!(w.http.hits(&w.artifact()), 0);
+}
+
+#[test]
+fn a_missing_artifact_is_refused() {
+    let w = World::new("update-404");
+    w.http.route(&w.artifact(), Reply::Status(404));
+    refused(&w, "HTTP 404");
+    assert_eq!(w.http.hits(&w.artifact()), 1, "a 404 is not retried");
+}
+
+#[test]
+fn a_server_error_is_retried_then_refused() {
+    let w = World::new("update-500");
+    w.http.route(&w.artifact(), Reply::Status(500));
+    refused(&w, "HTTP 500");
+    assert_eq!(w.http.hits(&w.artifact()), 3);
+}
+
+#[test]
+fn a_truncated_body_is_refused() {
+    let w = World::new("update-truncated");
+    w.http
+        .route(&w.artifact(), Reply::Truncated { send: 1_000_000 });
+    refused(&w, "of");
+}
+
+#[test]
+fn a_server_that_stalls_mid_body_is_refused() {
+    let w = World::new("update-stall");
+    w.http
+        .route(&w.artifact(), Reply::Stall { send: 1_000_000 });
+    refused(&w, "stalled");
+}
+
+#[test]
+fn channels_switch_explicitly_and_stable_never_downgrades() {
+    let w = World::new("update-channel");
+    release(&w.releases, &w.http.url(), "preview", "99.1.0", Some("3"));
+    assert!(ok(w.run(&["channel", "show"])).contains("channel:  stable"));
+    ok(w.run(&["channel", "set", "preview"]));
+    assert!(ok(w.run(&["channel", "show"])).contains("preview.json"));
+    ok(w.run(&["update", "--yes"]));
+    assert_eq!(w.version(), "herdr 99.1.0-preview.3");
+    ok(w.run(&["channel", "set", "stable"]));
+    let out = ok(w.run(&["update", "--yes"]));
+    assert!(out.contains("up to date"), "{out}");
+    assert_eq!(w.version(), "herdr 99.1.0-preview.3");
+    let bad = w.run(&["channel", "set", "nightly"]);
+    assert!(
+        stderr(&bad).contains("stable and preview"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn package_managed_binaries_and_panes_are_refused_with_advice() {
+    let w = World::new("update-managed");
+    for (dir, says, extra) in [
+        ("cargo/bin", "cargo install", vec![("CARGO_HOME", "cargo")]),
+        ("Cellar/herdr/1.0/bin", "brew upgrade", vec![]),
+    ] {
+        let bin = w.env.dir.path().join(dir).join("herdr");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::copy(base_binary(), &bin).unwrap();
+        let extra: Vec<(String, String)> = extra
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    w.env.dir.path().join(v).display().to_string(),
+                )
+            })
+            .collect();
+        let extra: Vec<(&str, &str)> = extra
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let out = w.run_with(&bin, &["update", "--yes"], &extra);
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains(says), "{dir}: {}", stderr(&out));
+    }
+    let out = w.run_with(&w.bin, &["update", "--yes"], &[("HERDR_PANE", "p1")]);
+    assert!(stderr(&out).contains("Detach first"), "{}", stderr(&out));
+    assert_eq!(
+        w.http.hits("/stable.json"),
+        0,
+        "refused before asking the network"
+    );
+}
+
+#[test]
+fn update_with_handoff_moves_running_servers_without_stopping_programs() {
+    let w = World::new("update-handoff");
+    ok(w.run(&["server", "start"]));
+    ok(w.run(&["pane", "split", "--", "cat"]));
+    let pids = |w: &World| -> Vec<i64> {
+        let v: serde_json::Value =
+            serde_json::from_str(&ok(w.run(&["pane", "list", "--json"]))).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["pid"].as_i64().unwrap())
+            .collect()
+    };
+    let before = pids(&w);
+    let out = ok(w.run(&["update", "--yes", "--handoff"]));
+    assert!(out.contains(&format!("now serving herdr {NEW}")), "{out}");
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(w.run(&["server", "status", "--json"]))).unwrap();
+    assert_eq!(status["version"], NEW);
+    assert_eq!(pids(&w), before);
+}
