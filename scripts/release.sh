@@ -13,7 +13,7 @@
 # manifest in DIR keeps its other platforms' entries if it is for the same version.
 set -eu
 
-channel= version= base_url= out= build= binary= notes=
+channel='' version='' base_url='' out='' build='' binary='' notes=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --channel) channel=$2; shift 2 ;;

@@ -337,3 +337,79 @@ fn update_with_handoff_moves_running_servers_without_stopping_programs() {
     assert_eq!(status["version"], NEW);
     assert_eq!(pids(&w), before);
 }
+
+fn install_sh(w: &World, prefix: &Path) -> Output {
+    Command::new("sh")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/install.sh"))
+        .arg("--prefix")
+        .arg(prefix)
+        .args(["--releases-url", &w.http.url()])
+        .env_clear()
+        .envs(w.env.vars())
+        .output()
+        .unwrap()
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn install_sh_installs_a_verified_binary() {
+    let w = World::new("install-sh");
+    let prefix = w.env.dir.path().join("prefix");
+    let out = ok(install_sh(&w, &prefix));
+    assert!(out.contains(&format!("installed herdr {NEW}")), "{out}");
+    assert!(out.contains("not on your PATH"), "{out}");
+    assert_eq!(listing(&prefix.join("bin")), ["herdr"]);
+    let v = ok(Command::new(prefix.join("bin/herdr"))
+        .arg("--version")
+        .output()
+        .unwrap());
+    assert_eq!(v, format!("herdr {NEW}"));
+}
+
+#[test]
+fn install_sh_refuses_a_checksum_mismatch_and_leaves_nothing() {
+    let w = World::new("install-sh-bad");
+    let path = w.releases.join("stable.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sha = m["platforms"]["linux-x86_64"]["sha256"].as_str().unwrap();
+    std::fs::write(&path, text.replace(sha, &"0".repeat(64))).unwrap();
+    let prefix = w.env.dir.path().join("prefix");
+    let out = install_sh(&w, &prefix);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("checksum mismatch"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        listing(&prefix.join("bin")).is_empty(),
+        "{:?}",
+        listing(&prefix.join("bin"))
+    );
+}
+
+#[test]
+fn the_shell_scripts_pass_shellcheck() {
+    let out = Command::new("shellcheck")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/install.sh"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/release.sh"))
+        .output()
+        .expect("shellcheck is needed for this test (apt-get install shellcheck)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -159,7 +159,8 @@ fn describe_io(e: &std::io::Error) -> String {
     let mut timed_out = e.kind() == std::io::ErrorKind::TimedOut;
     let mut cause: Option<&(dyn std::error::Error + 'static)> = e.get_ref().map(|r| r as _);
     while let Some(c) = cause {
-        if c.downcast_ref::<reqwest::Error>().is_some_and(|r| r.is_timeout())
+        if c.downcast_ref::<reqwest::Error>()
+            .is_some_and(|r| r.is_timeout())
             || c.to_string().contains("timed out")
         {
             timed_out = true;
