@@ -66,6 +66,15 @@ fi
 mkdir -p "$out"
 artifact="herdr-$full-$platform"
 
+# Releases ship without debug info (the build keeps it for local profiling).
+stripped="$out/.herdr-release.$$"
+trap 'rm -f "$stripped"' EXIT
+cp "$binary" "$stripped"
+if command -v strip >/dev/null 2>&1; then
+  strip --strip-debug "$stripped" 2>/dev/null || cp "$binary" "$stripped"
+fi
+binary=$stripped
+
 # The client/server protocol this source speaks (what `server status` reports).
 protocol=$(sed -n 's/^pub const PROTOCOL_VERSION: u32 = \([0-9][0-9]*\);$/\1/p' "$root/src/protocol/mod.rs")
 if [ -z "$protocol" ]; then
