@@ -413,3 +413,38 @@ fn the_shell_scripts_pass_shellcheck() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn on_a_terminal_the_download_shows_its_progress() {
+    let w = World::new("update-progress");
+    let mut cmd = portable_pty::CommandBuilder::new(&w.bin);
+    cmd.env_clear();
+    for (k, v) in w.env.vars() {
+        cmd.env(k, v);
+    }
+    cmd.args(["update", "--yes"]);
+    cmd.cwd(w.env.home());
+    let t = support::Term::spawn(cmd, 120, 10);
+    t.wait("the finished progress line", |t| {
+        t.contents().contains(&format!("herdr {NEW}: ")) && t.contents().contains("(100%)")
+    });
+    t.wait_text(&format!("to {NEW}"));
+}
+
+#[test]
+fn on_a_terminal_it_asks_first_and_no_changes_nothing() {
+    let w = World::new("update-ask");
+    let mut cmd = portable_pty::CommandBuilder::new(&w.bin);
+    cmd.env_clear();
+    for (k, v) in w.env.vars() {
+        cmd.env(k, v);
+    }
+    cmd.arg("update");
+    cmd.cwd(w.env.home());
+    let mut t = support::Term::spawn(cmd, 120, 10);
+    t.wait_text(&format!("Update herdr {OLD} to {NEW}? [y/N]"));
+    t.send(b"n\r");
+    t.wait_text("nothing was changed");
+    assert_eq!(w.folder(), ["herdr"]);
+    assert_eq!(w.http.hits(&w.artifact()), 0);
+}
