@@ -448,3 +448,60 @@ fn on_a_terminal_it_asks_first_and_no_changes_nothing() {
     assert_eq!(w.folder(), ["herdr"]);
     assert_eq!(w.http.hits(&w.artifact()), 0);
 }
+
+/// A release of another protocol (the manifest says so): the running server needs a
+/// decision.
+fn world_with_a_server_of_another_protocol(name: &str) -> (World, Vec<i64>) {
+    let w = World::new(name);
+    ok(w.run(&["server", "start"]));
+    ok(w.run(&["pane", "split", "--", "cat"]));
+    w.edit_manifest(|m| m["protocol"] = 2.into());
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(w.run(&["pane", "list", "--json"]))).unwrap();
+    let pids = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_i64().unwrap())
+        .collect();
+    (w, pids)
+}
+
+#[test]
+fn without_handoff_a_server_of_another_protocol_is_reported_with_what_to_do() {
+    let (w, pids) = world_with_a_server_of_another_protocol("update-proto");
+    let out = w.run(&["update", "--yes"]);
+    assert_eq!(out.status.code(), Some(5));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("new clients cannot attach"), "{said}");
+    assert!(said.contains("herdr server handoff --session"), "{said}");
+    assert_eq!(
+        w.version(),
+        format!("herdr {NEW}"),
+        "the binary itself was updated"
+    );
+    let st: serde_json::Value =
+        serde_json::from_str(&ok(w.run(&["server", "status", "--json"]))).unwrap();
+    assert_eq!(st["version"], OLD, "the server was left alone");
+    for pid in pids {
+        assert!(support::pid_alive(pid as i32));
+    }
+}
+
+#[test]
+fn a_server_that_cannot_be_handed_off_keeps_serving_and_is_reported() {
+    // The new binary does not speak the protocol the manifest promised: the handoff is
+    // refused before anything changes.
+    let (w, pids) = world_with_a_server_of_another_protocol("update-proto-fail");
+    let out = w.run(&["update", "--yes", "--handoff"]);
+    assert_eq!(out.status.code(), Some(5));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("the handoff failed"), "{said}");
+    assert!(said.contains("retry with `herdr server handoff"), "{said}");
+    let st: serde_json::Value =
+        serde_json::from_str(&ok(w.run(&["server", "status", "--json"]))).unwrap();
+    assert_eq!(st["version"], OLD);
+    for pid in pids {
+        assert!(support::pid_alive(pid as i32));
+    }
+}

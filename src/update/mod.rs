@@ -248,8 +248,8 @@ fn running_sessions() -> Vec<SessionName> {
 }
 
 /// After installing: each running server is told apart — already new, compatible, or in
-/// need of the new binary — and with `--handoff` moved to it without stopping a program.
-/// Returns the exit code.
+/// need of the new binary — and with `--handoff` (or a yes on a terminal) moved to it
+/// without stopping a program. Returns the exit code.
 fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
     let mut left = Vec::new();
     for session in running_sessions() {
@@ -268,7 +268,15 @@ fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
             continue;
         }
         let compatible = protocol == manifest.protocol;
-        if !handoff {
+        // On a terminal, a server that can move is offered the move.
+        let accepted = !handoff
+            && can
+            && std::io::stdin().is_terminal()
+            && confirm(&format!(
+                "Hand session {session} (herdr {running}) to herdr {} now? No program stops.",
+                manifest.version
+            ));
+        if !handoff && !accepted {
             let how = if can {
                 format!("`herdr server handoff --session {session}` moves it to {} without stopping a program", manifest.version)
             } else {
