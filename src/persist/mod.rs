@@ -112,11 +112,14 @@ pub enum HistoryAction {
 pub struct SaveReport {
     pub generation: u64,
     pub bytes: usize,
+    /// How long writing (both files, fsynced) took.
+    pub took: std::time::Duration,
     pub result: Result<(), String>,
 }
 
 /// Writes a job: history first, then the structure (see the module doc for why).
 pub fn write(paths: &Paths, job: &SaveJob) -> SaveReport {
+    let started = std::time::Instant::now();
     let mut bytes = job.session.len();
     let result = (|| {
         match &job.history {
@@ -133,6 +136,7 @@ pub fn write(paths: &Paths, job: &SaveJob) -> SaveReport {
     SaveReport {
         generation: job.generation,
         bytes,
+        took: started.elapsed(),
         result,
     }
 }

@@ -150,7 +150,19 @@ impl Program {
 
 pub type Notify = Box<dyn Fn(PtyEvent) + Send + 'static>;
 
+/// Lets the caller's thread write input straight into the PTY when nothing is queued
+/// ahead of it, so a keystroke costs no hop to the actor thread. Whoever writes holds the
+/// lock (the actor too), so bytes never interleave.
+struct Direct {
+    /// A duplicate of the master; taken away when the actor ends, so a closed terminal is
+    /// really closed (its hangup depends on the last descriptor going).
+    fd: std::sync::Mutex<Option<OwnedFd>>,
+    /// Inputs (and query answers) not yet completely written by the actor.
+    busy: std::sync::atomic::AtomicUsize,
+}
+
 pub struct PtyHandle {
+    direct: Arc<Direct>,
     input: SyncSender<Input>,
     control: mpsc::Sender<Control>,
     waker: Waker,
@@ -207,7 +219,14 @@ impl PtyHandle {
         let (control_tx, control_rx) = mpsc::channel();
         let dirty = Arc::new(AtomicBool::new(false));
         let preserve = Arc::new(AtomicBool::new(parts.preserve));
+        let direct = Arc::new(Direct {
+            fd: std::sync::Mutex::new(Some(sys::dup_cloexec(parts.master.as_fd())?)),
+            // A paused terminal takes no direct writes (see `Control::Pause`).
+            busy: std::sync::atomic::AtomicUsize::new(usize::from(parts.paused)),
+        });
         let mut actor = Actor {
+            direct: direct.clone(),
+            taken: 0,
             master: parts.master,
             program: parts.program,
             emulator: parts.emulator,
@@ -225,12 +244,13 @@ impl PtyHandle {
             deferred_resize: None,
         };
         if !parts.pending_input.is_empty() {
-            actor.push_pending(parts.pending_input);
+            actor.push_counted(parts.pending_input);
         }
         let thread = std::thread::Builder::new()
             .name(parts.name)
             .spawn(move || actor.run())?;
         Ok(PtyHandle {
+            direct,
             input: input_tx,
             control: control_tx,
             waker,
@@ -268,12 +288,48 @@ impl PtyHandle {
         self.preserve.store(on, Ordering::Release);
     }
 
-    /// Queues bytes for the program; never blocks.
+    /// Writes bytes for the program: at once if the PTY takes them and nothing is queued
+    /// ahead, else queued for the actor; never blocks.
     pub fn try_write(&self, bytes: Vec<u8>) -> Result<(), WriteError> {
         if bytes.is_empty() {
             return Ok(());
         }
-        self.enqueue(Input::Bytes(bytes))
+        match self.write_direct(&bytes) {
+            Some(n) if n == bytes.len() => Ok(()),
+            Some(n) => self.enqueue(Input::Bytes(bytes[n..].to_vec())),
+            None => self.enqueue(Input::Bytes(bytes)),
+        }
+    }
+
+    /// How much of `bytes` went straight into the PTY; `None` when it must be queued
+    /// (input is queued ahead, the actor is writing, or the PTY is full or closed).
+    fn write_direct(&self, bytes: &[u8]) -> Option<usize> {
+        if self.direct.busy.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        let guard = self.direct.fd.try_lock().ok()?;
+        let fd = guard.as_ref()?;
+        if self.direct.busy.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        match sys::write_nb(fd.as_fd(), bytes) {
+            Ok(Some(n)) if n > 0 => {
+                if n < bytes.len() {
+                    // The rest goes to the queue before the lock is let go, so nothing
+                    // can be written between the two parts.
+                    self.direct.busy.fetch_add(1, Ordering::AcqRel);
+                    let rest = Input::Bytes(bytes[n..].to_vec());
+                    if self.input.try_send(rest).is_err() {
+                        self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                        return Some(n); // the caller queues it (and hears why not)
+                    }
+                    self.waker.wake();
+                    return Some(bytes.len());
+                }
+                Some(n)
+            }
+            _ => None,
+        }
     }
 
     /// Queues `text`, a pause of `delay`, then `enter`, as one unit; never blocks.
@@ -287,13 +343,19 @@ impl PtyHandle {
     }
 
     fn enqueue(&self, input: Input) -> Result<(), WriteError> {
+        self.direct.busy.fetch_add(1, Ordering::AcqRel);
         match self.input.try_send(input) {
             Ok(()) => {
                 self.waker.wake();
                 Ok(())
             }
-            Err(TrySendError::Full(_)) => Err(WriteError::WouldBlock),
-            Err(TrySendError::Disconnected(_)) => Err(WriteError::Closed),
+            Err(e) => {
+                self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                match e {
+                    TrySendError::Full(_) => Err(WriteError::WouldBlock),
+                    TrySendError::Disconnected(_) => Err(WriteError::Closed),
+                }
+            }
         }
     }
 
@@ -330,6 +392,10 @@ impl Drop for PtyHandle {
 }
 
 struct Actor {
+    direct: Arc<Direct>,
+    /// Inputs taken from the queue (or answers added) since `pending` was last empty:
+    /// what `direct.busy` is lowered by once they are all written.
+    taken: usize,
     master: OwnedFd,
     program: Program,
     emulator: SharedEmulator,
@@ -369,6 +435,8 @@ impl Actor {
                 Err(_) => break Step::Eof,
             }
         };
+        // No more direct writes; and our master is then the last descriptor we hold.
+        *self.direct.fd.lock().unwrap_or_else(|e| e.into_inner()) = None;
         match outcome {
             Step::Shutdown if self.preserve.load(Ordering::Acquire) => {}
             Step::Shutdown => self.kill_child(),
@@ -396,6 +464,10 @@ impl Actor {
                 Ok(Control::Resize { rows, cols }) => self.apply_resize(rows, cols),
                 Ok(Control::Pause(reply)) => match self.pause_report() {
                     Ok(p) => {
+                        if !self.paused {
+                            // Direct writes wait too, until resumed.
+                            self.direct.busy.fetch_add(1, Ordering::AcqRel);
+                        }
                         self.paused = true;
                         let _ = reply.send(Ok(p));
                     }
@@ -405,6 +477,9 @@ impl Actor {
                     }
                 },
                 Ok(Control::Resume) => {
+                    if self.paused {
+                        self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                    }
                     self.paused = false;
                     if let Some((rows, cols)) = self.deferred_resize.take() {
                         self.apply_resize(rows, cols);
@@ -498,7 +573,7 @@ impl Actor {
         // its input must not make us buffer without limit, so answers beyond the cap
         // are dropped (a terminal would block instead; we must not).
         if !effects.responses.is_empty() && self.pending_len < MAX_PENDING_BYTES {
-            self.push_pending(effects.responses);
+            self.push_counted(effects.responses);
         }
         for seq in effects.clipboard {
             (self.notify)(PtyEvent::Clipboard(seq));
@@ -514,6 +589,7 @@ impl Actor {
     }
 
     fn take_input(&mut self, input: Input) {
+        self.taken += 1;
         match input {
             Input::Bytes(chunk) => self.push_pending(chunk),
             Input::Submit { text, enter, delay } => {
@@ -522,6 +598,13 @@ impl Actor {
                 self.push_pending(enter);
             }
         }
+    }
+
+    /// Bytes of our own (answers, handed-over input) ahead of later direct writes.
+    fn push_counted(&mut self, chunk: Vec<u8>) {
+        self.direct.busy.fetch_add(1, Ordering::AcqRel);
+        self.taken += 1;
+        self.push_pending(chunk);
     }
 
     fn push_pending(&mut self, chunk: Vec<u8>) {
@@ -543,6 +626,12 @@ impl Actor {
             }
             self.hold_until = None;
         }
+        if self.pending.is_empty() {
+            self.release_taken();
+            return Ok(());
+        }
+        let direct = self.direct.clone();
+        let _writing = direct.fd.lock().unwrap_or_else(|e| e.into_inner());
         while let Some(front) = self.pending.front() {
             let front = match front {
                 Chunk::Bytes(b) => b,
@@ -564,7 +653,19 @@ impl Actor {
                 }
             }
         }
+        if self.pending.is_empty() {
+            self.release_taken();
+        }
         Ok(())
+    }
+
+    /// Everything taken so far is written: direct writes may go again (unless more is
+    /// queued, which keeps `busy` up by itself).
+    fn release_taken(&mut self) {
+        if self.taken > 0 {
+            self.direct.busy.fetch_sub(self.taken, Ordering::AcqRel);
+            self.taken = 0;
+        }
     }
 
     /// After EOF: the program has usually exited, but it may have closed its terminal
@@ -850,5 +951,28 @@ mod tests {
         assert_eq!(sys::fdpass::tty_session(keep.as_fd()).unwrap(), pid);
         sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    }
+
+    #[test]
+    fn a_direct_write_never_overtakes_queued_input() {
+        let (handle, mut prog, _rx, _emu) = start();
+        // A submit holds its Enter back for a moment; a keystroke typed meanwhile must
+        // come after it, not go straight in.
+        handle
+            .try_submit(b"text".to_vec(), b"\r".to_vec(), Duration::from_millis(100))
+            .unwrap();
+        handle.try_write(b"X".to_vec()).unwrap();
+        prog.set_read_timeout(Some(WAIT)).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 16];
+        while got.len() < 6 {
+            let n = prog.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, b"text\rX");
+        // With nothing queued, a write goes straight in (and still arrives).
+        handle.try_write(b"Y".to_vec()).unwrap();
+        let n = prog.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"Y");
     }
 }

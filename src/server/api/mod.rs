@@ -302,6 +302,11 @@ impl Server {
             "api_clients": self.api.conns.len(),
             "size": { "cols": self.size.0, "rows": self.size.1 },
             "live_handoff": true,
+            "last_save": self.persist.as_ref().and_then(|p| p.last_report.as_ref()).map(|r| json!({
+                "bytes": r.bytes,
+                "ms": (r.took.as_secs_f64() * 1e4).round() / 10.0,
+                "ok": r.result.is_ok(),
+            })),
         })
     }
 
