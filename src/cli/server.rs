@@ -203,8 +203,10 @@ fn stop(session: &SessionName) -> anyhow::Result<i32> {
     let pid = st.get("pid").and_then(|p| p.as_i64()).unwrap_or(0) as i32;
     api.call("server.stop", json!({}))?;
     // Wait until the process is gone: its panes are hung up and reaped before it exits.
+    // Its main thread turns zombie before the others have closed their descriptors, so
+    // "gone" also means the session lock is free (a new server could start now).
     let deadline = Instant::now() + STOP_TIMEOUT;
-    while pid > 0 && process_alive(pid) {
+    while pid > 0 && (process_alive(pid) || crate::client::connect::session_locked(session)) {
         if Instant::now() > deadline {
             anyhow::bail!(
                 "the server (pid {pid}) did not exit within {}s",

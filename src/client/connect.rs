@@ -142,7 +142,7 @@ pub fn connect_or_start(
 }
 
 /// Whether some process holds the session's lock (a server runs or is starting).
-fn session_locked(session: &SessionName) -> bool {
+pub(crate) fn session_locked(session: &SessionName) -> bool {
     use std::os::fd::AsFd;
     let path = paths::runtime_dir().join(format!("{}.lock", session.as_str()));
     match std::fs::OpenOptions::new().write(true).open(path) {
