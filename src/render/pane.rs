@@ -57,9 +57,16 @@ pub fn draw_pane(
     cache: &mut RowCache,
     dirty: &mut [bool],
 ) -> PaneCursor {
-    let emu = lock(emu);
-    let screen = emu.screen();
-    let unchanged = cache.seen.insert(tid, (emu.seq(), rect)) == Some((emu.seq(), rect));
+    let mut emu = lock(emu);
+    // Facts of the live screen first; then the screen to draw (history when scrolled).
+    let (offset, history) = (emu.scrollback(), emu.history_len());
+    let live = emu.screen();
+    let (crow, ccol) = live.cursor_position();
+    let hidden = live.hide_cursor();
+    let (app_cursor, app_keypad) = (live.application_cursor(), live.application_keypad());
+    let seq = emu.seq();
+    let screen = emu.display();
+    let unchanged = cache.seen.insert(tid, (seq, rect)) == Some((seq, rect));
     let cached = cache.rows.entry(tid).or_default();
     cached.resize(usize::from(rect.height), String::from("\u{0}unset"));
     let mut formatted = screen.rows_formatted(0, rect.width);
@@ -76,17 +83,13 @@ pub fn draw_pane(
         }
     }
     if let Some(st) = scroll {
-        draw_scroll_marks(buf, rect, st, screen.scrollback(), screen.scrollback_len());
+        draw_scroll_marks(buf, rect, st, offset, history);
     }
-    let (crow, ccol) = screen.cursor_position();
-    let visible = !screen.hide_cursor()
-        && screen.scrollback() == 0
-        && crow < rect.height
-        && ccol < rect.width;
+    let visible = !hidden && offset == 0 && crow < rect.height && ccol < rect.width;
     PaneCursor {
         pos: visible.then_some((rect.x + ccol, rect.y + crow)),
-        app_cursor: screen.application_cursor(),
-        app_keypad: screen.application_keypad(),
+        app_cursor,
+        app_keypad,
     }
 }
 

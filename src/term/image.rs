@@ -10,7 +10,7 @@
 //! the shell left it, the pen as default). Full-screen programs set the scroll region
 //! again before they use it and reset the pen when they leave.
 
-use super::Emulator;
+use super::{Emulator, Line};
 
 /// Where the byte stream stands between two complete escape sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,6 +132,8 @@ pub struct Image {
     pub rows: u16,
     pub cols: u16,
     pub title: String,
+    /// The history, moved as it is (no parsing on either side).
+    pub history: Vec<Line>,
     pub bytes: Vec<u8>,
     pub tail: Vec<u8>,
 }
@@ -141,16 +143,27 @@ pub struct Image {
 pub struct ImageError(&'static str);
 
 impl Image {
-    /// `rows cols | title | bytes | tail`, each variable part length-prefixed (u32 BE).
+    /// `rows cols | title | history | bytes | tail`, each variable part length-prefixed
+    /// (u32 BE); the history as a count, then per line a wrapped flag and its text.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(16 + self.title.len() + self.bytes.len() + self.tail.len());
+        let history: usize = self.history.iter().map(|l| l.text.len() + 5).sum();
+        let mut out = Vec::with_capacity(
+            20 + self.title.len() + history + self.bytes.len() + self.tail.len(),
+        );
         out.extend_from_slice(&self.rows.to_be_bytes());
         out.extend_from_slice(&self.cols.to_be_bytes());
-        for part in [self.title.as_bytes(), &self.bytes, &self.tail] {
-            out.extend_from_slice(&(part.len() as u32).to_be_bytes());
-            out.extend_from_slice(part);
+        let part = |out: &mut Vec<u8>, p: &[u8]| {
+            out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+            out.extend_from_slice(p);
+        };
+        part(&mut out, self.title.as_bytes());
+        out.extend_from_slice(&(self.history.len() as u32).to_be_bytes());
+        for line in &self.history {
+            out.push(u8::from(line.wrapped));
+            part(&mut out, line.text.as_bytes());
         }
+        part(&mut out, &self.bytes);
+        part(&mut out, &self.tail);
         out
     }
 
@@ -173,6 +186,22 @@ impl Image {
         let cols = u16::from_be_bytes([head[2], head[3]]);
         let title = String::from_utf8(part(&mut data)?.to_vec())
             .map_err(|_| ImageError("title is not UTF-8"))?;
+        let count = take(&mut data, 4)?;
+        let count = u32::from_be_bytes([count[0], count[1], count[2], count[3]]) as usize;
+        // Each line takes at least 5 bytes: a count larger than that is a lie.
+        if count > data.len() / 5 {
+            return Err(ImageError("history count beyond the data"));
+        }
+        let mut history = Vec::with_capacity(count);
+        for _ in 0..count {
+            let wrapped = take(&mut data, 1)?[0] != 0;
+            let text = std::str::from_utf8(part(&mut data)?)
+                .map_err(|_| ImageError("a history line is not UTF-8"))?;
+            history.push(Line {
+                text: text.into(),
+                wrapped,
+            });
+        }
         let bytes = part(&mut data)?.to_vec();
         let tail = part(&mut data)?.to_vec();
         if !data.is_empty() {
@@ -185,6 +214,7 @@ impl Image {
             rows,
             cols,
             title,
+            history,
             bytes,
             tail,
         })
@@ -201,7 +231,6 @@ impl Emulator {
     /// that is skipped when the program stopped inside an escape sequence, and then only
     /// the alternate screen is carried.
     pub fn image(&mut self) -> Image {
-        let saved_view = self.scrollback();
         let (rows, cols) = self.size();
         let alt = self.screen().alternate_screen();
         let peek_primary = !alt || self.tracker.grounded();
@@ -211,7 +240,9 @@ impl Emulator {
             self.parser.process(b"\x1b[?47l");
         }
         if peek_primary {
-            self.primary_image(&mut out, usize::from(rows));
+            // Rows a resize pushed off the primary screen meanwhile join the history.
+            self.drain();
+            self.primary_image(&mut out);
             // (Placing the cursor may redraw a cell, assuming the default pen.)
             out.push_str("\x1b[0m");
             out.push_str(&self.screen().cursor_state_formatted());
@@ -219,7 +250,6 @@ impl Emulator {
         if alt && peek_primary {
             self.parser.process(b"\x1b[?47h");
         }
-        self.parser.screen_mut().set_scrollback(saved_view);
         let screen = self.parser.screen();
         match alt_part {
             Some(part) => {
@@ -233,6 +263,7 @@ impl Emulator {
             rows,
             cols,
             title: self.title().to_string(),
+            history: self.history.iter().cloned().collect(),
             bytes: out.into_bytes(),
             tail: if self.tracker.overflow {
                 Vec::new()
@@ -242,41 +273,27 @@ impl Emulator {
         }
     }
 
-    /// History then screen of the active (primary) grid, a window of `rows` lines at a
-    /// time: each window is drawn at the top and scrolled into history by line feeds at
-    /// the bottom, so the new emulator's history fills exactly as the old one's did.
-    fn primary_image(&mut self, out: &mut String, rows: usize) {
-        let history = self.history_len();
+    /// The active (primary) screen's rows, each at its own row; a row continuing a
+    /// wrapped one flows on from it, keeping the wrap.
+    fn primary_image(&mut self, out: &mut String) {
         let cols = self.size().1;
-        let mut line = 0;
-        loop {
-            let offset = history - line;
-            self.parser.screen_mut().set_scrollback(offset);
-            let screen = self.parser.screen();
-            let count = if offset == 0 { rows } else { offset.min(rows) };
-            for (i, text) in screen.rows_formatted(0, cols).take(count).enumerate() {
-                // Each row is formatted from the default pen. A row continuing a
-                // wrapped one flows on from it (keeping the wrap); any other starts at
-                // its own row.
-                out.push_str("\x1b[0m");
-                if i == 0 || !screen.row_wrapped((i - 1) as u16) {
-                    cup(out, i, 0);
-                }
-                out.push_str(&text);
-            }
-            if offset == 0 {
-                break;
-            }
+        let screen = self.parser.screen();
+        for (i, text) in screen.rows_formatted(0, cols).enumerate() {
+            // Each row is formatted from the default pen.
             out.push_str("\x1b[0m");
-            cup(out, rows - 1, 0);
-            out.push_str(&"\n".repeat(count));
-            line += count;
+            if i == 0 || !screen.row_wrapped((i - 1) as u16) {
+                cup(out, i, 0);
+            }
+            out.push_str(&text);
         }
     }
 
     /// An emulator showing what `image` was taken from; `scrollback` lines of history.
     pub fn from_image(image: &Image, scrollback: usize) -> Emulator {
         let mut e = Emulator::new(image.rows, image.cols, scrollback);
+        for line in &image.history {
+            e.history.push(line.clone());
+        }
         // Presentation only: whatever the replay would answer is not sent anywhere.
         let _ = e.process(&image.bytes);
         let _ = e.process(&image.tail);
@@ -310,40 +327,30 @@ mod tests {
         // Wrap flags inside the screen (the one joining history to the screen may go).
         let rows: Vec<bool> = (1..e.size().0).map(|r| s.row_wrapped(r - 1)).collect();
         f.push_str(&format!("\nwrapped={rows:?}\n"));
-        // Every cell of history and screen, as drawn.
-        let history = e.history_len();
+        // Every history line, and every cell of the screen, as drawn.
+        for line in e.lines(0, e.history_len(), true) {
+            f.push_str(&line);
+            f.push('\n');
+        }
         let (height, width) = e.size();
-        let mut offset = history;
-        loop {
-            e.set_scrollback(offset);
-            let s = e.screen();
-            let take = if offset == 0 {
-                usize::from(height)
-            } else {
-                offset.min(usize::from(height))
-            };
-            for r in 0..take as u16 {
-                for c in 0..width {
-                    if let Some(cell) = s.cell(r, c) {
-                        f.push_str(&format!(
-                            "{:?}{:?}{:?}{}{}{}{}{}|",
-                            cell.contents(),
-                            cell.fgcolor(),
-                            cell.bgcolor(),
-                            cell.bold() as u8,
-                            cell.italic() as u8,
-                            cell.underline() as u8,
-                            cell.inverse() as u8,
-                            cell.is_wide() as u8
-                        ));
-                    }
+        let s = e.screen();
+        for r in 0..height {
+            for c in 0..width {
+                if let Some(cell) = s.cell(r, c) {
+                    f.push_str(&format!(
+                        "{:?}{:?}{:?}{}{}{}{}{}|",
+                        cell.contents(),
+                        cell.fgcolor(),
+                        cell.bgcolor(),
+                        cell.bold() as u8,
+                        cell.italic() as u8,
+                        cell.underline() as u8,
+                        cell.inverse() as u8,
+                        cell.is_wide() as u8
+                    ));
                 }
-                f.push('\n');
             }
-            if offset == 0 {
-                break;
-            }
-            offset -= take;
+            f.push('\n');
         }
         f
     }

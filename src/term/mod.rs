@@ -5,11 +5,18 @@
 //! Invariant: `process` never blocks and never panics on any byte sequence; everything the
 //! terminal must say back to the program is returned, never written from here.
 
+mod history;
 mod image;
 
 use std::num::NonZeroU16;
 
+pub use history::Line;
 pub use image::{Image, ImageError};
+
+/// Output is taken in slices of this many bytes, and the rows a slice scrolled off the
+/// screen are moved to the compact history after it: vt100's own scrollback never holds
+/// more than one slice's worth (each scrolled row needs at least one byte).
+const SLICE: usize = 4096;
 
 /// Side effects of feeding bytes, for the pane's I/O actor to carry out.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -113,6 +120,18 @@ pub struct Emulator {
     seq: u64,
     /// Where the output stands between escape sequences (for [`Emulator::image`]).
     tracker: image::Tracker,
+    /// Lines scrolled off the top of the primary screen, oldest first.
+    history: history::History,
+    /// How many lines back into history the view is scrolled (0 = live).
+    offset: usize,
+    /// The screen shown while scrolled back, rebuilt when the offset or content changes.
+    view: Option<View>,
+}
+
+struct View {
+    seq: u64,
+    offset: usize,
+    parser: vt100::Parser,
 }
 
 fn nz(v: u16) -> NonZeroU16 {
@@ -125,23 +144,104 @@ impl Emulator {
             parser: vt100::Parser::new_with_callbacks(
                 nz(rows),
                 nz(cols),
-                scrollback,
+                SLICE + 1,
                 Hooks::default(),
             ),
             seq: 0,
             tracker: Default::default(),
+            history: history::History::new(scrollback),
+            offset: 0,
+            view: None,
         }
     }
 
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
-        self.parser.process(bytes);
-        self.tracker.feed(bytes);
+        for slice in bytes.chunks(SLICE) {
+            self.parser.process(slice);
+            self.tracker.feed(slice);
+            self.drain();
+        }
         self.seq = self.seq.wrapping_add(1);
         std::mem::take(&mut self.parser.callbacks_mut().effects)
     }
 
+    /// Moves the rows vt100 scrolled into its own scrollback to the compact history.
+    fn drain(&mut self) {
+        let n = self.parser.screen().scrollback_len();
+        if n == 0 {
+            return;
+        }
+        let (rows, cols) = self.size();
+        let mut line = 0;
+        while line < n {
+            let offset = n - line;
+            self.parser.screen_mut().set_scrollback(offset);
+            let screen = self.parser.screen();
+            let take = usize::from(rows).min(offset);
+            // vt100's own row formatting is the fast path; it places a row that continues
+            // a wrapped one relative to the row above, so those are formatted here.
+            let mut formatted = screen.rows_formatted(0, cols);
+            for r in 0..take as u16 {
+                let fast = formatted.next().unwrap_or_default();
+                let text = if r > 0 && screen.row_wrapped(r - 1) {
+                    history::format_row(screen, r, cols)
+                } else {
+                    fast
+                };
+                self.history.push(Line {
+                    text: text.into_boxed_str(),
+                    wrapped: screen.row_wrapped(r),
+                });
+            }
+            line += take;
+        }
+        let screen = self.parser.screen_mut();
+        screen.set_scrollback(0);
+        screen.clear_scrollback();
+    }
+
+    /// The live screen (what the program sees and queries).
     pub fn screen(&self) -> &vt100::Screen {
         self.parser.screen()
+    }
+
+    /// The screen to draw: the live one, or the scrolled-back view of history.
+    pub fn display(&mut self) -> &vt100::Screen {
+        if self.offset == 0 {
+            return self.parser.screen();
+        }
+        let fresh = matches!(&self.view, Some(v) if v.seq == self.seq && v.offset == self.offset);
+        if !fresh {
+            self.view = Some(self.build_view());
+        }
+        match &self.view {
+            Some(v) => v.parser.screen(),
+            None => self.parser.screen(),
+        }
+    }
+
+    fn build_view(&self) -> View {
+        let (rows, cols) = self.size();
+        let h = self.history.len();
+        let top = h - self.offset.min(h);
+        let screen = self.parser.screen();
+        let mut out = String::new();
+        for i in 0..usize::from(rows) {
+            out.push_str(&format!("\x1b[0m\x1b[{};1H", i + 1));
+            let t = top + i;
+            match self.history.get(t) {
+                Some(line) => out.push_str(&line.text),
+                None => out.push_str(&history::format_row(screen, (t - h) as u16, cols)),
+            }
+        }
+        out.push_str("\x1b[0m\x1b[?25l");
+        let mut parser = vt100::Parser::new(nz(rows), nz(cols), 0);
+        parser.process(out.as_bytes());
+        View {
+            seq: self.seq,
+            offset: self.offset,
+            parser,
+        }
     }
 
     pub fn seq(&self) -> u64 {
@@ -160,106 +260,84 @@ impl Emulator {
     pub fn resize(&mut self, rows: u16, cols: u16) {
         if self.size() != (rows.max(1), cols.max(1)) {
             self.parser.set_size(nz(rows), nz(cols));
+            // A shorter screen pushes rows into scrollback.
+            self.drain();
             self.seq = self.seq.wrapping_add(1);
         }
     }
 
-    /// Scrolls the view back `rows` lines into history (0 = live view); clamped.
+    /// Scrolls the view back `rows` lines into history (0 = live view); clamped. The
+    /// alternate screen (full-screen programs) has no history to scroll into.
     pub fn set_scrollback(&mut self, rows: usize) {
-        self.parser.screen_mut().set_scrollback(rows);
+        let max = if self.parser.screen().alternate_screen() {
+            0
+        } else {
+            self.history.len()
+        };
+        self.offset = rows.min(max);
         self.seq = self.seq.wrapping_add(1);
     }
 
     pub fn scrollback(&self) -> usize {
-        self.parser.screen().scrollback()
+        self.offset
     }
 
     /// The last `n` lines of history and screen, oldest first; trailing blank lines of the
-    /// screen are left out. `ansi` keeps colours and attributes as SGR sequences. The view's
-    /// scroll position is restored afterwards.
-    pub fn last_lines(&mut self, n: usize, ansi: bool) -> Vec<String> {
-        let saved = self.scrollback();
+    /// screen are left out. `ansi` keeps colours and attributes as SGR sequences.
+    pub fn last_lines(&self, n: usize, ansi: bool) -> Vec<String> {
+        let h = self.history.len();
         let (rows, cols) = self.size();
-        let rows = usize::from(rows);
-        let history = self.history_len();
-        // Lines are numbered from the top of history; the screen is lines history.. .
-        let mut end = history + rows;
-        self.set_scrollback(0);
-        while end > history
-            && self
-                .row_text(end - history - 1, cols, false)
-                .trim()
-                .is_empty()
-        {
+        let plain = self.screen_plain(cols);
+        let mut end = h + usize::from(rows);
+        while end > h && plain[end - h - 1].trim().is_empty() {
             end -= 1;
         }
         let start = end.saturating_sub(n);
-        let out = self.lines(start, end, ansi);
-        self.set_scrollback(saved);
-        out
+        self.lines(start, end, ansi)
     }
 
     /// The lines between two positions counted back from the bottom row of the screen
     /// (0 = bottom row), both included, oldest first, as plain text.
-    pub fn lines_back(&mut self, from: usize, to: usize) -> Vec<String> {
-        let saved = self.scrollback();
+    pub fn lines_back(&self, from: usize, to: usize) -> Vec<String> {
         let last = self.history_len() + usize::from(self.size().0) - 1;
         let (older, newer) = (from.max(to), from.min(to));
-        let out = match last.checked_sub(newer) {
+        match last.checked_sub(newer) {
             Some(end) => self.lines(last.saturating_sub(older), end + 1, false),
             None => Vec::new(),
-        };
-        self.set_scrollback(saved);
-        out
-    }
-
-    /// Lines `start..end`, numbered from the top of history (the screen follows it),
-    /// scrolling the view one window at a time. The caller restores the view.
-    fn lines(&mut self, start: usize, end: usize, ansi: bool) -> Vec<String> {
-        let (rows, cols) = self.size();
-        let rows = usize::from(rows);
-        let history = self.history_len();
-        let mut out = Vec::with_capacity(end.saturating_sub(start));
-        let mut line = start;
-        while line < end {
-            // Scroll so that `line` is the top row (or as far as history allows).
-            let offset = history.saturating_sub(line);
-            self.set_scrollback(offset);
-            let top = history - self.scrollback();
-            let first = line - top;
-            let take = (rows - first).min(end - line);
-            out.extend(self.rows_text(first, take, cols, ansi));
-            line += take;
         }
-        out
     }
 
-    fn row_text(&self, row: usize, cols: u16, ansi: bool) -> String {
-        self.rows_text(row, 1, cols, ansi).pop().unwrap_or_default()
-    }
-
-    /// `count` visible rows from `first`, formatting the screen once (not once per row).
-    fn rows_text(&self, first: usize, count: usize, cols: u16, ansi: bool) -> Vec<String> {
+    /// Lines `start..end`, numbered from the top of history (the screen follows it).
+    fn lines(&self, start: usize, end: usize, ansi: bool) -> Vec<String> {
+        let h = self.history.len();
+        let cols = self.size().1;
         let screen = self.parser.screen();
-        if ansi {
-            screen
-                .rows_formatted(0, cols)
-                .skip(first)
-                .take(count)
-                .collect()
-        } else {
-            screen
-                .rows(0, cols)
-                .skip(first)
-                .take(count)
-                .map(|r| r.trim_end().to_string())
-                .collect()
-        }
+        let plain = (!ansi && end > h).then(|| self.screen_plain(cols));
+        (start..end)
+            .map(|i| match self.history.get(i) {
+                Some(line) if ansi => line.text.to_string(),
+                Some(line) => history::plain(&line.text),
+                None if ansi => history::format_row(screen, (i - h) as u16, cols),
+                None => plain
+                    .as_ref()
+                    .and_then(|p| p.get(i - h).cloned())
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// The screen's rows as plain text, trailing blanks trimmed.
+    fn screen_plain(&self, cols: u16) -> Vec<String> {
+        self.parser
+            .screen()
+            .rows(0, cols)
+            .map(|r| r.trim_end().to_string())
+            .collect()
     }
 
     /// How many history lines exist above the live screen.
     pub fn history_len(&self) -> usize {
-        self.parser.screen().scrollback_len()
+        self.history.len()
     }
 }
 
@@ -300,7 +378,7 @@ mod tests {
         e.process(b"\x1b[31mred\x1b[0m");
         let last = e.last_lines(1, true);
         assert!(
-            last[0].contains("\x1b[31m") && last[0].contains("red"),
+            last[0].contains("\x1b[0;31m") && last[0].contains("red"),
             "{last:?}"
         );
     }

@@ -115,7 +115,7 @@ impl Server {
             .runtimes
             .get(tid)
             .ok_or_else(|| ApiError::new("pane_exited", "the pane has no running program"))?;
-        let mut emu = lock(&rt.emulator);
+        let emu = lock(&rt.emulator);
         let (rows, cols) = emu.size();
         let text = match lines {
             Some(n) => emu
