@@ -52,6 +52,9 @@ const MAX_ROWS: u16 = 500;
 const INPUT_FLUSH_DELAY: Duration = Duration::from_millis(25);
 /// How long a status-line message stays visible.
 const MESSAGE_TIME: Duration = Duration::from_secs(6);
+/// How often output of panes nobody sees or waits on is looked at (agent activity, event
+/// subscribers): a few times a second instead of once per line.
+const HIDDEN_OUTPUT_INTERVAL: Duration = Duration::from_millis(50);
 
 pub enum Event {
     Attach {
@@ -144,6 +147,9 @@ pub struct Server {
     frame_due: Option<Instant>,
     stopping: Option<String>,
     acceptor: Option<Acceptor>,
+    /// Hidden terminals with output not looked at yet, and when they will be.
+    hidden_output: std::collections::BTreeSet<TerminalId>,
+    hidden_output_at: Option<Instant>,
     /// Connection ids continue from here when accepting restarts (a rolled-back handoff).
     next_conn_id: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// The session's lock, held for the server's life (and handed on in a handoff).
@@ -249,6 +255,8 @@ impl Server {
             frame_due: None,
             stopping: None,
             acceptor: None,
+            hidden_output: Default::default(),
+            hidden_output_at: None,
             next_conn_id: None,
             lock: None,
             handed_off: false,
@@ -305,6 +313,7 @@ impl Server {
         let save = self.persist_deadline();
         let quiet = self.agent_quiet_deadline();
         [
+            self.hidden_output_at,
             self.frame_due,
             msg,
             input,
@@ -457,11 +466,19 @@ impl Server {
                 if self.is_visible(tid) {
                     // The frame takes the dirty flag and reports the output (render.rs).
                     self.request_render();
-                } else if let Some(rt) = self.runtimes.get(tid) {
-                    // Nobody sees it: no frame. Re-arm the notification so waits and
-                    // subscribers still hear about later output.
-                    rt.handle.take_dirty();
+                } else if self.api.waits.iter().any(|w| w.terminal == tid) {
+                    // Nobody sees it, but a wait is on it: re-arm at once so it hears of
+                    // every change.
+                    if let Some(rt) = self.runtimes.get(tid) {
+                        rt.handle.take_dirty();
+                    }
                     self.output_seen(tid);
+                } else {
+                    // Nobody sees it: no frame, and the notification is re-armed a few
+                    // times a second rather than for every line it prints.
+                    self.hidden_output.insert(tid);
+                    self.hidden_output_at
+                        .get_or_insert_with(|| Instant::now() + HIDDEN_OUTPUT_INTERVAL);
                 }
             }
             PtyEvent::Title(title) => {
@@ -560,6 +577,18 @@ impl Server {
         }
         if self.next_wait_deadline().is_some_and(|d| d <= now) {
             self.recheck_waits(None);
+        }
+        if self.hidden_output_at.is_some_and(|d| d <= now) {
+            self.hidden_output_at = None;
+            for tid in std::mem::take(&mut self.hidden_output) {
+                let taken = self
+                    .runtimes
+                    .get(tid)
+                    .is_some_and(|rt| rt.handle.take_dirty());
+                if taken {
+                    self.output_seen(tid);
+                }
+            }
         }
         if self.next_activity_deadline().is_some_and(|d| d <= now) {
             self.flush_activity();
