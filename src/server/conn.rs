@@ -11,14 +11,13 @@ use std::os::fd::AsFd;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::protocol::frame::Decoder;
 use crate::protocol::{check_hello, HelloReply, Role, MAX_HELLO_LEN};
 
-use super::Event;
+use super::{Event, EventTx};
 
 /// Frames queued per client before the server starts skipping frames for it.
 const CLIENT_QUEUE_FRAMES: usize = 8;
@@ -124,7 +123,7 @@ pub struct Acceptor {
 impl Acceptor {
     pub fn spawn(
         listener: UnixListener,
-        events: Sender<Event>,
+        events: EventTx,
         next_id: Option<Arc<AtomicU64>>,
     ) -> std::io::Result<Acceptor> {
         listener.set_nonblocking(true)?;
@@ -186,7 +185,7 @@ impl Acceptor {
     }
 }
 
-fn handle_connection(id: ClientId, stream: UnixStream, events: Sender<Event>) {
+fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     let uid = nix::unistd::getuid().as_raw();
     match crate::sys::peer_uid(stream.as_fd()) {
         Ok(peer) if peer == uid => {}
@@ -232,9 +231,9 @@ fn write_line<T: serde::Serialize>(mut stream: &UnixStream, value: &T) -> std::i
 fn client_loop(
     id: ClientId,
     stream: UnixStream,
-    mut reader: BufReader<UnixStream>,
+    reader: BufReader<UnixStream>,
     size: (u16, u16),
-    events: Sender<Event>,
+    events: EventTx,
 ) {
     let (tx, rx) = mpsc::sync_channel(CLIENT_QUEUE_FRAMES);
     let Ok(write_half) = stream.try_clone() else {
@@ -245,30 +244,16 @@ fn client_loop(
         return;
     }
     let writer = ClientWriter { tx, stream, shared };
-    if events.send(Event::Attach { id, writer, size }).is_err() {
-        return;
-    }
-    let mut dec = Decoder::default();
-    // Bytes the BufReader already holds belong to the frame stream.
-    dec.push(reader.buffer());
-    let mut buf = vec![0u8; 64 * 1024];
-    let reason = loop {
-        match dec.next_client() {
-            Ok(Some(msg)) => {
-                if events.send(Event::ClientMsg(id, msg)).is_err() {
-                    return;
-                }
-                continue;
-            }
-            Ok(None) => {}
-            Err(e) => break Some(e.to_string()),
-        }
-        match reader.get_mut().read(&mut buf) {
-            Ok(0) | Err(_) => break None,
-            Ok(n) => dec.push(&buf[..n]),
-        }
-    };
-    let _ = events.send(Event::ClientGone(id, reason));
+    // From here the server thread reads the socket itself; what the hello's reader
+    // already holds goes with it.
+    let pending = reader.buffer().to_vec();
+    let _ = events.send(Event::Attach {
+        id,
+        writer,
+        size,
+        reader: reader.into_inner(),
+        pending,
+    });
 }
 
 fn spawn_writer(
@@ -366,12 +351,7 @@ impl ApiWriter {
     }
 }
 
-fn api_loop(
-    id: ClientId,
-    stream: UnixStream,
-    mut reader: BufReader<UnixStream>,
-    events: Sender<Event>,
-) {
+fn api_loop(id: ClientId, stream: UnixStream, mut reader: BufReader<UnixStream>, events: EventTx) {
     let (tx, rx) = mpsc::sync_channel::<String>(API_QUEUE_LINES);
     let Ok(mut write_half) = stream.try_clone() else {
         return;

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -56,11 +56,31 @@ const MESSAGE_TIME: Duration = Duration::from_secs(6);
 /// subscribers): a few times a second instead of once per line.
 const HIDDEN_OUTPUT_INTERVAL: Duration = Duration::from_millis(50);
 
+/// The way into the server's event queue from other threads: every event also wakes the
+/// server's `poll`, which watches the interactive clients' sockets itself.
+#[derive(Clone)]
+pub struct EventTx {
+    tx: Sender<Event>,
+    waker: crate::sys::Waker,
+}
+
+impl EventTx {
+    pub fn send(&self, ev: Event) -> Result<(), mpsc::SendError<Event>> {
+        self.tx.send(ev)?;
+        self.waker.wake();
+        Ok(())
+    }
+}
+
 pub enum Event {
     Attach {
         id: ClientId,
         writer: ClientWriter,
         size: (u16, u16),
+        /// The client's socket, read by the server thread from now on, and the bytes
+        /// already read past the hello.
+        reader: std::os::unix::net::UnixStream,
+        pending: Vec<u8>,
     },
     ClientMsg(ClientId, ClientMsg),
     /// The client's connection ended; `Some(reason)` when it sent a malformed frame.
@@ -95,6 +115,8 @@ pub(crate) enum Mode {
 
 pub(crate) struct Client {
     writer: ClientWriter,
+    reader: std::os::unix::net::UnixStream,
+    decoder: crate::protocol::frame::Decoder,
     size: (u16, u16),
     prev: Option<Frame>,
     mode: Mode,
@@ -141,8 +163,12 @@ pub struct Server {
     pub(crate) size: (u16, u16),
     pub(crate) sidebar: bool,
     message: Option<(String, Instant)>,
-    events_tx: Sender<Event>,
+    events_tx: EventTx,
     events: Receiver<Event>,
+    /// Woken by every event sent through `events_tx`.
+    wake: crate::sys::WakePipe,
+    /// Read buffer for clients' sockets.
+    read_buf: Vec<u8>,
     last_frame: Instant,
     frame_due: Option<Instant>,
     stopping: Option<String>,
@@ -230,7 +256,12 @@ impl Server {
         config: Config,
         bindings: Bindings,
     ) -> Server {
-        let (events_tx, events) = mpsc::channel();
+        let (tx, events) = mpsc::channel();
+        let wake = crate::sys::WakePipe::new().expect("cannot create the server's wake pipe");
+        let events_tx = EventTx {
+            tx,
+            waker: wake.waker(),
+        };
         let sidebar = config.sidebar;
         Server {
             session,
@@ -251,6 +282,8 @@ impl Server {
             message: None,
             events_tx,
             events,
+            wake,
+            read_buf: vec![0u8; 64 * 1024],
             last_frame: Instant::now() - FRAME_INTERVAL,
             frame_due: None,
             stopping: None,
@@ -266,29 +299,31 @@ impl Server {
     /// Serves until stopped or until the last pane is gone.
     pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
         self.acceptor = Some(Acceptor::spawn(listener, self.events_tx.clone(), None)?);
+        // Events left queued by the last turn (their wake-ups are already drained).
+        let mut backlog = false;
         while self.stopping.is_none() {
-            let timeout = self
-                .next_deadline()
-                .map(|d| d.saturating_duration_since(Instant::now()));
-            let first = match timeout {
-                Some(t) => self.events.recv_timeout(t),
-                None => self
-                    .events
-                    .recv()
-                    .map_err(|_| RecvTimeoutError::Disconnected),
+            let timeout = if backlog {
+                Some(Duration::ZERO)
+            } else {
+                self.next_deadline()
+                    .map(|d| d.saturating_duration_since(Instant::now()))
             };
-            match first {
-                Ok(ev) => self.handle_guarded(ev),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
+            self.poll_inputs(timeout);
             // Take what is already queued before drawing (one frame for a burst), but not
             // without end: a flood of input or requests must not starve frames and timers.
+            backlog = true;
             for _ in 0..MAX_EVENTS_PER_TURN {
-                let Ok(ev) = self.events.try_recv() else {
-                    break;
-                };
-                self.handle_guarded(ev);
+                match self.events.try_recv() {
+                    Ok(ev) => self.handle_guarded(ev),
+                    Err(TryRecvError::Empty) => {
+                        backlog = false;
+                        break;
+                    }
+                    Err(TryRecvError::Disconnected) => {
+                        self.stop("the event queue closed");
+                        break;
+                    }
+                }
                 if self.stopping.is_some() {
                     break;
                 }
@@ -297,6 +332,72 @@ impl Server {
         }
         self.shutdown();
         Ok(())
+    }
+
+    /// Sleeps until an event is queued, a client sent something, or `timeout` passes; what
+    /// clients sent is handled here, on this thread (a keystroke wakes the server
+    /// directly, with no reader thread in between).
+    fn poll_inputs(&mut self, timeout: Option<Duration>) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        let ready = {
+            use std::os::fd::AsFd;
+            let mut fds = vec![self.wake.fd()];
+            fds.extend(self.clients.values().map(|c| c.reader.as_fd()));
+            match crate::sys::poll_readable(&fds, timeout) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("herdr server: poll failed: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                    return;
+                }
+            }
+        };
+        if ready[0] {
+            // Before the queue is read, so no event's wake-up is lost.
+            self.wake.drain();
+        }
+        for (id, _) in ids.into_iter().zip(&ready[1..]).filter(|(_, r)| **r) {
+            self.read_client(id);
+        }
+    }
+
+    /// Reads what a client sent (a bounded amount per turn) and handles its messages.
+    fn read_client(&mut self, id: ClientId) {
+        let mut gone = None;
+        let mut msgs = Vec::new();
+        if let Some(c) = self.clients.get_mut(&id) {
+            use std::os::fd::AsFd;
+            for _ in 0..16 {
+                match crate::sys::recv_nb(c.reader.as_fd(), &mut self.read_buf) {
+                    Ok(Some(0)) | Err(_) => {
+                        gone = Some(None);
+                        break;
+                    }
+                    Ok(Some(n)) => c.decoder.push(&self.read_buf[..n]),
+                    Ok(None) => break,
+                }
+            }
+            loop {
+                match c.decoder.next_client() {
+                    Ok(Some(msg)) => msgs.push(msg),
+                    Ok(None) => break,
+                    Err(e) => {
+                        // A malformed frame ends this client's connection only.
+                        gone = Some(Some(e.to_string()));
+                        break;
+                    }
+                }
+            }
+        }
+        for msg in msgs {
+            self.handle_guarded(Event::ClientMsg(id, msg));
+        }
+        if let Some(reason) = gone {
+            if let Some(c) = self.clients.get(&id) {
+                c.writer.close();
+            }
+            self.handle_guarded(Event::ClientGone(id, reason));
+        }
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -354,7 +455,13 @@ impl Server {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::Attach { id, writer, size } => self.attach(id, writer, size),
+            Event::Attach {
+                id,
+                writer,
+                size,
+                reader,
+                pending,
+            } => self.attach(id, writer, size, reader, pending),
             Event::ClientMsg(id, msg) => self.client_msg(id, msg),
             Event::ClientGone(id, reason) => {
                 if let Some(reason) = reason {
@@ -377,7 +484,14 @@ impl Server {
         }
     }
 
-    fn attach(&mut self, id: ClientId, writer: ClientWriter, size: (u16, u16)) {
+    fn attach(
+        &mut self,
+        id: ClientId,
+        writer: ClientWriter,
+        size: (u16, u16),
+        reader: std::os::unix::net::UnixStream,
+        pending: Vec<u8>,
+    ) {
         let size = panes::sane_size(size);
         if self.state.workspaces.is_empty() {
             if let Err(e) = self.create_workspace(None, None) {
@@ -385,10 +499,14 @@ impl Server {
                 return;
             }
         }
+        let mut decoder = crate::protocol::frame::Decoder::default();
+        decoder.push(&pending);
         self.clients.insert(
             id,
             Client {
                 writer,
+                reader,
+                decoder,
                 size,
                 prev: None,
                 mode: Mode::Normal,
@@ -674,7 +792,7 @@ impl Server {
 
 /// Turns SIGTERM and SIGINT into a clean stop; SIGHUP is ignored (a daemon has no
 /// terminal to lose).
-fn spawn_signal_thread(events: Sender<Event>) -> std::io::Result<()> {
+fn spawn_signal_thread(events: EventTx) -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     std::thread::Builder::new()

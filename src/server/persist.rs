@@ -41,10 +41,7 @@ pub(crate) struct Persistence {
 }
 
 impl Persistence {
-    pub fn start(
-        dir: PathBuf,
-        events: std::sync::mpsc::Sender<Event>,
-    ) -> std::io::Result<Persistence> {
+    pub fn start(dir: PathBuf, events: super::EventTx) -> std::io::Result<Persistence> {
         let paths = Paths::in_dir(&dir);
         let saver = Saver::start(paths.clone(), move |report| {
             let _ = events.send(Event::Saved(report));

@@ -263,6 +263,46 @@ pub fn open_fds() -> Vec<(RawFd, String)> {
     out
 }
 
+/// Waits until one of `fds` is readable (or hung up, or in error), or `timeout` passes
+/// (`None` = forever); which ones are. EINTR returns early with none ready.
+pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut pfds: Vec<PollFd> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    let t = match timeout {
+        // Round up to whole milliseconds, so a deadline is never woken up for a moment
+        // early and spun on.
+        Some(d) => {
+            let ms = d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+        }
+        None => PollTimeout::NONE,
+    };
+    match poll(&mut pfds, t) {
+        Ok(_) => Ok(pfds
+            .iter()
+            .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+            .collect()),
+        Err(Errno::EINTR) => Ok(vec![false; fds.len()]),
+        Err(e) => Err(errno_to_io(e)),
+    }
+}
+
+/// Reads what a socket has without blocking (MSG_DONTWAIT: the socket itself stays in
+/// blocking mode for the other descriptors sharing it). `None`: nothing to read now.
+pub fn recv_nb(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    use nix::sys::socket::{recv, MsgFlags};
+    loop {
+        match recv(sock.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT) {
+            Ok(n) => return Ok(Some(n)),
+            Err(Errno::EINTR) => continue,
+            Err(Errno::EAGAIN) => return Ok(None),
+            Err(e) => return Err(errno_to_io(e)),
+        }
+    }
+}
+
 /// Takes an exclusive `flock` on `fd` without waiting. There is deliberately no unlock:
 /// the lock belongs to the open file, and it ends when its last descriptor closes — in
 /// whichever process that is (a handed-over lock must outlive the process that took it).
