@@ -1,8 +1,9 @@
 //! An emulator's whole state as bytes, to rebuild it in another process (live handoff):
-//! primary screen with its scrollback, alternate screen, cursor, pen, input modes and
-//! title. The image is a byte stream that, fed to a fresh emulator of the same size,
-//! reproduces what the old one shows — plus the tail of an escape sequence the program
-//! had only half written, which the new emulator takes in before the rest arrives.
+//! the history lines as they are kept (no formatting or parsing on either side), and a
+//! byte stream that, fed to a fresh emulator of the same size, reproduces the primary and
+//! alternate screens, cursor, pen and input modes; the title; and the tail of an escape
+//! sequence the program had only half written, which the new emulator takes in before
+//! the rest arrives.
 //!
 //! Not carried (vt100 keeps them private): the scroll region, origin mode, the last
 //! character printed (for REP), and the cursor
