@@ -14,10 +14,14 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32> {
     match command {
-        ServerCommand::Run => {
-            crate::server::main(session.clone())?;
-            Ok(0)
-        }
+        ServerCommand::Run => match crate::server::main(session.clone()) {
+            Ok(()) => Ok(0),
+            Err(e) if e.is::<crate::server::SessionBusy>() => {
+                eprintln!("herdr: {e}");
+                Ok(crate::server::SessionBusy::EXIT_CODE)
+            }
+            Err(e) => Err(e),
+        },
         ServerCommand::Start => {
             crate::paths::repoint_agent_link(session);
             let (_, started) = crate::client::connect::connect_or_start(session, Role::Api, None)?;

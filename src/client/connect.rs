@@ -119,16 +119,22 @@ pub fn connect_or_start(
             return Ok((s, started));
         }
         if let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-            // Another server holds the session (starting, or being replaced by a live
-            // handoff): ours gave way; wait for that one to listen.
-            if session_locked(session) {
-                child = None;
-            } else {
+            if status.code() != Some(crate::server::SessionBusy::EXIT_CODE) {
                 anyhow::bail!(
                     "the herdr server for session {session} failed to start ({status}):\n{}",
                     log_tail(session)
                 );
             }
+            // Another server held the session (starting, or being replaced by a live
+            // handoff): ours gave way; wait for that one to listen.
+            child = None;
+        }
+        if child.is_none() && !session_locked(session) {
+            // The one we waited for is gone too: try again ourselves.
+            if let Some(s) = connect(session, role, size)? {
+                return Ok((s, false));
+            }
+            child = Some(start_server(session)?);
         }
         if Instant::now() > deadline {
             anyhow::bail!(

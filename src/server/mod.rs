@@ -10,26 +10,26 @@
 mod api;
 mod conn;
 pub mod handoff;
+mod input;
 mod keys;
 mod panes;
 mod persist;
+mod rebuild;
 mod render;
+mod start;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
-
-use anyhow::Context;
 
 use crate::bindings::Bindings;
 use crate::config::Config;
 use crate::input::parse::InputParser;
 use crate::model::ids::TerminalId;
 use crate::model::AppState;
-use crate::paths::{self, SessionName};
+use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg};
 use crate::pty::{PtyEvent, TerminalRuntimeRegistry};
 use crate::render::diff::Frame;
@@ -37,6 +37,9 @@ use crate::render::ui::{self, Overlay, View};
 
 pub use conn::ClientId;
 use conn::{Acceptor, ApiWriter, ClientWriter};
+pub use input::EventTx;
+pub use start::{bind, main, SessionBusy, SessionLock};
+pub(crate) use start::{bind_socket, load_config, spawn_signal_thread};
 
 /// Minimum time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
@@ -55,22 +58,6 @@ const MESSAGE_TIME: Duration = Duration::from_secs(6);
 /// How often output of panes nobody sees or waits on is looked at (agent activity, event
 /// subscribers): a few times a second instead of once per line.
 const HIDDEN_OUTPUT_INTERVAL: Duration = Duration::from_millis(50);
-
-/// The way into the server's event queue from other threads: every event also wakes the
-/// server's `poll`, which watches the interactive clients' sockets itself.
-#[derive(Clone)]
-pub struct EventTx {
-    tx: Sender<Event>,
-    waker: crate::sys::Waker,
-}
-
-impl EventTx {
-    pub fn send(&self, ev: Event) -> Result<(), mpsc::SendError<Event>> {
-        self.tx.send(ev)?;
-        self.waker.wake();
-        Ok(())
-    }
-}
 
 pub enum Event {
     Attach {
@@ -184,71 +171,6 @@ pub struct Server {
     handed_off: bool,
 }
 
-/// Binds the session's socket: refuses to steal one a live server answers on, replaces a
-/// stale one, and makes it 0600 in a 0700 folder.
-pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, SessionLock)> {
-    let dir = paths::runtime_dir();
-    paths::ensure_private_dir(&dir).with_context(|| format!("cannot prepare {}", dir.display()))?;
-    let socket = paths::socket_path(session);
-    // One server per session: two clients starting servers at the same moment must not
-    // both get past the checks below (the second would delete the first's socket).
-    let lock_path = dir.join(format!("{}.lock", session.as_str()));
-    let lock_file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    let lock = SessionLock::take(lock_file.into()).map_err(|_| {
-        anyhow::anyhow!(
-            "a herdr server for session {session} is already running or starting ({} is locked)",
-            lock_path.display()
-        )
-    })?;
-    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        anyhow::bail!(
-            "a herdr server for session {session} is already running ({})",
-            socket.display()
-        );
-    }
-    let listener = bind_socket(&socket)?;
-    Ok((listener, socket, lock))
-}
-
-/// Listens on `socket` (0600), replacing a stale file. The caller has made sure no live
-/// server answers there.
-pub(crate) fn bind_socket(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
-    let _ = std::fs::remove_file(socket);
-    let listener = UnixListener::bind(socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
-}
-
-/// Held for the life of a server: the session's lock file, exclusively locked.
-pub struct SessionLock(std::os::fd::OwnedFd);
-
-impl SessionLock {
-    fn take(fd: std::os::fd::OwnedFd) -> std::io::Result<SessionLock> {
-        use std::os::fd::AsFd;
-        crate::sys::flock_exclusive_nb(fd.as_fd())?;
-        Ok(SessionLock(fd))
-    }
-
-    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
-        self.0.as_fd()
-    }
-
-    /// A lock received from the server that held it: the same open file, so locking it
-    /// again succeeds at once; it stays locked as long as either process holds it.
-    pub fn adopt(fd: std::os::fd::OwnedFd) -> anyhow::Result<SessionLock> {
-        SessionLock::take(fd)
-            .map_err(|e| anyhow::anyhow!("the handed-over session lock is not ours: {e}"))
-    }
-}
-
 impl Server {
     pub fn new(
         session: SessionName,
@@ -258,10 +180,7 @@ impl Server {
     ) -> Server {
         let (tx, events) = mpsc::channel();
         let wake = crate::sys::WakePipe::new().expect("cannot create the server's wake pipe");
-        let events_tx = EventTx {
-            tx,
-            waker: wake.waker(),
-        };
+        let events_tx = EventTx::new(tx, wake.waker());
         let sidebar = config.sidebar;
         Server {
             session,
@@ -332,72 +251,6 @@ impl Server {
         }
         self.shutdown();
         Ok(())
-    }
-
-    /// Sleeps until an event is queued, a client sent something, or `timeout` passes; what
-    /// clients sent is handled here, on this thread (a keystroke wakes the server
-    /// directly, with no reader thread in between).
-    fn poll_inputs(&mut self, timeout: Option<Duration>) {
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
-        let ready = {
-            use std::os::fd::AsFd;
-            let mut fds = vec![self.wake.fd()];
-            fds.extend(self.clients.values().map(|c| c.reader.as_fd()));
-            match crate::sys::poll_readable(&fds, timeout) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("herdr server: poll failed: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                    return;
-                }
-            }
-        };
-        if ready[0] {
-            // Before the queue is read, so no event's wake-up is lost.
-            self.wake.drain();
-        }
-        for (id, _) in ids.into_iter().zip(&ready[1..]).filter(|(_, r)| **r) {
-            self.read_client(id);
-        }
-    }
-
-    /// Reads what a client sent (a bounded amount per turn) and handles its messages.
-    fn read_client(&mut self, id: ClientId) {
-        let mut gone = None;
-        let mut msgs = Vec::new();
-        if let Some(c) = self.clients.get_mut(&id) {
-            use std::os::fd::AsFd;
-            for _ in 0..16 {
-                match crate::sys::recv_nb(c.reader.as_fd(), &mut self.read_buf) {
-                    Ok(Some(0)) | Err(_) => {
-                        gone = Some(None);
-                        break;
-                    }
-                    Ok(Some(n)) => c.decoder.push(&self.read_buf[..n]),
-                    Ok(None) => break,
-                }
-            }
-            loop {
-                match c.decoder.next_client() {
-                    Ok(Some(msg)) => msgs.push(msg),
-                    Ok(None) => break,
-                    Err(e) => {
-                        // A malformed frame ends this client's connection only.
-                        gone = Some(Some(e.to_string()));
-                        break;
-                    }
-                }
-            }
-        }
-        for msg in msgs {
-            self.handle_guarded(Event::ClientMsg(id, msg));
-        }
-        if let Some(reason) = gone {
-            if let Some(c) = self.clients.get(&id) {
-                c.writer.close();
-            }
-            self.handle_guarded(Event::ClientGone(id, reason));
-        }
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -788,96 +641,4 @@ impl Server {
             h.shutdown_and_join();
         }
     }
-}
-
-/// Turns SIGTERM and SIGINT into a clean stop; SIGHUP is ignored (a daemon has no
-/// terminal to lose).
-fn spawn_signal_thread(events: EventTx) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
-    std::thread::Builder::new()
-        .name("herdr-signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                if sig != SIGHUP && events.send(Event::Signal(sig)).is_err() {
-                    break;
-                }
-            }
-        })?;
-    Ok(())
-}
-
-/// The configuration and key bindings, with what is wrong in them (for the log and the
-/// status line).
-fn load_config() -> (Config, Bindings, Vec<crate::config::Diagnostic>) {
-    let config_path = crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"));
-    let (config, mut diags) = crate::config::load(&config_path);
-    let (bindings, more) = Bindings::from_config(&config, &config_path);
-    diags.extend(more);
-    (config, bindings, diags)
-}
-
-impl Server {
-    /// Shows the first config problem on the status line; all of them go to the log.
-    fn report_config(&mut self, diags: &[crate::config::Diagnostic]) {
-        for d in diags {
-            eprintln!("config: {d}");
-        }
-        if let Some(first) = diags.first() {
-            let more = if diags.len() > 1 {
-                format!(" (+{} more, see the server log)", diags.len() - 1)
-            } else {
-                String::new()
-            };
-            self.message = Some((
-                format!("config: {first}{more}"),
-                Instant::now() + Duration::from_secs(10),
-            ));
-        }
-    }
-
-    /// Starts the background saver (a server without one still serves, unsaved).
-    fn start_persistence(&mut self) {
-        match paths::ensure_state_dir(&self.session) {
-            Ok(dir) => {
-                match persist::Persistence::start(dir, self.events_tx.clone()) {
-                    Ok(p) => self.persist = Some(p),
-                    Err(e) => {
-                        eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
-                    }
-                }
-            }
-            Err(e) => eprintln!(
-                "persistence: cannot create the state folder: {e}; the session will not be saved"
-            ),
-        }
-    }
-}
-
-/// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
-/// the first pane, serves.
-pub fn main(session: SessionName) -> anyhow::Result<()> {
-    let _ = nix::unistd::setsid();
-    let (config, bindings, diags) = load_config();
-    let (listener, socket, lock) = bind(&session)?;
-    let mut server = Server::new(session, socket.clone(), config, bindings);
-    server.lock = Some(lock);
-    server.report_config(&diags);
-    // Signals are handled from the start: a SIGHUP during a long restore must not end the
-    // server (its default action would, silently).
-    spawn_signal_thread(server.events_tx.clone())?;
-    server.start_persistence();
-    if !server.persist_restore() {
-        if let Err(e) = server.create_workspace(None, None) {
-            let _ = std::fs::remove_file(&socket);
-            return Err(anyhow::anyhow!("{e}"));
-        }
-    }
-    eprintln!(
-        "herdr server {} for session {} listening on {}",
-        crate::protocol::version(),
-        server.session,
-        socket.display()
-    );
-    server.run(listener)
 }

@@ -1,0 +1,249 @@
+//! The actor over a socketpair standing in for a PTY master: the far end plays the
+//! program.
+use super::*;
+use crate::term::Emulator;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::Receiver;
+use std::sync::Mutex;
+
+fn start() -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let master = OwnedFd::from(ours);
+    sys::set_nonblocking(master.as_fd()).unwrap();
+    let emulator = Arc::new(Mutex::new(Emulator::new(24, 80, 100)));
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let handle = PtyHandle::start(ActorParts {
+        master,
+        program: Program::None,
+        emulator: emulator.clone(),
+        notify: Box::new(move |ev| {
+            let _ = tx.lock().unwrap().send(ev);
+        }),
+        name: "test-actor".into(),
+        paused: false,
+        preserve: false,
+        pending_input: Vec::new(),
+    })
+    .unwrap();
+    (handle, theirs, rx, emulator)
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[test]
+fn output_reaches_the_emulator_and_is_announced_once_until_taken() {
+    let (handle, mut prog, rx, emu) = start();
+    prog.write_all(b"hello").unwrap();
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), PtyEvent::Output));
+    prog.write_all(b" world").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !super::super::lock(&emu)
+        .screen()
+        .contents()
+        .contains("hello world")
+    {
+        assert!(Instant::now() < deadline, "output never parsed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Not taken yet: no second notification.
+    assert!(rx.try_recv().is_err());
+    assert!(handle.take_dirty());
+    prog.write_all(b"!").unwrap();
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), PtyEvent::Output));
+}
+
+#[test]
+fn large_input_arrives_intact_and_in_order_across_partial_writes() {
+    let (handle, mut prog, _rx, _emu) = start();
+    let data: Vec<u8> = (0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    let reader = std::thread::spawn(move || {
+        let mut got = vec![0u8; 4 * 1024 * 1024];
+        prog.read_exact(&mut got).unwrap();
+        got
+    });
+    for chunk in data.chunks(64 * 1024) {
+        loop {
+            match handle.try_write(chunk.to_vec()) {
+                Ok(()) => break,
+                Err(WriteError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    assert!(reader.join().unwrap() == data);
+}
+
+#[test]
+fn a_program_that_does_not_read_makes_writes_would_block_not_hang() {
+    let (handle, prog, _rx, emu) = start();
+    let chunk = vec![b'x'; 64 * 1024];
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match handle.try_write(chunk.clone()) {
+            Ok(()) => assert!(Instant::now() < deadline, "queue never filled"),
+            Err(WriteError::WouldBlock) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // Output is still read while input is stuck.
+    let mut p = prog;
+    p.write_all(b"still reading").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !super::super::lock(&emu)
+        .screen()
+        .contents()
+        .contains("still reading")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "output not read while input is stuck"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(handle);
+}
+
+#[test]
+fn end_of_output_is_reported_as_exit() {
+    let (_handle, prog, rx, _emu) = start();
+    drop(prog);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(PtyEvent::Exited(code)) => {
+                assert_eq!(code, None);
+                break;
+            }
+            Ok(_) => continue,
+            Err(e) => panic!("no exit event: {e}"),
+        }
+    }
+}
+
+#[test]
+fn queries_are_answered_into_the_pty() {
+    let (_handle, mut prog, _rx, _emu) = start();
+    prog.write_all(b"\x1b[6n").unwrap();
+    prog.set_read_timeout(Some(WAIT)).unwrap();
+    let mut buf = [0u8; 16];
+    let n = prog.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"\x1b[1;1R");
+}
+
+#[test]
+fn a_paused_terminal_leaves_output_to_the_next_reader_and_hands_over_its_input() {
+    let (handle, mut prog, _rx, emu) = start();
+    prog.write_all(b"a").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !super::super::lock(&emu).screen().contents().contains('a') {
+        assert!(Instant::now() < deadline, "output never parsed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The program does not read: 3 MiB of input cannot all be written.
+    let data: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    for chunk in data.chunks(256 * 1024) {
+        handle.try_write(chunk.to_vec()).unwrap();
+    }
+    let paused = handle.pause(WAIT).unwrap();
+    // Output from now on is not taken by the actor: the next reader gets it.
+    prog.write_all(b"b").unwrap();
+    let mut buf = [0u8; 8];
+    let mut next = std::fs::File::from(paused.master);
+    assert_eq!(std::io::Read::read(&mut next, &mut buf).unwrap(), 1);
+    assert_eq!(&buf[..1], b"b");
+    // What reached the program plus what was handed over is the input, in order.
+    prog.set_nonblocking(true).unwrap();
+    let mut written = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    while let Ok(n) = prog.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        written.extend_from_slice(&chunk[..n]);
+    }
+    assert!(!paused.pending_input.is_empty());
+    written.extend_from_slice(&paused.pending_input);
+    assert!(written == data, "{} of {} bytes", written.len(), data.len());
+    prog.set_nonblocking(false).unwrap();
+    // A paused terminal is not resized (it may be on loan); the size waits for resume.
+    handle.resize(30, 100);
+    let _again = handle.pause(WAIT).unwrap(); // answered after the resize was seen
+    assert_eq!(super::super::lock(&emu).size(), (24, 80));
+    handle.resume();
+    let deadline = Instant::now() + WAIT;
+    while super::super::lock(&emu).size() != (30, 100) {
+        assert!(Instant::now() < deadline, "resize not applied on resume");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    prog.write_all(b"c").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !super::super::lock(&emu).screen().contents().contains("ac") {
+        assert!(Instant::now() < deadline, "not reading after resume");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_preserved_program_outlives_its_closed_terminal() {
+    let _guard = crate::pty::TEST_FD_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let spec = crate::pty::spawn::SpawnSpec {
+        argv: vec!["/bin/sh".into(), "-c".into(), "sleep 30".into()],
+        shell: "/bin/sh".into(),
+        rows: 24,
+        cols: 80,
+        ..Default::default()
+    };
+    let spawned = crate::pty::spawn::spawn(&spec).unwrap();
+    let pid = spawned.child.process_id().unwrap() as i32;
+    // A second holder of the master, as the next server would be.
+    let keep = sys::dup_cloexec(spawned.master.as_fd()).unwrap();
+    let pidfd = sys::fdpass::pidfd_open(pid).unwrap();
+    let handle = PtyHandle::start(ActorParts {
+        master: spawned.master,
+        program: Program::Spawned(spawned.child),
+        emulator: Arc::new(Mutex::new(Emulator::new(24, 80, 100))),
+        notify: Box::new(|_| {}),
+        name: "test-actor".into(),
+        paused: false,
+        preserve: false,
+        pending_input: Vec::new(),
+    })
+    .unwrap();
+    handle.preserve(true);
+    handle.shutdown_and_join();
+    assert!(
+        sys::fdpass::pidfd_alive(pidfd.as_fd()),
+        "the program was ended"
+    );
+    // The other holder owns it now and can end it.
+    assert_eq!(sys::fdpass::tty_session(keep.as_fd()).unwrap(), pid);
+    sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+}
+
+#[test]
+fn a_direct_write_never_overtakes_queued_input() {
+    let (handle, mut prog, _rx, _emu) = start();
+    // A submit holds its Enter back for a moment; a keystroke typed meanwhile must
+    // come after it, not go straight in.
+    handle
+        .try_submit(b"text".to_vec(), b"\r".to_vec(), Duration::from_millis(100))
+        .unwrap();
+    handle.try_write(b"X".to_vec()).unwrap();
+    prog.set_read_timeout(Some(WAIT)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16];
+    while got.len() < 6 {
+        let n = prog.read(&mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, b"text\rX");
+    // With nothing queued, a write goes straight in (and still arrives).
+    handle.try_write(b"Y".to_vec()).unwrap();
+    let n = prog.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"Y");
+}

@@ -1,0 +1,96 @@
+//! What wakes the server: events other threads queue (each also writes a wake pipe), and
+//! the interactive clients' sockets, which the server thread reads itself — a keystroke
+//! wakes it directly, with no reader thread in between.
+
+use std::sync::mpsc::{self, Sender};
+use std::time::Duration;
+
+use super::{ClientId, Event, Server};
+
+/// The way into the server's event queue from other threads: every event also wakes the
+/// server's `poll`, which watches the interactive clients' sockets itself.
+#[derive(Clone)]
+pub struct EventTx {
+    tx: Sender<Event>,
+    waker: crate::sys::Waker,
+}
+
+impl EventTx {
+    pub(super) fn new(tx: Sender<Event>, waker: crate::sys::Waker) -> EventTx {
+        EventTx { tx, waker }
+    }
+
+    pub fn send(&self, ev: Event) -> Result<(), mpsc::SendError<Event>> {
+        self.tx.send(ev)?;
+        self.waker.wake();
+        Ok(())
+    }
+}
+
+impl Server {
+    /// Sleeps until an event is queued, a client sent something, or `timeout` passes; what
+    /// clients sent is handled here, on this thread (a keystroke wakes the server
+    /// directly, with no reader thread in between).
+    pub(super) fn poll_inputs(&mut self, timeout: Option<Duration>) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        let ready = {
+            use std::os::fd::AsFd;
+            let mut fds = vec![self.wake.fd()];
+            fds.extend(self.clients.values().map(|c| c.reader.as_fd()));
+            match crate::sys::poll_readable(&fds, timeout) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("herdr server: poll failed: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                    return;
+                }
+            }
+        };
+        if ready[0] {
+            // Before the queue is read, so no event's wake-up is lost.
+            self.wake.drain();
+        }
+        for (id, _) in ids.into_iter().zip(&ready[1..]).filter(|(_, r)| **r) {
+            self.read_client(id);
+        }
+    }
+
+    /// Reads what a client sent (a bounded amount per turn) and handles its messages.
+    fn read_client(&mut self, id: ClientId) {
+        let mut gone = None;
+        let mut msgs = Vec::new();
+        if let Some(c) = self.clients.get_mut(&id) {
+            use std::os::fd::AsFd;
+            for _ in 0..16 {
+                match crate::sys::recv_nb(c.reader.as_fd(), &mut self.read_buf) {
+                    Ok(Some(0)) | Err(_) => {
+                        gone = Some(None);
+                        break;
+                    }
+                    Ok(Some(n)) => c.decoder.push(&self.read_buf[..n]),
+                    Ok(None) => break,
+                }
+            }
+            loop {
+                match c.decoder.next_client() {
+                    Ok(Some(msg)) => msgs.push(msg),
+                    Ok(None) => break,
+                    Err(e) => {
+                        // A malformed frame ends this client's connection only.
+                        gone = Some(Some(e.to_string()));
+                        break;
+                    }
+                }
+            }
+        }
+        for msg in msgs {
+            self.handle_guarded(Event::ClientMsg(id, msg));
+        }
+        if let Some(reason) = gone {
+            if let Some(c) = self.clients.get(&id) {
+                c.writer.close();
+            }
+            self.handle_guarded(Event::ClientGone(id, reason));
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Starting a server: the session's lock and socket, the configuration, signals, the
+//! saver, and `herdr server run` itself.
+
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::{persist, Event, EventTx, Server};
+use crate::bindings::Bindings;
+use crate::config::Config;
+use crate::paths::{self, SessionName};
+
+/// Binds the session's socket: refuses to steal one a live server answers on, replaces a
+/// stale one, and makes it 0600 in a 0700 folder.
+pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, SessionLock)> {
+    let dir = paths::runtime_dir();
+    paths::ensure_private_dir(&dir).with_context(|| format!("cannot prepare {}", dir.display()))?;
+    let socket = paths::socket_path(session);
+    // One server per session: two clients starting servers at the same moment must not
+    // both get past the checks below (the second would delete the first's socket).
+    let lock_path = dir.join(format!("{}.lock", session.as_str()));
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    let lock = SessionLock::take(lock_file.into()).map_err(|_| {
+        anyhow::Error::new(SessionBusy(format!(
+            "a herdr server for session {session} is already running or starting ({} is locked)",
+            lock_path.display()
+        )))
+    })?;
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        anyhow::bail!(
+            "a herdr server for session {session} is already running ({})",
+            socket.display()
+        );
+    }
+    let listener = bind_socket(&socket)?;
+    Ok((listener, socket, lock))
+}
+
+/// Listens on `socket` (0600), replacing a stale file. The caller has made sure no live
+/// server answers there.
+pub(crate) fn bind_socket(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
+    let _ = std::fs::remove_file(socket);
+    let listener = UnixListener::bind(socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Another server holds the session: `herdr server run` exits with
+/// [`SessionBusy::EXIT_CODE`], so whoever started it knows to wait for that one.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SessionBusy(String);
+
+impl SessionBusy {
+    /// EX_TEMPFAIL.
+    pub const EXIT_CODE: i32 = 75;
+}
+
+/// Held for the life of a server: the session's lock file, exclusively locked.
+pub struct SessionLock(std::os::fd::OwnedFd);
+
+impl SessionLock {
+    fn take(fd: std::os::fd::OwnedFd) -> std::io::Result<SessionLock> {
+        use std::os::fd::AsFd;
+        crate::sys::flock_exclusive_nb(fd.as_fd())?;
+        Ok(SessionLock(fd))
+    }
+
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.0.as_fd()
+    }
+
+    /// A lock received from the server that held it: the same open file, so locking it
+    /// again succeeds at once; it stays locked as long as either process holds it.
+    pub fn adopt(fd: std::os::fd::OwnedFd) -> anyhow::Result<SessionLock> {
+        SessionLock::take(fd)
+            .map_err(|e| anyhow::anyhow!("the handed-over session lock is not ours: {e}"))
+    }
+}
+
+/// Turns SIGTERM and SIGINT into a clean stop; SIGHUP is ignored (a daemon has no
+/// terminal to lose).
+pub(crate) fn spawn_signal_thread(events: EventTx) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("herdr-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if sig != SIGHUP && events.send(Event::Signal(sig)).is_err() {
+                    break;
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// The configuration and key bindings, with what is wrong in them (for the log and the
+/// status line).
+pub(crate) fn load_config() -> (Config, Bindings, Vec<crate::config::Diagnostic>) {
+    let config_path = crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"));
+    let (config, mut diags) = crate::config::load(&config_path);
+    let (bindings, more) = Bindings::from_config(&config, &config_path);
+    diags.extend(more);
+    (config, bindings, diags)
+}
+
+impl Server {
+    /// Shows the first config problem on the status line; all of them go to the log.
+    pub(crate) fn report_config(&mut self, diags: &[crate::config::Diagnostic]) {
+        for d in diags {
+            eprintln!("config: {d}");
+        }
+        if let Some(first) = diags.first() {
+            let more = if diags.len() > 1 {
+                format!(" (+{} more, see the server log)", diags.len() - 1)
+            } else {
+                String::new()
+            };
+            self.message = Some((
+                format!("config: {first}{more}"),
+                Instant::now() + Duration::from_secs(10),
+            ));
+        }
+    }
+
+    /// Starts the background saver (a server without one still serves, unsaved).
+    pub(crate) fn start_persistence(&mut self) {
+        match paths::ensure_state_dir(&self.session) {
+            Ok(dir) => {
+                match persist::Persistence::start(dir, self.events_tx.clone()) {
+                    Ok(p) => self.persist = Some(p),
+                    Err(e) => {
+                        eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
+                    }
+                }
+            }
+            Err(e) => eprintln!(
+                "persistence: cannot create the state folder: {e}; the session will not be saved"
+            ),
+        }
+    }
+}
+
+/// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
+/// the first pane, serves.
+pub fn main(session: SessionName) -> anyhow::Result<()> {
+    let _ = nix::unistd::setsid();
+    let (config, bindings, diags) = load_config();
+    let (listener, socket, lock) = bind(&session)?;
+    let mut server = Server::new(session, socket.clone(), config, bindings);
+    server.lock = Some(lock);
+    server.report_config(&diags);
+    // Signals are handled from the start: a SIGHUP during a long restore must not end the
+    // server (its default action would, silently).
+    spawn_signal_thread(server.events_tx.clone())?;
+    server.start_persistence();
+    if !server.persist_restore() {
+        if let Err(e) = server.create_workspace(None, None) {
+            let _ = std::fs::remove_file(&socket);
+            return Err(anyhow::anyhow!("{e}"));
+        }
+    }
+    eprintln!(
+        "herdr server {} for session {} listening on {}",
+        crate::protocol::version(),
+        server.session,
+        socket.display()
+    );
+    server.run(listener)
+}
