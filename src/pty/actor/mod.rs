@@ -189,6 +189,7 @@ impl PtyHandle {
             preserve: preserve.clone(),
             paused: parts.paused,
             deferred_resize: None,
+            deferred_resizes: 0,
         };
         if !parts.pending_input.is_empty() {
             actor.push_counted(parts.pending_input);
@@ -306,8 +307,15 @@ impl PtyHandle {
         }
     }
 
+    /// Input sent after a resize reaches the program after it: until the actor has
+    /// applied the size, input is queued behind it rather than written directly (a shell
+    /// asked `tput cols` right after must see the new size).
     pub fn resize(&self, rows: u16, cols: u16) {
-        let _ = self.control.send(Control::Resize { rows, cols });
+        self.direct.busy.fetch_add(1, Ordering::AcqRel);
+        if self.control.send(Control::Resize { rows, cols }).is_err() {
+            self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
         self.waker.wake();
     }
 
@@ -361,8 +369,9 @@ struct Actor {
     preserve: Arc<AtomicBool>,
     /// No reading or writing until `Resume`.
     paused: bool,
-    /// A size that arrived while paused.
+    /// A size that arrived while paused, and how many did (each holds direct writes).
     deferred_resize: Option<(u16, u16)>,
+    deferred_resizes: usize,
 }
 
 enum Step {
@@ -407,8 +416,12 @@ impl Actor {
                 // a handoff that is rolled back): the size is applied on resume.
                 Ok(Control::Resize { rows, cols }) if self.paused => {
                     self.deferred_resize = Some((rows, cols));
+                    self.deferred_resizes += 1;
                 }
-                Ok(Control::Resize { rows, cols }) => self.apply_resize(rows, cols),
+                Ok(Control::Resize { rows, cols }) => {
+                    self.apply_resize(rows, cols);
+                    self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                }
                 Ok(Control::Pause(reply)) => match self.pause_report() {
                     Ok(p) => {
                         if !self.paused {
@@ -431,6 +444,9 @@ impl Actor {
                     if let Some((rows, cols)) = self.deferred_resize.take() {
                         self.apply_resize(rows, cols);
                     }
+                    self.direct
+                        .busy
+                        .fetch_sub(std::mem::take(&mut self.deferred_resizes), Ordering::AcqRel);
                     // Output may have waited while we were paused.
                     self.mark_dirty();
                 }

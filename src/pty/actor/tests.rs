@@ -247,3 +247,20 @@ fn a_direct_write_never_overtakes_queued_input() {
     let n = prog.read(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"Y");
 }
+
+#[test]
+fn input_sent_after_a_resize_reaches_the_program_after_it() {
+    let (handle, mut prog, _rx, emu) = start();
+    prog.set_read_timeout(Some(WAIT)).unwrap();
+    for i in 0..20u16 {
+        handle.resize(24 + i, 80 + i);
+        handle.try_write(b"X".to_vec()).unwrap();
+        let mut buf = [0u8; 1];
+        prog.read_exact(&mut buf).unwrap();
+        assert_eq!(
+            super::super::lock(&emu).size(),
+            (24 + i, 80 + i),
+            "input arrived before the size it was sent after"
+        );
+    }
+}
