@@ -75,14 +75,16 @@ cleanup() {
   rm -f "$partial"
 }
 trap cleanup EXIT
-trap 'cleanup; exit 130' INT TERM
+trap 'cleanup; exit 130' HUP INT TERM
 
 manifest_url="${releases%/}/$channel.json"
 fetch "$manifest_url" "$work/manifest.json" || die "cannot download $manifest_url"
-# release.sh writes one platform per line: "linux-x86_64": {"url": ..., "sha256": ..., "size": ...}
-line=$(grep "\"$platform\":" "$work/manifest.json" || true)
+# The platform's entry: "linux-x86_64": {"url": ..., "sha256": ..., "size": ...} (its
+# fields hold no braces), wherever it is in the file.
+line=$(tr -d '\n' < "$work/manifest.json" | sed -n "s/.*\"$platform\": *{\([^}]*\)}.*/\1/p")
 [ -n "$line" ] || die "$manifest_url has no build for $platform"
-version=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$work/manifest.json" | head -n 1)
+version=$(tr -d '\n' < "$work/manifest.json" | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p')
+[ -n "$version" ] || die "$manifest_url names no version; is it a herdr release manifest?"
 url=$(printf '%s\n' "$line" | sed -n 's/.*"url": *"\([^"]*\)".*/\1/p')
 want=$(printf '%s\n' "$line" | sed -n 's/.*"sha256": *"\([^"]*\)".*/\1/p' | tr 'A-F' 'a-f')
 [ -n "$url" ] || die "$manifest_url gives no URL for $platform"
@@ -98,8 +100,9 @@ if [ "$got" != "$want" ]; then
   die "checksum mismatch for $url (got $got, expected $want); nothing was installed"
 fi
 chmod 755 "$partial"
+installed=$("$partial" --version 2>/dev/null) || die "the downloaded herdr does not run on this machine; nothing was installed"
 mv -f "$partial" "$bindir/herdr"
-echo "installed $("$bindir/herdr" --version) at $bindir/herdr"
+echo "installed $installed at $bindir/herdr"
 case ":${PATH:-}:" in
   *":$bindir:"*) ;;
   *) echo "note: $bindir is not on your PATH; add it, e.g.: echo 'export PATH=\"$bindir:\$PATH\"' >> ~/.profile" ;;

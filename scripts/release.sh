@@ -34,7 +34,9 @@ for v in channel version base_url out; do
   fi
 done
 case "$version" in
-  *[!0-9.]* | *..* | .* | *.) echo "release.sh: --version must be X.Y.Z, got $version" >&2; exit 2 ;;
+  *[!0-9.]* | *..* | .* | *. | *.*.*.* ) echo "release.sh: --version must be X.Y.Z, got $version" >&2; exit 2 ;;
+  *.*.*) ;;
+  *) echo "release.sh: --version must be X.Y.Z, got $version" >&2; exit 2 ;;
 esac
 case "$channel" in
   stable) full=$version ;;

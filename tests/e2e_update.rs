@@ -505,3 +505,21 @@ fn a_server_that_cannot_be_handed_off_keeps_serving_and_is_reported() {
         assert!(support::pid_alive(pid as i32));
     }
 }
+
+#[test]
+fn install_sh_reads_a_manifest_written_on_one_line() {
+    let w = World::new("install-sh-oneline");
+    // Another platform listed after ours must not be picked.
+    w.edit_manifest(|m| {
+        let mut other = m["platforms"]["linux-x86_64"].clone();
+        other["url"] = "http://127.0.0.1:9/not-this-one".into();
+        other["sha256"] = "f".repeat(64).into();
+        m["platforms"]["zz-other"] = other;
+    });
+    let path = w.releases.join("stable.json");
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    let prefix = w.env.dir.path().join("prefix");
+    let out = ok(install_sh(&w, &prefix));
+    assert!(out.contains(&format!("installed herdr {NEW}")), "{out}");
+}

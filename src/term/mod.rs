@@ -225,17 +225,29 @@ impl Emulator {
         let h = self.history.len();
         let top = h - self.offset.min(h);
         let screen = self.parser.screen();
+        let lines: Vec<std::borrow::Cow<str>> = (0..usize::from(rows))
+            .map(|i| match self.history.get(top + i) {
+                Some(line) => std::borrow::Cow::Borrowed(&*line.text),
+                None => history::format_row(screen, (top + i - h) as u16, cols).into(),
+            })
+            .collect();
+        // A line kept while the pane was wider runs on into the rows below (vt100 always
+        // wraps); those rows are cleared before their own line, and spare rows below the
+        // view keep the last lines' overflow from scrolling it. (Bytes over columns is an
+        // upper bound of the rows a line can take.)
+        let spare = lines
+            .iter()
+            .map(|l| l.len().div_ceil(usize::from(cols.max(1))).saturating_sub(1))
+            .max()
+            .unwrap_or(0)
+            .min(64) as u16;
         let mut out = String::new();
-        for i in 0..usize::from(rows) {
-            out.push_str(&format!("\x1b[0m\x1b[{};1H", i + 1));
-            let t = top + i;
-            match self.history.get(t) {
-                Some(line) => out.push_str(&line.text),
-                None => out.push_str(&history::format_row(screen, (t - h) as u16, cols)),
-            }
+        for (i, line) in lines.iter().enumerate() {
+            out.push_str(&format!("\x1b[0m\x1b[{};1H\x1b[2K", i + 1));
+            out.push_str(line);
         }
         out.push_str("\x1b[0m\x1b[?25l");
-        let mut parser = vt100::Parser::new(nz(rows), nz(cols), 0);
+        let mut parser = vt100::Parser::new(nz(rows.saturating_add(spare)), nz(cols), 0);
         parser.process(out.as_bytes());
         View {
             seq: self.seq,
@@ -395,6 +407,20 @@ mod tests {
         assert_eq!(e.lines_back(6, 6), ["l0"]);
         assert!(e.lines_back(8, 8).is_empty());
         assert!(e.lines_back(50, 40).is_empty());
+    }
+
+    #[test]
+    fn the_scrolled_back_view_shows_lines_kept_while_the_pane_was_wider() {
+        let mut e = Emulator::new(3, 20, 100);
+        e.process(b"0123456789abcdefghij\r\nshort\r\nx\r\ny\r\nz");
+        e.resize(3, 8);
+        e.set_scrollback(2);
+        let view = e.display();
+        // Each line at its own row, the wide one cut at the right edge, nothing shifted.
+        assert_eq!(view.size().1.get(), 8);
+        let rows: Vec<String> = view.rows(0, 8).take(3).collect();
+        assert_eq!(rows[0], "01234567");
+        assert_eq!(rows[1].trim_end(), "short");
     }
 
     #[test]

@@ -68,6 +68,7 @@ impl Staged {
             .ok_or_else(|| format!("{} has no folder", binary.display()))?;
         let path = dir.join(format!(".herdr-update-{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&path);
+        remove_abandoned(dir);
         let file = std::fs::OpenOptions::new()
             .write(true)
             .read(true)
@@ -121,6 +122,25 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.installed {
             let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Downloads of updates that were killed midway (their process is gone).
+fn remove_abandoned(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix(".herdr-update-")
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(e.path());
+            }
         }
     }
 }

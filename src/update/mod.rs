@@ -94,7 +94,10 @@ pub fn channel_set(name: &str) -> anyhow::Result<i32> {
 }
 
 pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
+    // The file itself, not a link to it: a package manager's link is recognised by where
+    // it points, and a link must not be replaced by a copy.
     let binary = crate::paths::own_binary().map_err(anyhow::Error::msg)?;
+    let binary = std::fs::canonicalize(&binary).unwrap_or(binary);
     if std::env::var_os("HERDR_PANE").is_some() {
         anyhow::bail!(
             "you are inside a herdr pane; updating from here would replace the server under your feet. \
