@@ -33,9 +33,27 @@ pub struct Effects {
 struct Hooks {
     title: String,
     effects: Effects,
+    /// Rows that fell off vt100's own (transient) scrollback before they could be moved
+    /// to the history — only when a single slice of output scrolled more rows than it
+    /// holds (e.g. `CSI 9999 S`). Kept in vt100's plain formatting, oldest first.
+    dropped: Vec<Line>,
 }
 
 impl vt100::Callbacks for Hooks {
+    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if alternate_screen {
+            return;
+        }
+        let mut text = String::new();
+        let mut state = vt100::capture::BasicFormattedCaptureState::new();
+        if row.write_formatted_basic(&mut text, &mut state).is_ok() {
+            self.dropped.push(Line {
+                text: text.into_boxed_str(),
+                wrapped: false,
+            });
+        }
+    }
+
     fn audible_bell(&mut self, _: &mut vt100::Screen) {
         self.effects.bell = true;
     }
@@ -167,6 +185,10 @@ impl Emulator {
 
     /// Moves the rows vt100 scrolled into its own scrollback to the compact history.
     fn drain(&mut self) {
+        // Rows that already fell off it are older than those still there.
+        for line in std::mem::take(&mut self.parser.callbacks_mut().dropped) {
+            self.history.push(line);
+        }
         let n = self.parser.screen().scrollback_len();
         if n == 0 {
             return;
@@ -421,6 +443,27 @@ mod tests {
         let rows: Vec<String> = view.rows(0, 8).take(3).collect();
         assert_eq!(rows[0], "01234567");
         assert_eq!(rows[1].trim_end(), "short");
+    }
+
+    #[test]
+    fn no_line_is_lost_when_one_slice_scrolls_more_than_vt100_keeps() {
+        let mut e = Emulator::new(3, 20, 20_000);
+        // 6000 numbered lines, then one sequence scrolling 9000 more rows: all within a
+        // few bytes, far beyond vt100's own transient scrollback.
+        let mut out = String::new();
+        for i in 0..6000 {
+            out.push_str(&format!("{i}\r\n"));
+        }
+        e.process(out.as_bytes());
+        e.process(b"\x1b[9000S");
+        let lines = e.lines(0, e.history_len(), false);
+        let numbers: Vec<usize> = lines.iter().filter_map(|l| l.parse().ok()).collect();
+        assert_eq!(
+            numbers.len(),
+            6000,
+            "every printed line is still in history"
+        );
+        assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1));
     }
 
     #[test]
