@@ -105,6 +105,26 @@ impl World {
             .unwrap()
     }
 
+    /// The installed herdr, run in a PTY (as on a user's terminal).
+    fn on_terminal(&self, args: &[&str]) -> support::Term {
+        let mut cmd = portable_pty::CommandBuilder::new(&self.bin);
+        cmd.env_clear();
+        for (k, v) in self.env.vars() {
+            cmd.env(k, v);
+        }
+        cmd.args(args);
+        cmd.cwd(self.env.home());
+        support::Term::spawn(cmd, 120, 10)
+    }
+
+    /// The pids of the session's panes' programs.
+    fn pids(&self) -> Vec<i64> {
+        support::pane_list(&self.env)
+            .iter()
+            .map(|p| p["pid"].as_i64().unwrap())
+            .collect()
+    }
+
     fn version(&self) -> String {
         ok(self.run(&["--version"]))
     }
@@ -320,22 +340,13 @@ fn update_with_handoff_moves_running_servers_without_stopping_programs() {
     let w = World::new("update-handoff");
     ok(w.run(&["server", "start"]));
     ok(w.run(&["pane", "split", "--", "cat"]));
-    let pids = |w: &World| -> Vec<i64> {
-        let v: serde_json::Value =
-            serde_json::from_str(&ok(w.run(&["pane", "list", "--json"]))).unwrap();
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["pid"].as_i64().unwrap())
-            .collect()
-    };
-    let before = pids(&w);
+    let before = w.pids();
     let out = ok(w.run(&["update", "--yes", "--handoff"]));
     assert!(out.contains(&format!("now serving herdr {NEW}")), "{out}");
     let status: serde_json::Value =
         serde_json::from_str(&ok(w.run(&["server", "status", "--json"]))).unwrap();
     assert_eq!(status["version"], NEW);
-    assert_eq!(pids(&w), before);
+    assert_eq!(w.pids(), before);
 }
 
 fn install_sh(w: &World, prefix: &Path) -> Output {
@@ -417,14 +428,7 @@ fn the_shell_scripts_pass_shellcheck() {
 #[test]
 fn on_a_terminal_the_download_shows_its_progress() {
     let w = World::new("update-progress");
-    let mut cmd = portable_pty::CommandBuilder::new(&w.bin);
-    cmd.env_clear();
-    for (k, v) in w.env.vars() {
-        cmd.env(k, v);
-    }
-    cmd.args(["update", "--yes"]);
-    cmd.cwd(w.env.home());
-    let t = support::Term::spawn(cmd, 120, 10);
+    let t = w.on_terminal(&["update", "--yes"]);
     t.wait("the finished progress line", |t| {
         t.contents().contains(&format!("herdr {NEW}: ")) && t.contents().contains("(100%)")
     });
@@ -434,14 +438,7 @@ fn on_a_terminal_the_download_shows_its_progress() {
 #[test]
 fn on_a_terminal_it_asks_first_and_no_changes_nothing() {
     let w = World::new("update-ask");
-    let mut cmd = portable_pty::CommandBuilder::new(&w.bin);
-    cmd.env_clear();
-    for (k, v) in w.env.vars() {
-        cmd.env(k, v);
-    }
-    cmd.arg("update");
-    cmd.cwd(w.env.home());
-    let mut t = support::Term::spawn(cmd, 120, 10);
+    let mut t = w.on_terminal(&["update"]);
     t.wait_text(&format!("Update herdr {OLD} to {NEW}? [y/N]"));
     t.send(b"n\r");
     t.wait_text("nothing was changed");
@@ -456,14 +453,7 @@ fn world_with_a_server_of_another_protocol(name: &str) -> (World, Vec<i64>) {
     ok(w.run(&["server", "start"]));
     ok(w.run(&["pane", "split", "--", "cat"]));
     w.edit_manifest(|m| m["protocol"] = 2.into());
-    let v: serde_json::Value =
-        serde_json::from_str(&ok(w.run(&["pane", "list", "--json"]))).unwrap();
-    let pids = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["pid"].as_i64().unwrap())
-        .collect();
+    let pids = w.pids();
     (w, pids)
 }
 

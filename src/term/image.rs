@@ -222,7 +222,7 @@ impl Image {
     }
 }
 
-fn cup(out: &mut String, row: usize, col: usize) {
+pub(super) fn cup(out: &mut String, row: usize, col: usize) {
     out.push_str(&format!("\x1b[{};{}H", row + 1, col + 1));
 }
 

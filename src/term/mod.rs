@@ -265,7 +265,9 @@ impl Emulator {
             .min(64) as u16;
         let mut out = String::new();
         for (i, line) in lines.iter().enumerate() {
-            out.push_str(&format!("\x1b[0m\x1b[{};1H\x1b[2K", i + 1));
+            out.push_str("\x1b[0m");
+            image::cup(&mut out, i, 0);
+            out.push_str("\x1b[2K");
             out.push_str(line);
         }
         out.push_str("\x1b[0m\x1b[?25l");
