@@ -111,12 +111,27 @@ pub fn connect_or_start(
     let mut child = Some(start_server(session)?);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        if let Some(s) = connect(session, role, size)? {
-            let started = child.is_some();
-            if let Some(c) = child {
-                reap_in_background(c);
+        match connect(session, role, size) {
+            Ok(Some(s)) => {
+                let started = child.is_some();
+                if let Some(c) = child {
+                    reap_in_background(c);
+                }
+                return Ok((s, started));
             }
-            return Ok((s, started));
+            Ok(None) => {}
+            // Our server listens before it has finished starting; if starting then fails,
+            // it drops us mid-hello. Its exit, below, says why; a server we did not
+            // start is reported as it answered.
+            Err(e) if child.is_none() => return Err(e),
+            Err(_) => {
+                if let Some(c) = child.as_mut() {
+                    let deadline = Instant::now() + Duration::from_secs(2);
+                    while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+            }
         }
         if let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
             if status.code() != Some(crate::server::SessionBusy::EXIT_CODE) {
