@@ -91,7 +91,12 @@ impl fmt::Display for Diagnostic {
 impl std::error::Error for Diagnostic {}
 
 impl Diagnostic {
-    fn new(path: &Path, line: Option<usize>, key: Option<&str>, message: String) -> Self {
+    pub(crate) fn new(
+        path: &Path,
+        line: Option<usize>,
+        key: Option<&str>,
+        message: String,
+    ) -> Self {
         let (path, key) = (path.to_path_buf(), key.map(str::to_string));
         Diagnostic {
             path,

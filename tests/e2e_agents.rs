@@ -62,19 +62,21 @@ fn runs(env: &Env) -> Vec<String> {
         .collect()
 }
 
+/// Starts the server and runs `command` in pane p1 from a new folder `dir`; returns it.
+fn start_in(env: &Env, dir: &str, command: &str) -> std::path::PathBuf {
+    let work = env.home().join(dir);
+    std::fs::create_dir_all(&work).unwrap();
+    ok(env.herdr(&["server", "start"]));
+    prompt(env, "p1");
+    support::submit(env, "p1", &format!("cd {} && {command}", work.display()));
+    work
+}
+
 #[test]
 fn detected_reported_and_resumed_once_after_a_restart() {
     let env = Env::new("agents");
     let claude = fake_claude(&env, "sess-42");
-    let work = env.home().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    ok(env.herdr(&["server", "start"]));
-    prompt(&env, "p1");
-    support::submit(
-        &env,
-        "p1",
-        &format!("cd {} && {} --model opus", work.display(), claude.display()),
-    );
+    let work = start_in(&env, "work", &format!("{} --model opus", claude.display()));
     support::wait_output(&env, "p1", "fake-claude-ready");
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent"], "claude", "{p1}");
@@ -115,7 +117,8 @@ fn detected_reported_and_resumed_once_after_a_restart() {
     assert_eq!(all.len(), 3, "resumed exactly once: {all:?}");
     assert_eq!(
         all[2],
-        format!("argv=--resume sess-42|cwd={}", work.display())
+        format!("argv=--model opus --resume sess-42|cwd={}", work.display()),
+        "the launch flag that still applies is kept"
     );
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent"], "claude");
@@ -207,21 +210,113 @@ fn claude_integration_installs_hooks_that_report_and_resume() {
 }
 
 #[test]
-fn an_agent_without_hooks_is_working_while_it_prints_and_idle_when_quiet() {
+fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_seen() {
     let env = Env::new("agents-fallback");
     let bin = env.home().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let codex = bin.join("codex");
+    // opencode has no screen rules: its output activity is all herdr has.
+    let agent = bin.join("opencode");
     // Prints for a while, then waits quietly like an agent at its prompt.
-    executable(&codex, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho codex-waiting\nwhile :; do sleep 1; done\n");
+    executable(&agent, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho agent-waiting\nwhile :; do sleep 1; done\n");
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
-    support::submit(&env, "p1", &codex.display().to_string());
+    support::submit(&env, "p1", &agent.display().to_string());
     wait_agent_state(&env, "p1", "working");
     assert_eq!(
         json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]))["agent"],
-        "codex"
+        "opencode"
     );
-    support::wait_output(&env, "p1", "codex-waiting");
+    support::wait_output(&env, "p1", "agent-waiting");
+    // Nobody was looking when it finished: done, until a client shows the pane.
+    wait_agent_state(&env, "p1", "done");
+    let t = env.client(140, 30);
+    t.wait_text("○ opencode idle p1");
     wait_agent_state(&env, "p1", "idle");
+}
+
+/// A fake Codex: records how it ran, shows Codex's working status line for a while, asks
+/// for an approval, and when the turn ends runs the `notify` command of its config.toml
+/// with the turn's JSON, as Codex does.
+const FAKE_CODEX: &str = r#"#!/usr/bin/env python3
+import json, os, subprocess, sys, time, tomllib
+with open(os.path.expanduser("~/codex-runs.txt"), "a") as f:
+    f.write("argv=%s|cwd=%s\n" % (" ".join(sys.argv[1:]), os.getcwd()))
+if "resume" in sys.argv:
+    print("codex-resumed", flush=True)
+    while True:
+        time.sleep(1)
+for i in range(40):
+    print("\r\u2022 Working (%ds \u2022 esc to interrupt)" % i, end="", flush=True)
+    time.sleep(0.1)
+print("\nWould you like to run the following command?\n  $ make test\n> 1. Yes", flush=True)
+sys.stdin.readline()
+print("ran make test", flush=True)
+with open(os.path.expanduser("~/.codex/config.toml"), "rb") as f:
+    notify = tomllib.load(f).get("notify")
+payload = json.dumps({"type": "agent-turn-complete", "thread-id": "th-7", "turn-id": "1", "cwd": os.getcwd()})
+if notify:
+    subprocess.run(notify + [payload])
+print("codex-turn-done", flush=True)
+while True:
+    time.sleep(1)
+"#;
+
+#[test]
+fn codex_screen_rules_tell_its_state_and_its_notify_hook_makes_it_resume() {
+    let env = Env::new("agents-codex");
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let codex = bin.join("codex");
+    executable(&codex, FAKE_CODEX);
+    // The hook is `herdr …`, found on PATH as after an install.
+    std::os::unix::fs::symlink(support::BIN, bin.join("herdr")).unwrap();
+    let profile = env.home().join(".bash_profile");
+    let rc = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(&profile, format!("{rc}PATH=\"$HOME/bin:$PATH\"\n")).unwrap();
+    // The user's own config, with a notify program of their own that must keep working.
+    let mine = env.home().join("my-notify.sh");
+    executable(&mine, "#!/bin/sh\necho \"$1\" > \"$HOME/my-notify.txt\"\n");
+    let config = env.home().join(".codex/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let original = format!(
+        "# my codex settings\nmodel = \"o3\" # default\nnotify = [\"{}\"]\n\n[profiles.fast]\nmodel = \"mini\"\n",
+        mine.display()
+    );
+    std::fs::write(&config, &original).unwrap();
+    ok(env.herdr(&["integration", "install", "codex"]));
+    assert!(ok(env.herdr(&["integration", "status", "codex"])).contains("codex: installed"));
+
+    let work = start_in(&env, "proj", "codex -m o3 'write the tests'");
+    // No hooks for these: the screen rules tell them.
+    wait_agent_state(&env, "p1", "working");
+    wait_agent_state(&env, "p1", "blocked");
+    support::submit(&env, "p1", "1");
+    support::wait_output(&env, "p1", "codex-turn-done");
+    // The turn ended while nobody looked.
+    wait_agent_state(&env, "p1", "done");
+    let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["agent"], "codex", "{p1}");
+    wait_until("the user's own notify ran", || {
+        std::fs::read_to_string(env.home().join("my-notify.txt"))
+            .is_ok_and(|t| t.contains("\"thread-id\": \"th-7\""))
+    });
+
+    ok(env.herdr(&["server", "stop"]));
+    ok(env.herdr(&["server", "start"]));
+    support::wait_output(&env, "p1", "codex-resumed");
+    let runs: Vec<String> = std::fs::read_to_string(env.home().join("codex-runs.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            format!("argv=-m o3 write the tests|cwd={}", work.display()),
+            format!("argv=-m o3 resume th-7|cwd={}", work.display()),
+        ],
+        "resumed once, in its folder, with its model and without the old prompt"
+    );
+    ok(env.herdr(&["integration", "uninstall", "codex"]));
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
 }

@@ -102,38 +102,59 @@ pub fn installed(settings: &Value) -> bool {
     })
 }
 
-fn read(path: &Path) -> anyhow::Result<Option<Value>> {
+/// An agent's config file as it is; `None` if it does not exist yet.
+pub(super) fn read_file(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| {
-            format!("{} is not valid JSON; fix it first", path.display())
-        })?)),
+        Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
 }
 
-/// Claude Code writes its settings pretty-printed with two spaces and a final newline.
-fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
+/// Replaces an agent's config file in one step (its folder made if missing).
+pub(super) fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
-    crate::persist::files::write_atomic(path, text.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))
+    crate::persist::files::write_atomic(path, bytes).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-pub fn install(path: &Path) -> anyhow::Result<String> {
-    let current = read(path)?;
-    let value = current.clone().unwrap_or_else(|| json!({}));
-    if installed(&value) {
-        return Ok(format!("herdr's hooks are already in {}", path.display()));
-    }
-    let backup = path.with_extension("json.herdr-backup");
-    if current.is_some() && !backup.exists() {
+/// Keeps the file as it was before herdr first changed it (`<name>.herdr-backup`).
+pub(super) fn backup_once(path: &Path) -> anyhow::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".herdr-backup");
+    let backup = path.with_file_name(name);
+    if path.exists() && !backup.exists() {
         std::fs::copy(path, &backup)
             .with_context(|| format!("cannot back up {}", path.display()))?;
     }
-    write(path, &add_hooks(value)?)?;
+    Ok(())
+}
+
+fn read(path: &Path) -> anyhow::Result<Option<Value>> {
+    read_file(path)?
+        .map(|bytes| {
+            serde_json::from_slice(&bytes)
+                .with_context(|| format!("{} is not valid JSON; fix it first", path.display()))
+        })
+        .transpose()
+}
+
+/// Claude Code writes its settings pretty-printed with two spaces and a final newline.
+fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    write_file(path, text.as_bytes())
+}
+
+pub fn install(path: &Path) -> anyhow::Result<String> {
+    let value = read(path)?.unwrap_or_else(|| json!({}));
+    if installed(&value) {
+        return Ok(format!("herdr's hooks are already in {}", path.display()));
+    }
+    let new = add_hooks(value)?;
+    backup_once(path)?;
+    write(path, &new)?;
     Ok(format!("installed herdr's hooks in {}", path.display()))
 }
 

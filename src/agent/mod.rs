@@ -4,7 +4,9 @@
 //! Invariant: only a report whose source is `herdr:<agent>` for that very agent can lead
 //! to a command being run at restore; `plan` refuses everything else.
 
+pub mod codex;
 pub mod integration;
+pub mod rules;
 
 /// How an agent resumes a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +24,55 @@ pub struct Agent {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
     pub resume: Option<Resume>,
+    /// Launch flags carried into the resume command (model, permissions, …).
+    pub keep: &'static [Keep],
 }
+
+/// A launch flag worth keeping across a resume: its spellings and whether it takes a value.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Keep {
+    pub names: &'static [&'static str],
+    pub value: bool,
+}
+
+const fn flag(names: &'static [&'static str]) -> Keep {
+    Keep {
+        names,
+        value: false,
+    }
+}
+
+const fn opt(names: &'static [&'static str]) -> Keep {
+    Keep { names, value: true }
+}
+
+/// Most agents: the model is the flag users set at launch.
+const MODEL: &[Keep] = &[opt(&["--model"])];
+
+const CLAUDE_KEEP: &[Keep] = &[
+    opt(&["--model"]),
+    opt(&["--fallback-model"]),
+    opt(&["--permission-mode"]),
+    flag(&["--dangerously-skip-permissions"]),
+    opt(&["--add-dir"]),
+    opt(&["--allowedTools", "--allowed-tools"]),
+    opt(&["--disallowedTools", "--disallowed-tools"]),
+    opt(&["--mcp-config"]),
+    opt(&["--settings"]),
+    flag(&["--verbose"]),
+];
+
+const CODEX_KEEP: &[Keep] = &[
+    opt(&["--model", "-m"]),
+    opt(&["--profile", "-p"]),
+    opt(&["--config", "-c"]),
+    opt(&["--sandbox", "-s"]),
+    opt(&["--ask-for-approval", "-a"]),
+    flag(&["--full-auto"]),
+    flag(&["--dangerously-bypass-approvals-and-sandbox"]),
+    flag(&["--search"]),
+    opt(&["--add-dir"]),
+];
 
 /// Every agent herdr knows, with the program names it runs under.
 pub const AGENTS: &[Agent] = &[
@@ -30,86 +80,103 @@ pub const AGENTS: &[Agent] = &[
         name: "claude",
         aliases: &["claude-code"],
         resume: Some(Resume::Flag("--resume")),
+        keep: CLAUDE_KEEP,
     },
     Agent {
         name: "codex",
         aliases: &[],
         resume: Some(Resume::Sub("resume")),
+        keep: CODEX_KEEP,
     },
     Agent {
         name: "copilot",
         aliases: &[],
         resume: Some(Resume::FlagEq("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "cursor-agent",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "opencode",
         aliases: &[],
         resume: Some(Resume::Flag("--session")),
+        keep: MODEL,
     },
     Agent {
         name: "pi",
         aliases: &[],
         resume: Some(Resume::Flag("--session")),
+        keep: MODEL,
     },
     Agent {
         name: "omp",
         aliases: &[],
         resume: Some(Resume::FlagEq("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "gemini",
         aliases: &[],
         resume: None,
+        keep: MODEL,
     },
     Agent {
         name: "amp",
         aliases: &[],
         resume: None,
+        keep: MODEL,
     },
     Agent {
         name: "droid",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "devin",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "kimi",
         aliases: &[],
         resume: Some(Resume::Flag("--session")),
+        keep: MODEL,
     },
     Agent {
         name: "qwen",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "grok",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "hermes",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
     Agent {
         name: "kilo",
         aliases: &[],
         resume: Some(Resume::Flag("--session")),
+        keep: MODEL,
     },
     Agent {
         name: "qodercli",
         aliases: &[],
         resume: Some(Resume::Flag("--resume")),
+        keep: MODEL,
     },
 ];
 
@@ -200,19 +267,66 @@ impl From<&crate::persist::snapshot::AgentSessionRef> for SessionRef {
     }
 }
 
+/// The launch flags of `agent` worth keeping, picked from the argv it was started with
+/// (the program name first): `--flag value`, `--flag=value` and `-f value` are
+/// recognised; everything else (prompts, an earlier `--resume`, unknown flags) is left.
+pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
+    let Some(def) = by_name(agent) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut words = argv.iter().skip(1);
+    while let Some(w) = words.next() {
+        if w == "--" {
+            break;
+        }
+        let (name, inline) = match w.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (w.as_str(), None),
+        };
+        let Some(keep) = def.keep.iter().find(|k| k.names.contains(&name)) else {
+            continue;
+        };
+        match (keep.value, inline) {
+            (false, None) => out.push(w.clone()),
+            (false, Some(_)) => {}
+            (true, Some(v)) => out.extend([name.to_string(), v.to_string()]),
+            (true, None) => {
+                if let Some(v) = words.next() {
+                    out.extend([name.to_string(), v.clone()]);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The command that resumes `session` of `agent`, if the report came from that agent's
-/// official hook (`herdr:<agent>`) and the agent can resume.
-pub fn plan(source: &str, agent: &str, session: &SessionRef) -> Option<Vec<String>> {
+/// official hook (`herdr:<agent>`) and the agent can resume. `flags` are the agent's
+/// launch flags to keep; only those on the agent's keep list are used.
+pub fn plan(
+    source: &str,
+    agent: &str,
+    session: &SessionRef,
+    flags: &[String],
+) -> Option<Vec<String>> {
     let def = by_name(agent)?;
     if source != format!("herdr:{}", def.name) {
         return None;
     }
     let r = session.value().to_string();
-    Some(match def.resume? {
-        Resume::Flag(f) => vec![def.name.into(), f.into(), r],
-        Resume::FlagEq(f) => vec![def.name.into(), format!("{f}={r}")],
-        Resume::Sub(s) => vec![def.name.into(), s.into(), r],
-    })
+    let resume = def.resume?;
+    let mut argv = vec![def.name.to_string()];
+    let launch: Vec<String> = std::iter::once(def.name.to_string())
+        .chain(flags.iter().cloned())
+        .collect();
+    argv.extend(kept_flags(def.name, &launch));
+    match resume {
+        Resume::Flag(f) => argv.extend([f.to_string(), r]),
+        Resume::FlagEq(f) => argv.push(format!("{f}={r}")),
+        Resume::Sub(s) => argv.extend([s.to_string(), r]),
+    }
+    Some(argv)
 }
 
 #[cfg(test)]
@@ -250,29 +364,108 @@ mod tests {
         assert_eq!(detect(&v(&[])), None);
     }
 
+    fn plan_(source: &str, agent: &str, session: &SessionRef) -> Option<Vec<String>> {
+        plan(source, agent, session, &[])
+    }
+
+    #[test]
+    fn launch_flags_that_still_apply_are_kept() {
+        let argv = v(&[
+            "claude",
+            "--model",
+            "opus",
+            "--resume",
+            "old",
+            "--permission-mode=plan",
+            "--dangerously-skip-permissions",
+            "fix the bug",
+            "--verbose=x",
+        ]);
+        let flags = kept_flags("claude", &argv);
+        assert_eq!(
+            flags,
+            v(&[
+                "--model",
+                "opus",
+                "--permission-mode",
+                "plan",
+                "--dangerously-skip-permissions"
+            ])
+        );
+        let id = SessionRef::Id("abc".into());
+        assert_eq!(
+            plan("herdr:claude", "claude", &id, &flags),
+            Some(v(&[
+                "claude",
+                "--model",
+                "opus",
+                "--permission-mode",
+                "plan",
+                "--dangerously-skip-permissions",
+                "--resume",
+                "abc"
+            ]))
+        );
+        // Codex takes its flags before the subcommand; short spellings count.
+        let codex = v(&[
+            "codex",
+            "-m",
+            "o3",
+            "-s",
+            "read-only",
+            "write tests",
+            "--",
+            "-m",
+        ]);
+        let flags = kept_flags("codex", &codex);
+        assert_eq!(flags, v(&["-m", "o3", "-s", "read-only"]));
+        assert_eq!(
+            plan("herdr:codex", "codex", &id, &flags),
+            Some(v(&[
+                "codex",
+                "-m",
+                "o3",
+                "-s",
+                "read-only",
+                "resume",
+                "abc"
+            ]))
+        );
+        // Flags saved for one agent are filtered again by the plan: nothing else passes.
+        assert_eq!(
+            plan(
+                "herdr:opencode",
+                "opencode",
+                &id,
+                &v(&["--evil", "--model", "m"])
+            ),
+            Some(v(&["opencode", "--model", "m", "--session", "abc"]))
+        );
+    }
+
     #[test]
     fn plans_need_the_official_source_of_that_very_agent() {
         let id = SessionRef::Id("abc".into());
         assert_eq!(
-            plan("herdr:claude", "claude", &id),
+            plan_("herdr:claude", "claude", &id),
             Some(v(&["claude", "--resume", "abc"]))
         );
         assert_eq!(
-            plan("herdr:codex", "codex", &id),
+            plan_("herdr:codex", "codex", &id),
             Some(v(&["codex", "resume", "abc"]))
         );
         assert_eq!(
-            plan("herdr:copilot", "copilot", &id),
+            plan_("herdr:copilot", "copilot", &id),
             Some(v(&["copilot", "--resume=abc"]))
         );
         assert_eq!(
-            plan("herdr:claude", "claude-code", &id),
+            plan_("herdr:claude", "claude-code", &id),
             Some(v(&["claude", "--resume", "abc"]))
         );
-        assert_eq!(plan("plugin:x", "claude", &id), None);
-        assert_eq!(plan("herdr:codex", "claude", &id), None);
+        assert_eq!(plan_("plugin:x", "claude", &id), None);
+        assert_eq!(plan_("herdr:codex", "claude", &id), None);
         assert_eq!(
-            plan("herdr:gemini", "gemini", &id),
+            plan_("herdr:gemini", "gemini", &id),
             None,
             "no known resume syntax"
         );

@@ -29,13 +29,18 @@ pub enum AgentCommand {
         #[arg(long)]
         seq: Option<u64>,
     },
-    /// Run by Claude Code's hooks (installed with `herdr integration install claude`): reads
-    /// the hook's JSON on stdin and reports it. Never fails the agent: exits 0 regardless.
+    /// Run by the agents' hooks (installed with `herdr integration install AGENT`): reads
+    /// what the hook tells (Claude Code: JSON on stdin; Codex: JSON as the last argument)
+    /// and reports it. Never fails the agent: exits 0 regardless.
     Hook {
-        /// The agent whose hook this is (claude).
+        /// The agent whose hook this is (claude, codex).
         agent: String,
-        /// The hook event (SessionStart, UserPromptSubmit, Notification, Stop).
+        /// The hook event (claude: SessionStart, UserPromptSubmit, Notification, Stop;
+        /// codex: notify).
         event: String,
+        /// codex: the user's own notify command to run afterwards, then Codex's JSON.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
     },
 }
 
@@ -49,21 +54,29 @@ pub enum IntegrationCommand {
     Status { agent: String },
 }
 
+type Action = fn(&std::path::Path) -> anyhow::Result<String>;
+
 pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
-    use crate::agent::integration as claude;
-    let (agent, f): (&str, fn(&std::path::Path) -> anyhow::Result<String>) = match &cmd {
-        IntegrationCommand::Install { agent } => (agent, claude::install),
-        IntegrationCommand::Uninstall { agent } => (agent, claude::uninstall),
-        IntegrationCommand::Status { agent } => (agent, claude::status),
+    use crate::agent::{codex, integration as claude};
+    let (agent, index) = match &cmd {
+        IntegrationCommand::Install { agent } => (agent, 0),
+        IntegrationCommand::Uninstall { agent } => (agent, 1),
+        IntegrationCommand::Status { agent } => (agent, 2),
     };
-    match crate::agent::by_name(agent).map(|a| a.name) {
-        Some("claude") => {
-            println!("{}", f(&claude::claude_settings_path())?);
-            Ok(0)
-        }
-        Some(other) => anyhow::bail!("no integration for {other} yet (supported: claude); its state can still be reported with `herdr agent report`"),
+    let (path, actions): (_, [Action; 3]) = match crate::agent::by_name(agent).map(|a| a.name) {
+        Some("claude") => (
+            claude::claude_settings_path(),
+            [claude::install, claude::uninstall, claude::status],
+        ),
+        Some("codex") => (
+            codex::config_path(),
+            [codex::install, codex::uninstall, codex::status],
+        ),
+        Some(other) => anyhow::bail!("no integration for {other} yet (supported: claude, codex); its state can still be reported with `herdr agent report`"),
         None => anyhow::bail!("unknown agent {agent:?}; see docs/agents.md"),
-    }
+    };
+    println!("{}", actions[index](&path)?);
+    Ok(0)
 }
 
 pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
@@ -94,23 +107,36 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
             }
             call(session, "agent.report", p, false, nothing)
         }
-        AgentCommand::Hook { agent, event } => {
+        AgentCommand::Hook { agent, event, rest } => {
             // Outside a herdr pane, or on any problem: stay silent and let the agent go on.
-            if agent != "claude" || std::env::var_os("HERDR_PANE").is_none() {
-                return Ok(0);
-            }
-            let mut input = String::new();
-            let _ = std::io::Read::read_to_string(
-                &mut std::io::Read::take(std::io::stdin(), 1 << 20),
-                &mut input,
-            );
-            let Ok((state, session_id)) = crate::agent::integration::hook_report(&event, &input)
-            else {
+            let report = match agent.as_str() {
+                "codex" => {
+                    let (chain, payload) = match rest.split_last() {
+                        Some((json, chain)) => (chain, json.as_str()),
+                        None => (&[][..], ""),
+                    };
+                    run_chained(chain, payload);
+                    crate::agent::codex::hook_report(payload)
+                }
+                "claude" => {
+                    let mut input = String::new();
+                    let _ = std::io::Read::read_to_string(
+                        &mut std::io::Read::take(std::io::stdin(), 1 << 20),
+                        &mut input,
+                    );
+                    crate::agent::integration::hook_report(&event, &input).ok()
+                }
+                _ => None,
+            };
+            let Some((state, session_id)) = report else {
                 return Ok(0);
             };
+            if std::env::var_os("HERDR_PANE").is_none() {
+                return Ok(0);
+            }
             let mut p = target(&Target { pane: None });
-            p.insert("source".into(), json!("herdr:claude"));
-            p.insert("agent".into(), json!("claude"));
+            p.insert("source".into(), json!(format!("herdr:{agent}")));
+            p.insert("agent".into(), json!(agent));
             p.insert("state".into(), json!(state));
             if let Some(id) = session_id {
                 p.insert("session_id".into(), json!(id));
@@ -126,6 +152,16 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
+    }
+}
+
+/// The user's own notify command that herdr's hook replaced, run as Codex would have.
+fn run_chained(chain: &[String], payload: &str) {
+    if let Some((program, args)) = chain.split_first() {
+        let _ = std::process::Command::new(program)
+            .args(args)
+            .arg(payload)
+            .status();
     }
 }
 

@@ -31,6 +31,11 @@ pub struct TerminalState {
     pub agent_source: Option<String>,
     /// The last report sequence number per source (an older report never wins).
     pub report_seq: std::collections::BTreeMap<String, u64>,
+    /// The agent's hooks reported it working or blocked: from then on they alone say what
+    /// it does (screen rules and output activity step aside).
+    pub hooked: bool,
+    /// The command line the agent was started with (its launch flags are kept on resume).
+    pub agent_argv: Vec<String>,
 }
 
 impl TerminalState {
@@ -48,6 +53,8 @@ impl TerminalState {
             agent_session: None,
             agent_source: None,
             report_seq: Default::default(),
+            hooked: false,
+            agent_argv: Vec::new(),
         }
     }
 }
@@ -58,6 +65,9 @@ pub struct PaneState {
     pub terminal: TerminalId,
     /// A name given by the user or a script (`pane rename`).
     pub label: Option<String>,
+    /// False from when its agent finished while nobody looked until a client shows it:
+    /// an idle agent in an unseen pane is "done".
+    pub seen: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -179,6 +189,7 @@ impl AppState {
                 no,
                 terminal: term.id,
                 label: None,
+                seen: true,
             },
         );
         self.terminals.insert(term.id, term);
@@ -301,6 +312,16 @@ impl AppState {
             }
         }
         None
+    }
+
+    /// The agent state of a pane as users see it: an idle agent whose pane has not been
+    /// looked at since it finished is "done".
+    pub fn agent_state(&self, pane: PaneId) -> Option<&str> {
+        let ps = self.panes.get(&pane)?;
+        match self.terminals.get(&ps.terminal)?.agent_state.as_deref() {
+            Some("idle") if !ps.seen => Some("done"),
+            other => other,
+        }
     }
 
     pub fn pane_of_terminal(&self, terminal: TerminalId) -> Option<PaneId> {

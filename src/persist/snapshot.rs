@@ -104,6 +104,9 @@ pub struct PaneSnap {
     /// Who reported the session (only `herdr:<agent>` ever leads to a resume).
     #[serde(default)]
     pub agent_source: Option<String>,
+    /// The agent's launch flags that its resume command keeps (`agent::kept_flags`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_flags: Vec<String>,
 }
 
 /// session-history.json: what each pane showed, for presentation after a restore.
@@ -352,6 +355,7 @@ mod v1 {
                     agent: None,
                     agent_session: None,
                     agent_source: None,
+                    agent_flags: Vec::new(),
                 });
                 LayoutSnap::Pane { pane: c.pane }
             }

@@ -35,6 +35,21 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16)) -> String {
         }
         s.push(']');
     }
+    for e in sidebar_entries(st) {
+        if let SidebarEntry::Agent(_, _, p) = e {
+            let t = st
+                .panes
+                .get(&p)
+                .and_then(|ps| st.terminals.get(&ps.terminal));
+            let _ = write!(
+                s,
+                "a{:?}:{:?}:{:?}|",
+                p,
+                t.and_then(|t| t.agent.as_deref()),
+                st.agent_state(p)
+            );
+        }
+    }
     let scrolling = st
         .focused_terminal()
         .is_some_and(|t| view.scroll.contains_key(&t));
@@ -122,12 +137,45 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
                 };
                 put(buf, y, &format!(" {mark}{}:{label}", ti + 1), style);
             }
+            SidebarEntry::Agent(_, _, pane) => {
+                let st = view.state;
+                let agent = st
+                    .panes
+                    .get(pane)
+                    .and_then(|ps| st.terminals.get(&ps.terminal))
+                    .and_then(|t| t.agent.as_deref())
+                    .unwrap_or("agent");
+                let state = st.agent_state(*pane).unwrap_or("");
+                let no = st.panes.get(pane).map_or(0, |p| p.no.0);
+                let text = format!("   {} {agent} {state} p{no}", state_mark(state));
+                put(buf, y, &text, Style::default().fg(state_colour(state)));
+            }
         }
     }
     for y in 0..height {
         if let Some(c) = buf.cell_mut((w - 1, y)) {
             c.set_symbol("│").set_style(Style::default().fg(MUTED));
         }
+    }
+}
+
+/// The mark drawn before an agent's state.
+fn state_mark(state: &str) -> char {
+    match state {
+        "blocked" => '!',
+        "done" => '✓',
+        "working" => '●',
+        _ => '○',
+    }
+}
+
+/// The colour of an agent's state: what needs the user stands out.
+fn state_colour(state: &str) -> Color {
+    match state {
+        "blocked" => Color::Yellow,
+        "done" => Color::Green,
+        "working" => Color::Cyan,
+        _ => MUTED,
     }
 }
 

@@ -52,6 +52,8 @@ pub struct View<'a> {
 pub enum Hit {
     Workspace(usize),
     Tab(usize, usize),
+    /// An agent's line in the sidebar: its pane.
+    Agent(usize, usize, PaneId),
     Divider(DividerId),
     /// A pane and the position inside it.
     Pane(PaneId, u16, u16),
@@ -89,14 +91,21 @@ pub fn tab_geometry(tab: &Tab, area: Rect) -> Vec<(PaneId, Rect)> {
 pub(super) enum SidebarEntry {
     Workspace(usize),
     Tab(usize, usize),
+    /// A pane of that tab running an agent with a known state: one line each.
+    Agent(usize, usize, PaneId),
 }
 
 pub(super) fn sidebar_entries(state: &AppState) -> Vec<SidebarEntry> {
     let mut out = Vec::new();
     for (wi, ws) in state.workspaces.iter().enumerate() {
         out.push(SidebarEntry::Workspace(wi));
-        for ti in 0..ws.tabs.len() {
+        for (ti, tab) in ws.tabs.iter().enumerate() {
             out.push(SidebarEntry::Tab(wi, ti));
+            for pane in tab.layout.panes() {
+                if state.agent_state(pane).is_some() {
+                    out.push(SidebarEntry::Agent(wi, ti, pane));
+                }
+            }
         }
     }
     out
@@ -126,9 +135,7 @@ pub fn tab_agent_state<'a>(state: &'a AppState, tab: &Tab) -> Option<&'a str> {
         .layout
         .panes()
         .iter()
-        .filter_map(|p| state.panes.get(p))
-        .filter_map(|ps| state.terminals.get(&ps.terminal))
-        .filter_map(|t| t.agent_state.as_deref())
+        .filter_map(|p| state.agent_state(*p))
         .collect();
     ORDER
         .into_iter()
@@ -198,6 +205,7 @@ pub fn hit_test(state: &AppState, size: (u16, u16), sidebar: u16, x: u16, y: u16
         return match sidebar_entries(state).get(usize::from(y - SIDEBAR_FIRST_ROW))? {
             SidebarEntry::Workspace(w) => Some(Hit::Workspace(*w)),
             SidebarEntry::Tab(w, t) => Some(Hit::Tab(*w, *t)),
+            SidebarEntry::Agent(w, t, p) => Some(Hit::Agent(*w, *t, *p)),
         };
     }
     let tab = state.active_tab()?;

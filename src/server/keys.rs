@@ -255,6 +255,11 @@ impl Server {
                 self.state.select_workspace(w);
                 self.state.select_tab(t);
             }
+            Some(Hit::Agent(w, t, pane)) if is_click(&ev) => {
+                self.state.select_workspace(w);
+                self.state.select_tab(t);
+                self.state.focus_pane(pane);
+            }
             Some(Hit::Divider(div)) if is_click(&ev) => {
                 if let Some(c) = self.clients.get_mut(&id) {
                     c.drag = Some(div);

@@ -296,6 +296,7 @@ impl Server {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.handle(ev);
             if structural {
+                self.note_seen();
                 self.publish_structure();
                 self.persist_note_change();
             }
@@ -524,6 +525,7 @@ impl Server {
     fn tick_guarded(&mut self) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.tick();
+            self.note_seen();
             self.publish_structure();
             self.persist_note_change();
         }));

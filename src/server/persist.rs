@@ -235,6 +235,9 @@ impl Server {
                     SessionRef::Path(s) => AgentSessionRef::Path(s.clone()),
                 }),
             agent_source: term.and_then(|t| t.agent_source.clone()),
+            agent_flags: term
+                .and_then(|t| Some(crate::agent::kept_flags(t.agent.as_deref()?, &t.agent_argv)))
+                .unwrap_or_default(),
         }
     }
 
@@ -514,6 +517,8 @@ impl Server {
                             .try_write(format!("{}\r", line.join(" ")).into_bytes());
                         term.agent_session = restore_ref(ps);
                         term.agent_source = ps.agent_source.clone();
+                        // Until the resumed agent is detected, its flags are the saved ones.
+                        term.agent_argv = argv.clone();
                     } else if let Some(cmd) = ps
                         .command
                         .as_ref()
@@ -552,7 +557,7 @@ impl Server {
         let agent = ps.agent.as_deref()?;
         let source = ps.agent_source.as_deref()?;
         let session = restore_ref(ps)?.validate().ok()?;
-        let argv = crate::agent::plan(source, agent, &session)?;
+        let argv = crate::agent::plan(source, agent, &session, &ps.agent_flags)?;
         Some((argv, (agent.to_string(), session.value().to_string())))
     }
 }

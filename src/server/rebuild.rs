@@ -61,6 +61,7 @@ impl Server {
                                 no: PaneNo(ps.id),
                                 terminal: term.id,
                                 label: ps.label.clone(),
+                                seen: true,
                             };
                             self.runtimes.insert(term.id, rt);
                             made.push((pid, state, term));

@@ -106,14 +106,34 @@ pub(crate) fn spawn_signal_thread(events: EventTx) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The configuration and key bindings, with what is wrong in them (for the log and the
-/// status line).
-pub(crate) fn load_config() -> (Config, Bindings, Vec<crate::config::Diagnostic>) {
+/// What a server is configured with: the config file, the key bindings it makes, and the
+/// agents' screen rules (`agents/` next to the config file).
+pub(crate) struct Loaded {
+    pub config: Config,
+    pub bindings: Bindings,
+    pub rules: std::collections::BTreeMap<String, crate::agent::rules::Rules>,
+    /// What is wrong in them (for the log and the status line).
+    pub diags: Vec<crate::config::Diagnostic>,
+}
+
+pub(crate) fn load_config() -> Loaded {
     let config_path = crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"));
     let (config, mut diags) = crate::config::load(&config_path);
     let (bindings, more) = Bindings::from_config(&config, &config_path);
     diags.extend(more);
-    (config, bindings, diags)
+    let (rules, problems) =
+        crate::agent::rules::load(config_path.parent().map(|d| d.join("agents")).as_deref());
+    diags.extend(
+        problems
+            .into_iter()
+            .map(|(path, e)| crate::config::Diagnostic::new(&path, None, None, e)),
+    );
+    Loaded {
+        config,
+        bindings,
+        rules,
+        diags,
+    }
 }
 
 impl Server {
@@ -157,11 +177,12 @@ impl Server {
 /// the first pane, serves.
 pub fn main(session: SessionName) -> anyhow::Result<()> {
     let _ = nix::unistd::setsid();
-    let (config, bindings, diags) = load_config();
+    let loaded = load_config();
     let (listener, socket, lock) = bind(&session)?;
-    let mut server = Server::new(session, socket.clone(), config, bindings);
+    let mut server = Server::new(session, socket.clone(), loaded.config, loaded.bindings);
+    server.agent_fallback.rules = loaded.rules;
     server.lock = Some(lock);
-    server.report_config(&diags);
+    server.report_config(&loaded.diags);
     // Signals are handled from the start: a SIGHUP during a long restore must not end the
     // server (its default action would, silently).
     spawn_signal_thread(server.events_tx.clone())?;

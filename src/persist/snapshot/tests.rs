@@ -37,6 +37,7 @@ fn sample() -> SessionSnapshot {
                             agent: Some("claude".into()),
                             agent_session: Some(AgentSessionRef::Id("abc".into())),
                             agent_source: Some("herdr:claude".into()),
+                            agent_flags: Vec::new(),
                         },
                         PaneSnap {
                             id: 4,
@@ -47,6 +48,7 @@ fn sample() -> SessionSnapshot {
                             agent: None,
                             agent_session: None,
                             agent_source: None,
+                            agent_flags: Vec::new(),
                         },
                     ],
                 }],
@@ -70,6 +72,7 @@ fn sample() -> SessionSnapshot {
                         agent: None,
                         agent_session: None,
                         agent_source: None,
+                        agent_flags: Vec::new(),
                     }],
                 }],
             },

@@ -18,21 +18,29 @@ use crate::model::ids::TerminalId;
 use crate::pty::proc;
 use crate::server::Server;
 
-const STATES: &[&str] = &["working", "blocked", "idle", "done"];
+pub(crate) const STATES: &[&str] = &["working", "blocked", "idle", "done"];
 
-/// Without hook reports, an agent whose pane printed nothing for this long is idle. Long
-/// enough that a pause between two bursts of output is not reported as idle.
+/// Without hook reports, an agent whose pane printed nothing for this long (or whose screen
+/// stopped showing it busy for this long) is idle. Long enough that a pause between two
+/// bursts of output is not reported as idle.
 const IDLE_AFTER: Duration = Duration::from_secs(3);
 /// How often a pane without a known agent is looked at again on output.
 const DETECT_INTERVAL: Duration = Duration::from_secs(1);
+/// After output in an agent pane with screen rules, its screen is read this much later
+/// (one read for a burst of output).
+const LOOK_DELAY: Duration = Duration::from_millis(150);
 
-/// The fallback state machine's memory, per terminal.
+/// The fallback state machine's memory, per terminal, and the screen rules it uses.
 #[derive(Default)]
 pub(crate) struct Activity {
-    /// When a working agent without hooks becomes idle unless it prints again.
+    /// When a working agent without hooks becomes idle unless it shows otherwise.
     quiet_at: BTreeMap<TerminalId, Instant>,
     /// When each terminal was last checked for an agent on output.
     detected_at: BTreeMap<TerminalId, Instant>,
+    /// When the screen of an agent pane with rules is read next.
+    look_at: BTreeMap<TerminalId, Instant>,
+    /// Screen rules by agent name (see `agent::rules`).
+    pub(crate) rules: BTreeMap<String, crate::agent::rules::Rules>,
 }
 
 /// Whether `pid` is `ancestor` or one of its descendants (following parents in /proc).
@@ -81,6 +89,8 @@ impl Server {
                     term.agent_pid = fg_pid;
                     term.agent_state = None;
                     term.report_seq.clear();
+                    term.hooked = false;
+                    term.agent_argv = fg.map(|f| f.argv).unwrap_or_default();
                 }
             }
             None => {
@@ -90,12 +100,24 @@ impl Server {
                 term.agent_session = None;
                 term.agent_source = None;
                 term.report_seq.clear();
+                term.hooked = false;
+                term.agent_argv.clear();
             }
+        }
+        self.agent_fallback.quiet_at.remove(&tid);
+        self.agent_fallback.look_at.remove(&tid);
+        if let Some(ps) = self
+            .state
+            .pane_of_terminal(tid)
+            .and_then(|p| self.state.panes.get_mut(&p))
+        {
+            ps.seen = true;
         }
     }
 
-    /// Output in a pane: for an agent that has no hooks, that means it is working; quiet
-    /// for `IDLE_AFTER` means idle. Hook reports, once any arrived, are the only truth.
+    /// Output in a pane. For an agent whose hooks do not say what it does, its screen is
+    /// read against its rules soon; an agent without rules is working while it prints and
+    /// idle once quiet for `IDLE_AFTER`.
     pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
         let now = Instant::now();
         let known = self
@@ -112,15 +134,69 @@ impl Server {
             self.agent_fallback.detected_at.insert(tid, now);
             self.refresh_agent(tid);
         }
-        let Some(term) = self.state.terminals.get(&tid) else {
+        let Some(agent) = self.fallback_agent(tid) else {
             return;
         };
-        if term.agent.is_none() || !term.report_seq.is_empty() || term.agent_source.is_some() {
+        if self.agent_fallback.rules.contains_key(&agent) {
+            self.agent_fallback
+                .look_at
+                .entry(tid)
+                .or_insert(now + LOOK_DELAY);
             return;
         }
         self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
-        if term.agent_state.as_deref() != Some("working") {
-            self.set_agent_state(tid, "working");
+        self.set_agent_state(tid, "working");
+    }
+
+    /// The agent of a terminal whose state comes from its output, not its hooks.
+    fn fallback_agent(&self, tid: TerminalId) -> Option<String> {
+        let term = self.state.terminals.get(&tid)?;
+        term.agent.clone().filter(|_| !term.hooked)
+    }
+
+    /// What the screen of an agent with rules shows: `Some(None)` is nothing busy.
+    fn screen_state(&self, tid: TerminalId, agent: &str) -> Option<Option<&'static str>> {
+        let rules = self.agent_fallback.rules.get(agent)?;
+        let rt = self.runtimes.get(tid)?;
+        let rows: Vec<String> = {
+            let emu = crate::pty::lock(&rt.emulator);
+            let screen = emu.screen();
+            screen.rows(0, screen.size().1.get()).collect()
+        };
+        Some(rules.classify(&rows).filter(|s| *s != "idle"))
+    }
+
+    /// Reads an agent's screen after output: busy states apply at once; a screen that no
+    /// longer shows it busy makes it idle only if that lasts `IDLE_AFTER`.
+    fn look_at_screen(&mut self, tid: TerminalId, now: Instant) {
+        let Some(agent) = self.fallback_agent(tid) else {
+            return;
+        };
+        let Some(found) = self.screen_state(tid, &agent) else {
+            return;
+        };
+        match found {
+            Some(busy) => {
+                self.agent_fallback.quiet_at.remove(&tid);
+                self.set_agent_state(tid, busy);
+            }
+            None => {
+                let current = self
+                    .state
+                    .terminals
+                    .get(&tid)
+                    .and_then(|t| t.agent_state.clone());
+                match current.as_deref() {
+                    Some("working" | "blocked") => {
+                        self.agent_fallback
+                            .quiet_at
+                            .entry(tid)
+                            .or_insert(now + IDLE_AFTER);
+                    }
+                    Some("idle") => {}
+                    _ => self.set_agent_state(tid, "idle"),
+                }
+            }
         }
     }
 
@@ -128,46 +204,103 @@ impl Server {
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
+        self.agent_fallback.look_at.remove(&tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
-        self.agent_fallback.quiet_at.values().min().copied()
+        let f = &self.agent_fallback;
+        f.quiet_at.values().chain(f.look_at.values()).min().copied()
     }
 
-    /// Agents without hooks that stopped printing are idle now.
+    /// Screens due to be read are read; agents without hooks that stayed quiet (or not
+    /// busy on screen) are idle now.
     pub(crate) fn agent_quiet_tick(&mut self, now: Instant) {
-        let due: Vec<TerminalId> = self
-            .agent_fallback
-            .quiet_at
-            .iter()
-            .filter(|(_, t)| **t <= now)
-            .map(|(id, _)| *id)
-            .collect();
-        for tid in due {
+        let due = |m: &BTreeMap<TerminalId, Instant>| -> Vec<TerminalId> {
+            m.iter()
+                .filter(|(_, t)| **t <= now)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        for tid in due(&self.agent_fallback.look_at) {
+            self.agent_fallback.look_at.remove(&tid);
+            self.look_at_screen(tid, now);
+        }
+        for tid in due(&self.agent_fallback.quiet_at) {
             self.agent_fallback.quiet_at.remove(&tid);
-            let fallback = self
-                .state
-                .terminals
-                .get(&tid)
-                .is_some_and(|t| t.agent.is_some() && t.report_seq.is_empty());
-            if fallback {
-                self.set_agent_state(tid, "idle");
-            }
+            let Some(agent) = self.fallback_agent(tid) else {
+                continue;
+            };
+            let state = self.screen_state(tid, &agent).flatten().unwrap_or("idle");
+            self.set_agent_state(tid, state);
         }
     }
 
+    /// Whether a client shows the terminal now.
+    fn viewed(&self, tid: TerminalId) -> bool {
+        !self.clients.is_empty() && self.is_visible(tid)
+    }
+
+    /// Sets an agent's state and tells waits, subscribers and clients when what users see
+    /// changed. An agent that finishes (idle after working or blocked, or a report of
+    /// "done") while no client shows its pane is "done" until one does.
     fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
+        let viewed = self.viewed(tid);
+        let pane = self.state.pane_of_terminal(tid);
+        let shown = |s: &Server| pane.and_then(|p| s.state.agent_state(p).map(str::to_string));
+        let before = shown(self);
         let Some(term) = self.state.terminals.get_mut(&tid) else {
             return;
         };
-        term.agent_state = Some(state.to_string());
+        let raw = if state == "done" { "idle" } else { state };
+        let finished = state == "done"
+            || (raw == "idle"
+                && matches!(term.agent_state.as_deref(), Some("working" | "blocked")));
+        term.agent_state = Some(raw.to_string());
         let agent = term.agent.clone();
-        if let Some(p) = self.state.pane_of_terminal(tid) {
+        if let Some(ps) = pane.and_then(|p| self.state.panes.get_mut(&p)) {
+            if raw != "idle" {
+                ps.seen = true;
+            } else if finished {
+                ps.seen = viewed;
+            }
+        }
+        let after = shown(self);
+        if before == after {
+            return;
+        }
+        if let Some(p) = pane {
             let id = self.pane_no(p);
-            self.emit(json!({ "event": "pane.agent", "id": id, "agent": agent, "state": state }));
+            self.emit(json!({ "event": "pane.agent", "id": id, "agent": agent, "state": after }));
         }
         self.recheck_waits(Some(tid));
         self.request_render();
+    }
+
+    /// Panes a client shows now have been seen: a "done" agent there becomes idle.
+    pub(crate) fn note_seen(&mut self) {
+        if self.clients.is_empty() {
+            return;
+        }
+        let Some(tab) = self.state.active_tab() else {
+            return;
+        };
+        let shown = if tab.zoomed {
+            vec![tab.focused]
+        } else {
+            tab.layout.panes()
+        };
+        for p in shown {
+            let Some(ps) = self.state.panes.get_mut(&p).filter(|ps| !ps.seen) else {
+                continue;
+            };
+            ps.seen = true;
+            let tid = ps.terminal;
+            let agent = self.state.terminals.get(&tid).and_then(|t| t.agent.clone());
+            let id = self.pane_no(p);
+            self.emit(json!({ "event": "pane.agent", "id": id, "agent": agent, "state": "idle" }));
+            self.recheck_waits(Some(tid));
+            self.request_render();
+        }
     }
 
     pub(crate) fn refresh_agents(&mut self) {
@@ -267,18 +400,16 @@ impl Server {
             term.agent_session = Some(s);
             term.agent_source = Some(source.clone());
         }
-        let changed = state.is_some() && term.agent_state.as_deref() != state;
+        if matches!(state, Some("working" | "blocked")) {
+            // Hooks that report work report its end too: they alone decide from now on.
+            term.hooked = true;
+            self.agent_fallback.quiet_at.remove(&tid);
+            self.agent_fallback.look_at.remove(&tid);
+        }
         if let Some(s) = state {
-            term.agent_state = Some(s.to_string());
+            self.set_agent_state(tid, s);
         }
-        let agent_state = term.agent_state.clone();
-        if changed {
-            self.emit(
-                json!({ "event": "pane.agent", "id": id, "agent": def.name, "state": agent_state }),
-            );
-            self.recheck_waits(Some(tid));
-            self.request_render();
-        }
+        let agent_state = self.state.agent_state(pane).map(str::to_string);
         now(json!({ "id": id, "accepted": true, "agent": def.name, "state": agent_state }))
     }
 }

@@ -151,7 +151,15 @@ impl Server {
                     })?,
             ),
             (None, true, None) => WaitKind::Exit,
-            (None, false, Some(state)) => WaitKind::AgentState(state.to_string()),
+            (None, false, Some(state)) if super::agents::STATES.contains(&state) => {
+                WaitKind::AgentState(state.to_string())
+            }
+            (None, false, Some(state)) => {
+                return Err(ApiError::params(format!(
+                    "\"agent_state\" must be one of {}, got {state:?}",
+                    super::agents::STATES.join(", ")
+                )))
+            }
             _ => {
                 return Err(ApiError::params(
                     "give exactly one of \"output\" (a regex), \"exit\": true, \"agent_state\"",
@@ -209,10 +217,7 @@ impl Server {
             WaitKind::AgentState(want) => {
                 let state = self
                     .state
-                    .terminals
-                    .get(&w.terminal)?
-                    .agent_state
-                    .as_deref()?;
+                    .agent_state(self.state.pane_of_terminal(w.terminal)?)?;
                 (state == want).then(|| json!({ "id": pane, "agent_state": state }))
             }
         }

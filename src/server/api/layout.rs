@@ -211,7 +211,7 @@ impl Server {
             "focused": focused,
             "zoomed": tab.zoomed && tab.focused == pane,
             "agent": term.agent,
-            "agent_state": term.agent_state,
+            "agent_state": self.state.agent_state(pane),
         }))
     }
 

@@ -229,6 +229,13 @@ impl Server {
                 agent_state: term.agent_state.clone(),
                 agent_pid: term.agent_pid,
                 report_seq: term.report_seq.clone(),
+                hooked: term.hooked,
+                agent_argv: term.agent_argv.clone(),
+                seen: self
+                    .state
+                    .pane_of_terminal(tid)
+                    .and_then(|p| self.state.panes.get(&p))
+                    .is_none_or(|p| p.seen),
             });
             emulators.push(rt.emulator.clone());
             pending.push(p.pending_input.clone());

@@ -162,14 +162,20 @@ fn serve(
         Ok(l) => l,
         Err(e) => return Err(refuse(&mut sock, e.to_string())),
     };
-    let (config, bindings, diags) = super::super::load_config();
+    let loaded = super::super::load_config();
     let socket = crate::paths::socket_path(&session);
-    let mut server = Server::new(session, socket.clone(), config, bindings);
+    let mut server = Server::new(session, socket.clone(), loaded.config, loaded.bindings);
+    server.agent_fallback.rules = loaded.rules;
     server.lock = Some(lock);
-    server.report_config(&diags);
+    server.report_config(&loaded.diags);
     server.size = manifest.size;
     server.sidebar = manifest.sidebar;
     let expected = panes.len();
+    let unseen: Vec<u32> = panes
+        .iter()
+        .filter(|p| !p.runtime.seen)
+        .map(|p| p.runtime.pane)
+        .collect();
     let mut panes: Vec<Option<Incoming>> = panes.into_iter().map(Some).collect();
     let mut make = |server: &mut Server,
                     ps: &crate::persist::snapshot::PaneSnap,
@@ -184,6 +190,11 @@ fn serve(
         import_terminal(server, ps, incoming)
     };
     let notes = server.rebuild(&manifest.snapshot, &mut make);
+    for ps in server.state.panes.values_mut() {
+        if unseen.contains(&ps.no.0) {
+            ps.seen = false;
+        }
+    }
     let imported = server.runtimes.len();
     if imported != expected {
         return Err(refuse(
@@ -304,6 +315,8 @@ fn import_terminal(
     term.agent_state = runtime.agent_state;
     term.agent_pid = runtime.agent_pid;
     term.report_seq = runtime.report_seq;
+    term.hooked = runtime.hooked;
+    term.agent_argv = runtime.agent_argv;
     let rt = TerminalRuntime {
         handle,
         emulator,

@@ -58,6 +58,17 @@ pub struct PaneRuntime {
     pub agent_state: Option<String>,
     pub agent_pid: Option<i32>,
     pub report_seq: std::collections::BTreeMap<String, u64>,
+    #[serde(default)]
+    pub hooked: bool,
+    #[serde(default)]
+    pub agent_argv: Vec<String>,
+    /// False while a finished agent's pane waits to be looked at ("done").
+    #[serde(default = "seen_default")]
+    pub seen: bool,
+}
+
+fn seen_default() -> bool {
+    true
 }
 
 /// One length-prefixed message.

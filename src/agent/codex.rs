@@ -1,0 +1,284 @@
+//! `herdr integration install|uninstall|status codex`: Codex CLI runs the program named by
+//! `notify` in its `config.toml` when a turn completes, with a JSON description of the
+//! turn (its `thread-id` is the session `codex resume` takes). herdr sets `notify` to its
+//! own hook; a `notify` the user already had is kept: herdr's hook runs it afterwards with
+//! the same JSON, and uninstall puts it back.
+//!
+//! Invariants: the file is edited as text, so comments, order and unknown keys stay as they
+//! were; everything herdr adds sits between two marker lines; uninstall after install gives
+//! back the file byte for byte; a file that is not valid TOML is never touched.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use super::integration::{backup_once, read_file, write_file};
+
+const BEGIN: &str =
+    "# >>> herdr integration (`herdr integration uninstall codex` removes this block)\n";
+const END: &str = "# <<< herdr integration\n";
+/// A line of the user's own `notify`, kept in the block while herdr's hook chains to it.
+const KEPT: &str = "# herdr kept: ";
+/// The same, for a last line that had no newline.
+const KEPT_EOF: &str = "# herdr kept (no newline): ";
+
+/// The words before Codex's JSON argument: `herdr agent hook codex notify [CHAIN…] JSON`.
+pub const HOOK: &[&str] = &["herdr", "agent", "hook", "codex", "notify"];
+
+/// `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
+pub fn config_path() -> PathBuf {
+    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home).join("config.toml");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    home.join(".codex").join("config.toml")
+}
+
+#[derive(Deserialize)]
+struct Doc {
+    notify: Option<toml::Spanned<Vec<String>>>,
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn check(text: &str, path: &Path) -> anyhow::Result<Doc> {
+    toml::from_str::<toml::Table>(text)
+        .with_context(|| format!("{} is not valid TOML; fix it first", path.display()))?;
+    toml::from_str::<Doc>(text).with_context(|| {
+        format!(
+            "\"notify\" in {} is not a list of strings; fix it first",
+            path.display()
+        )
+    })
+}
+
+/// The text with herdr's hook in it (unchanged if it is there already).
+pub fn add_hook(text: &str, path: &Path) -> anyhow::Result<String> {
+    let doc = check(text, path)?;
+    if text.contains(BEGIN) {
+        return Ok(text.to_string());
+    }
+    let Some(notify) = doc.notify else {
+        let line = notify_line(&[]);
+        return Ok(format!("{BEGIN}{line}{END}{text}"));
+    };
+    // The user's own notify: the whole lines it spans move into the block, commented out.
+    let span = notify.span();
+    let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[span.end..]
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i + 1);
+    let mut block = String::from(BEGIN);
+    let original = &text[start..end];
+    for line in original.split_inclusive('\n') {
+        match line.strip_suffix('\n') {
+            Some(l) => block.push_str(&format!("{KEPT}{l}\n")),
+            None => block.push_str(&format!("{KEPT_EOF}{line}\n")),
+        }
+    }
+    block.push_str(&notify_line(notify.get_ref()));
+    block.push_str(END);
+    Ok(format!("{}{block}{}", &text[..start], &text[end..]))
+}
+
+fn notify_line(chain: &[String]) -> String {
+    let words: Vec<String> = HOOK
+        .iter()
+        .map(|w| w.to_string())
+        .chain(chain.iter().cloned())
+        .map(|w| toml_string(&w))
+        .collect();
+    format!("notify = [{}]\n", words.join(", "))
+}
+
+/// The text without herdr's block, the user's own `notify` back in its place.
+pub fn remove_hook(text: &str) -> String {
+    let Some(start) = text.find(BEGIN) else {
+        return text.to_string();
+    };
+    let body_at = start + BEGIN.len();
+    let Some(len) = text[body_at..].find(END) else {
+        return text.to_string();
+    };
+    let mut restored = String::new();
+    for line in text[body_at..body_at + len].split_inclusive('\n') {
+        if let Some(l) = line.strip_prefix(KEPT) {
+            restored.push_str(l);
+        } else if let Some(l) = line.strip_prefix(KEPT_EOF) {
+            restored.push_str(l.strip_suffix('\n').unwrap_or(l));
+        }
+    }
+    let after = body_at + len + END.len();
+    format!("{}{restored}{}", &text[..start], &text[after..])
+}
+
+pub fn installed(text: &str) -> bool {
+    text.contains(BEGIN) && text.contains(END)
+}
+
+fn read(path: &Path) -> anyhow::Result<Option<String>> {
+    read_file(path)?
+        .map(|bytes| {
+            String::from_utf8(bytes)
+                .with_context(|| format!("{} is not UTF-8 text; fix it first", path.display()))
+        })
+        .transpose()
+}
+
+pub fn install(path: &Path) -> anyhow::Result<String> {
+    let text = read(path)?.unwrap_or_default();
+    let new = add_hook(&text, path)?;
+    if new == text {
+        return Ok(format!("herdr's hook is already in {}", path.display()));
+    }
+    backup_once(path)?;
+    write_file(path, new.as_bytes())?;
+    Ok(format!("installed herdr's hook in {}", path.display()))
+}
+
+pub fn uninstall(path: &Path) -> anyhow::Result<String> {
+    let Some(text) = read(path)? else {
+        return Ok(format!(
+            "{} does not exist; nothing to remove",
+            path.display()
+        ));
+    };
+    if !installed(&text) {
+        return Ok(format!("no herdr hook in {}", path.display()));
+    }
+    write_file(path, remove_hook(&text).as_bytes())?;
+    Ok(format!("removed herdr's hook from {}", path.display()))
+}
+
+pub fn status(path: &Path) -> anyhow::Result<String> {
+    Ok(match read(path)? {
+        Some(t) if installed(&t) => format!("codex: installed ({})", path.display()),
+        Some(_) => format!("codex: not installed ({})", path.display()),
+        None => format!("codex: not installed ({} does not exist)", path.display()),
+    })
+}
+
+/// What a Codex notification tells herdr: a finished turn (the agent is idle now) and the
+/// session it belongs to. Other notification types tell nothing.
+pub fn hook_report(payload: &str) -> Option<(String, Option<String>)> {
+    let v: serde_json::Value = serde_json::from_str(payload).ok()?;
+    if v.get("type").and_then(|t| t.as_str()) != Some("agent-turn-complete") {
+        return None;
+    }
+    let session = v
+        .get("thread-id")
+        .and_then(|t| t.as_str())
+        .map(str::to_string);
+    Some(("idle".to_string(), session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = r#"# Codex settings
+model = "o3"  # the default model
+approval_policy = "on-request"
+some_future_key = { nested = [1, 2] }
+
+[profiles.fast]
+model = "gpt-5-mini"
+
+[mcp_servers.docs]
+command = "docs-mcp"
+"#;
+
+    fn p() -> PathBuf {
+        PathBuf::from("/home/u/.codex/config.toml")
+    }
+
+    #[test]
+    fn the_hook_goes_in_and_out_byte_for_byte() {
+        let once = add_hook(FIXTURE, &p()).unwrap();
+        assert!(installed(&once));
+        let parsed: toml::Table = toml::from_str(&once).unwrap();
+        let notify: Vec<String> = parsed["notify"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(notify, HOOK);
+        assert_eq!(parsed["model"].as_str(), Some("o3"));
+        assert!(once.ends_with(FIXTURE), "the user's text is untouched");
+        assert_eq!(add_hook(&once, &p()).unwrap(), once, "idempotent");
+        assert_eq!(remove_hook(&once), FIXTURE);
+    }
+
+    #[test]
+    fn a_notify_of_the_users_own_is_chained_and_restored() {
+        let text = "model = \"o3\"\nnotify = [\n  \"python3\",\n  \"/home/u/notify.py\", # mine\n]\n\n[tui]\nx = 1\n";
+        let once = add_hook(text, &p()).unwrap();
+        let parsed: toml::Table = toml::from_str(&once).unwrap();
+        let notify: Vec<&str> = parsed["notify"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            notify,
+            [HOOK, &["python3", "/home/u/notify.py"]].concat(),
+            "{once}"
+        );
+        assert_eq!(parsed["tui"]["x"].as_integer(), Some(1));
+        assert_eq!(remove_hook(&once), text);
+        // At the very end of a file without a final newline, too.
+        let text = "model = \"o3\"\nnotify = [\"say\", \"done\"]";
+        let once = add_hook(text, &p()).unwrap();
+        assert!(toml::from_str::<toml::Table>(&once).is_ok(), "{once}");
+        assert_eq!(remove_hook(&once), text);
+    }
+
+    #[test]
+    fn files_herdr_cannot_read_are_left_alone() {
+        let e = add_hook("model = [", &p()).unwrap_err();
+        assert!(format!("{e:#}").contains("not valid TOML"), "{e:#}");
+        let e = add_hook("notify = \"say\"\n", &p()).unwrap_err();
+        assert!(format!("{e:#}").contains("notify"), "{e:#}");
+    }
+
+    #[test]
+    fn install_keeps_a_backup_and_creates_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".codex/config.toml");
+        assert!(status(&path).unwrap().contains("does not exist"));
+        install(&path).unwrap();
+        assert!(status(&path).unwrap().contains("codex: installed"));
+        uninstall(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        std::fs::write(&path, FIXTURE).unwrap();
+        install(&path).unwrap();
+        install(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(path.with_extension("toml.herdr-backup")).unwrap(),
+            FIXTURE
+        );
+        uninstall(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
+    }
+
+    #[test]
+    fn turn_completions_report_idle_with_the_thread() {
+        let (state, session) = hook_report(
+            r#"{"type":"agent-turn-complete","thread-id":"0199-abc","turn-id":"1","cwd":"/w"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (state.as_str(), session.as_deref()),
+            ("idle", Some("0199-abc"))
+        );
+        assert_eq!(hook_report(r#"{"type":"something-else"}"#), None);
+        assert_eq!(hook_report("not json"), None);
+    }
+}
