@@ -232,6 +232,9 @@ fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_se
     let t = env.client(140, 30);
     t.wait_text("○ opencode idle p1");
     wait_agent_state(&env, "p1", "idle");
+    // In a split, the pane's border carries the badge too.
+    ok(env.herdr(&["pane", "split", "--pane", "p1", "--direction", "down"]));
+    t.wait_text("─ opencode idle ─");
 }
 
 /// A fake Codex: records how it ran, shows Codex's working status line for a while, asks

@@ -170,7 +170,7 @@ fn state_mark(state: &str) -> char {
 }
 
 /// The colour of an agent's state: what needs the user stands out.
-fn state_colour(state: &str) -> Color {
+pub(super) fn state_colour(state: &str) -> Color {
     match state {
         "blocked" => Color::Yellow,
         "done" => Color::Green,

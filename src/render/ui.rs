@@ -261,6 +261,51 @@ struct LayoutKey {
     /// Scroll-mode panes: their state, view offset and history length (the marks and the
     /// position label are drawn over the rows).
     scroll: Vec<(TerminalId, Scroll, usize, usize)>,
+    /// Agent badges on the pane borders: pane, agent, state.
+    badges: Vec<(PaneId, String, String)>,
+}
+
+/// The agent badge of each shown pane that has one: its agent and state as users see it.
+fn badges(state: &AppState, tab: Option<&Tab>) -> Vec<(PaneId, String, String)> {
+    let Some(tab) = tab.filter(|t| !t.zoomed) else {
+        return Vec::new();
+    };
+    tab.layout
+        .panes()
+        .into_iter()
+        .filter_map(|p| {
+            let s = state.agent_state(p)?;
+            let agent = state
+                .panes
+                .get(&p)
+                .and_then(|ps| state.terminals.get(&ps.terminal))
+                .and_then(|t| t.agent.clone())?;
+            Some((p, agent, s.to_string()))
+        })
+        .collect()
+}
+
+/// Writes each agent's badge into the divider above its pane (or below, for a pane at the
+/// top): ` claude blocked `, coloured by the state.
+fn draw_badges(buf: &mut Buffer, key: &LayoutKey, area: Rect) {
+    for (pane, agent, state) in &key.badges {
+        let Some((_, rect)) = key.geometry.iter().find(|(p, _)| p == pane) else {
+            continue;
+        };
+        let y = if rect.y > area.y {
+            rect.y - 1
+        } else if rect.bottom() < area.bottom() {
+            rect.bottom()
+        } else {
+            continue;
+        };
+        let room = usize::from(rect.width.saturating_sub(2));
+        let text: String = format!(" {agent} {state} ").chars().take(room).collect();
+        let style = Style::default()
+            .fg(Color::Black)
+            .bg(super::chrome::state_colour(state));
+        buf.set_string(rect.x + 1, y, text, style);
+    }
 }
 
 /// Per-client memory of the last composition (see [`compose`]).
@@ -306,6 +351,7 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
         focused: tab.map(|t| t.focused),
         geometry,
         scroll,
+        badges: badges(view.state, tab),
     }
 }
 
@@ -314,7 +360,7 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
     cache.rows.clear();
     cache.chrome = None;
     cache.chrome_signature = None;
-    cache.key = Some(layout_key(view, size));
+    let key = layout_key(view, size);
     let mut frame = Frame::new(size.0, size.1);
     if size.0 == 0 || size.1 == 0 {
         return frame;
@@ -329,6 +375,7 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
                 draw_divider(&mut frame.buffer, d.rect, d.dir, Style::default().fg(MUTED));
             }
         }
+        draw_badges(&mut frame.buffer, &key, area);
         for (pane, rect) in tab_geometry(tab, area) {
             let Some(tid) = view.state.panes.get(&pane).map(|p| p.terminal) else {
                 continue;
@@ -361,6 +408,7 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
     if view.overlay == Overlay::Help {
         draw_help(view, buf, size);
     }
+    cache.key = Some(key);
     frame
 }
 
