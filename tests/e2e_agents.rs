@@ -219,6 +219,13 @@ fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_se
     // Prints for a while, then waits quietly like an agent at its prompt.
     executable(&agent, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho agent-waiting\nwhile :; do sleep 1; done\n");
     ok(env.herdr(&["server", "start"]));
+    let mut events = std::process::Command::new(support::BIN)
+        .env_clear()
+        .envs(env.vars())
+        .args(["--session", &env.session, "events", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     prompt(&env, "p1");
     support::submit(&env, "p1", &agent.display().to_string());
     wait_agent_state(&env, "p1", "working");
@@ -235,6 +242,26 @@ fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_se
     // In a split, the pane's border carries the badge too.
     ok(env.herdr(&["pane", "split", "--pane", "p1", "--direction", "down"]));
     t.wait_text("─ opencode idle ─");
+    // Subscribers heard every change, in order.
+    events.kill().unwrap();
+    let printed = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
+    let states: Vec<String> = printed
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "pane.agent")
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["agent"].as_str().unwrap_or(""),
+                e["state"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        ["opencode:working", "opencode:done", "opencode:idle"],
+        "{printed}"
+    );
 }
 
 /// A fake Codex: records how it ran, shows Codex's working status line for a while, asks
@@ -322,4 +349,31 @@ fn codex_screen_rules_tell_its_state_and_its_notify_hook_makes_it_resume() {
     );
     ok(env.herdr(&["integration", "uninstall", "codex"]));
     assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
+}
+
+#[test]
+fn a_resume_whose_shell_cannot_start_leaves_the_session_to_the_next_pane() {
+    let mut env = Env::new("agents-claim");
+    let claude = fake_claude(&env, "sess-9");
+    start_in(&env, "w", &claude.display().to_string());
+    support::wait_output(&env, "p1", "fake-claude-ready");
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    prompt(&env, &p2);
+    support::submit(&env, &p2, &claude.display().to_string());
+    support::wait_output(&env, &p2, "fake-claude-ready");
+    ok(env.herdr(&["server", "stop"]));
+    // The first pane to resume sess-9 fails to start: the claim is released, so the
+    // other pane referencing it resumes it.
+    env.extra_vars
+        .push(("HERDR_TEST_FAULT".into(), "resume-spawn-fails-once".into()));
+    ok(env.herdr(&["server", "start"]));
+    wait_until("the other pane resumed", || {
+        runs(&env)
+            .iter()
+            .any(|r| r.starts_with("argv=--resume sess-9"))
+    });
+    support::wait_output(&env, &p2, "fake-claude-ready");
+    let panes = support::pane_list(&env);
+    assert_eq!(panes.len(), 1, "the pane that failed is gone: {panes:?}");
+    assert_eq!(runs(&env).len(), 3, "resumed once");
 }

@@ -9,6 +9,7 @@
 
 mod api;
 mod conn;
+pub(crate) mod fault;
 pub mod handoff;
 mod input;
 mod keys;

@@ -480,6 +480,7 @@ impl Server {
             persist::format_utc(snap.saved_at)
         );
         let mut claimed = std::collections::HashSet::new();
+        let mut failed_once = false;
         let mut make = |server: &mut Server,
                         ps: &PaneSnap,
                         rect: Rect,
@@ -507,7 +508,18 @@ impl Server {
                 .and_then(|h| h.panes.iter().find(|x| x.id == ps.id))
                 .filter(|h| h.lines > 0)
                 .map(|h| format!("{}\r\n{marker}", h.ansi).into_bytes());
-            match server.spawn_restored(ps.id, cwd, rect, preface) {
+            // Test-only: the first resuming pane's shell cannot be started.
+            let spawned = if resume.is_some()
+                && crate::server::fault::at("resume-spawn-fails-once")
+                && !std::mem::replace(&mut failed_once, true)
+            {
+                Err(crate::server::panes::PaneError::Thread(
+                    std::io::Error::other("injected failure"),
+                ))
+            } else {
+                server.spawn_restored(ps.id, cwd, rect, preface)
+            };
+            match spawned {
                 Ok((mut term, rt)) => {
                     term.agent = ps.agent.clone();
                     if let Some((argv, _)) = &resume {

@@ -136,6 +136,8 @@ pub struct Emulator {
     parser: vt100::Parser<Hooks>,
     /// Bumped on every `process`; lets renderers skip unchanged panes.
     seq: u64,
+    /// Bytes the program wrote, all told (a resize or a scroll changes nothing here).
+    written: u64,
     /// Where the output stands between escape sequences (for [`Emulator::image`]).
     tracker: image::Tracker,
     /// Lines scrolled off the top of the primary screen, oldest first.
@@ -166,6 +168,7 @@ impl Emulator {
                 Hooks::default(),
             ),
             seq: 0,
+            written: 0,
             tracker: Default::default(),
             history: history::History::new(scrollback),
             offset: 0,
@@ -180,7 +183,13 @@ impl Emulator {
             self.drain();
         }
         self.seq = self.seq.wrapping_add(1);
+        self.written = self.written.wrapping_add(bytes.len() as u64);
         std::mem::take(&mut self.parser.callbacks_mut().effects)
+    }
+
+    /// How many bytes the program has written so far (to tell its output from redraws).
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// Moves the rows vt100 scrolled into its own scrollback to the compact history.

@@ -39,6 +39,9 @@ pub(crate) struct Activity {
     detected_at: BTreeMap<TerminalId, Instant>,
     /// When the screen of an agent pane with rules is read next.
     look_at: BTreeMap<TerminalId, Instant>,
+    /// How much each agent's program had written when last looked at: a notification
+    /// without new bytes (a resize, a redraw for a client) is no activity.
+    written: BTreeMap<TerminalId, u64>,
     /// Screen rules by agent name (see `agent::rules`).
     pub(crate) rules: BTreeMap<String, crate::agent::rules::Rules>,
 }
@@ -137,6 +140,13 @@ impl Server {
         let Some(agent) = self.fallback_agent(tid) else {
             return;
         };
+        let written = self
+            .runtimes
+            .get(tid)
+            .map_or(0, |rt| crate::pty::lock(&rt.emulator).written());
+        if self.agent_fallback.written.insert(tid, written) == Some(written) {
+            return;
+        }
         if self.agent_fallback.rules.contains_key(&agent) {
             self.agent_fallback
                 .look_at
@@ -205,6 +215,7 @@ impl Server {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
+        self.agent_fallback.written.remove(&tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {

@@ -42,13 +42,13 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
     )?;
     // Panes started later must not inherit it (nothing else runs yet in this process).
     std::env::remove_var(TOKEN_ENV);
-    if super::fault("exit-before-validated") {
+    if crate::server::fault::at("exit-before-validated") {
         std::process::exit(3);
     }
     let mut sock = UnixStream::connect(&from)
         .with_context(|| format!("cannot reach the old server at {}", from.display()))?;
     sock.set_write_timeout(Some(STEP_TIMEOUT))?;
-    let version = if super::fault("wrong-version") {
+    let version = if crate::server::fault::at("wrong-version") {
         "9.9.9-fault"
     } else {
         version()
@@ -135,7 +135,7 @@ fn receive(
     send(sock, b"validated").map_err(|e| e.to_string())?;
     let fds = crate::sys::fdpass::recv_fds(sock, 1 + panes.len())
         .map_err(|e| format!("receiving descriptors: {e}"))?;
-    if super::fault("crash-after-fds") {
+    if crate::server::fault::at("crash-after-fds") {
         std::process::abort();
     }
     let mut fds = fds.into_iter();
@@ -215,7 +215,7 @@ fn serve(
     }
     wait_until_refused(&socket)?;
     let listener = super::super::bind_socket(&socket)?;
-    if super::fault("never-ready") {
+    if crate::server::fault::at("never-ready") {
         loop {
             std::thread::sleep(Duration::from_secs(60));
         }

@@ -143,19 +143,6 @@ pub fn same_token(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-/// Test-only fault injection at named points of the handoff, from `HERDR_TEST_FAULT`.
-/// Compiled only with the `fault-injection` feature; release builds have no such switch.
-#[cfg(feature = "fault-injection")]
-pub fn fault(point: &str) -> bool {
-    std::env::var("HERDR_TEST_FAULT").is_ok_and(|v| v == point)
-}
-
-#[cfg(not(feature = "fault-injection"))]
-#[inline(always)]
-pub fn fault(_point: &str) -> bool {
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
