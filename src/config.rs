@@ -46,6 +46,10 @@ pub struct Config {
     pub releases_url: String,
     /// `[update]`: seconds a download may go without progress before it is retried.
     pub download_timeout_secs: u64,
+    /// `[remote]`: how `herdr --remote` installs herdr on a host that lacks it: `auto`
+    /// (upload this binary where it runs, else the host downloads the release),
+    /// `upload`, or `download`.
+    pub remote_install: String,
 }
 
 /// Where the official release manifests are published.
@@ -123,6 +127,7 @@ impl Default for Config {
             resume_agents_on_restore: true,
             releases_url: DEFAULT_RELEASES_URL.to_string(),
             download_timeout_secs: 30,
+            remote_install: "auto".to_string(),
         }
     }
 }
@@ -199,6 +204,8 @@ enum Kind {
     Table(&'static [Field]),
     /// A non-empty string (an empty prefix or shell is never meaningful).
     Str(fn(&mut Config) -> &mut String),
+    /// One of a few words.
+    Choice(&'static [&'static str], fn(&mut Config) -> &mut String),
     Bool(fn(&mut Config) -> &mut bool),
     /// An integer in `min..=max`; `get`/`set` bridge the field's own type.
     UInt {
@@ -247,7 +254,13 @@ const ROOT_FIELDS: &[Field] = &[
     Field("keys", Kind::Bindings(|c| &mut c.keys)),
     Field("persistence", Kind::Table(PERSISTENCE_FIELDS)),
     Field("update", Kind::Table(UPDATE_FIELDS)),
+    Field("remote", Kind::Table(REMOTE_FIELDS)),
 ];
+
+const REMOTE_FIELDS: &[Field] = &[Field(
+    "install",
+    Kind::Choice(&["auto", "upload", "download"], |c| &mut c.remote_install),
+)];
 
 const PERSISTENCE_FIELDS: &[Field] = &[
     Field("history", Kind::Bool(|c| &mut c.history)),
@@ -315,6 +328,14 @@ impl Walker<'_> {
             (Kind::Table(_), v) => self.wrong(key, line, "a table", v, "using its defaults"),
             (Kind::Str(slot), DeValue::String(s)) if !s.is_empty() => {
                 *slot(&mut self.config) = s.to_string();
+            }
+            (Kind::Choice(words, slot), DeValue::String(s)) if words.contains(&s.as_ref()) => {
+                *slot(&mut self.config) = s.to_string();
+            }
+            (Kind::Choice(words, slot), v) => {
+                let default = format!("using the default {:?}", slot(&mut self.config));
+                let want = format!("one of {}", words.join(", "));
+                self.wrong(key, line, &want, v, &default);
             }
             (Kind::Str(slot), v) => {
                 let default = format!("using the default {:?}", slot(&mut self.config));

@@ -125,3 +125,87 @@ fn another_build_at_the_versioned_path_is_replaced() {
         sha256(std::path::Path::new(support::BIN))
     );
 }
+
+#[test]
+fn a_herdr_on_the_login_shells_path_is_used_as_it_is() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-login-path");
+    let _mux = MuxGuard(&env);
+    // herdr is installed where only a login shell looks (its profile extends PATH).
+    let tools = sshd.remote_home().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::os::unix::fs::symlink(support::BIN, tools.join("herdr")).unwrap();
+    let profile = sshd.remote_home().join(".bash_profile");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(&profile, format!("{text}PATH=\"$HOME/tools:$PATH\"\n")).unwrap();
+    let config = sshd.config().display().to_string();
+    // No --yes: an install would have to ask, and the prompt would never come.
+    let t = env.client_with_args(100, 30, &["--remote", HOST, "--", "-F", &config]);
+    t.wait_text(PROMPT);
+    assert!(
+        !sshd.remote_home().join(".local/share/herdr/bin").exists(),
+        "nothing was installed"
+    );
+}
+
+/// The SHA-256 the release manifest in `releases` gives for this machine's platform.
+fn manifest_sha(releases: &std::path::Path) -> String {
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(releases.join("stable.json")).unwrap()).unwrap();
+    let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
+    m["platforms"][platform]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_host_can_download_the_release_build_which_it_checks_first() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-download");
+    let _mux = MuxGuard(&env);
+    let releases = env.dir.path().join("releases");
+    std::fs::create_dir_all(&releases).unwrap();
+    let http = support::http::HttpServer::start(releases.clone());
+    let version = env!("CARGO_PKG_VERSION");
+    support::release::release(&releases, &http.url(), "stable", version, None);
+    std::fs::write(
+        env.config_file(),
+        format!(
+            "[update]\nreleases_url = \"{}\"\n\n[remote]\ninstall = \"download\"\n",
+            http.url()
+        ),
+    )
+    .unwrap();
+    let config = sshd.config().display().to_string();
+    let args = ["--remote", HOST, "--yes", "--", "-F", &config];
+    let target = sshd
+        .remote_home()
+        .join(format!(".local/share/herdr/bin/{version}/herdr"));
+
+    // A manifest whose checksum does not match what the host downloads: refused there,
+    // and nothing executable is left.
+    let good = manifest_sha(&releases);
+    let manifest = std::fs::read_to_string(releases.join("stable.json")).unwrap();
+    std::fs::write(
+        releases.join("stable.json"),
+        manifest.replace(&good, &"0".repeat(64)),
+    )
+    .unwrap();
+    let mut t = env.client_with_args(100, 30, &args);
+    assert_ne!(t.wait_exit(), 0);
+    let said = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(said.contains("checksum mismatch"), "{said}");
+    assert!(!target.exists());
+    assert_eq!(
+        std::fs::read_dir(target.parent().unwrap()).unwrap().count(),
+        0,
+        "no partial download left"
+    );
+
+    // The right one is installed, and it is the release build, not an upload.
+    std::fs::write(releases.join("stable.json"), manifest).unwrap();
+    let t = env.client_with_args(100, 30, &args);
+    t.wait_text(PROMPT);
+    assert_eq!(sha256(&target), good);
+}

@@ -8,51 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use support::http::{HttpServer, Reply};
+use support::release::{base_binary, release};
 use support::{ok, Env};
 
 const NEW: &str = "99.0.0";
 const OLD: &str = env!("CARGO_PKG_VERSION");
-
-/// The test binary without debug info (a realistic size to download), made once.
-fn base_binary() -> PathBuf {
-    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let path = dir.join("herdr-update-base");
-        let tmp = dir.join(format!("herdr-update-base.{}", std::process::id()));
-        std::fs::copy(support::BIN, &tmp).unwrap();
-        let s = Command::new("strip")
-            .arg("--strip-debug")
-            .arg(&tmp)
-            .status()
-            .unwrap();
-        assert!(s.success(), "strip failed");
-        std::fs::rename(&tmp, &path).unwrap();
-        path
-    })
-    .clone()
-}
-
-fn release(out: &Path, url: &str, channel: &str, version: &str, build: Option<&str>) {
-    let mut cmd = Command::new("sh");
-    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/release.sh"))
-        .args([
-            "--channel",
-            channel,
-            "--version",
-            version,
-            "--base-url",
-            url,
-        ])
-        .arg("--out")
-        .arg(out)
-        .arg("--binary")
-        .arg(base_binary());
-    if let Some(b) = build {
-        cmd.args(["--build", b]);
-    }
-    ok(cmd.output().unwrap());
-}
 
 /// A user with herdr installed in ~/.local/bin, and a release server offering NEW.
 struct World {

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod release;
 pub mod sshd;
 
 use std::io::{Read, Write};
