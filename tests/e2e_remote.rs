@@ -209,3 +209,110 @@ fn a_host_can_download_the_release_build_which_it_checks_first() {
     t.wait_text(PROMPT);
     assert_eq!(sha256(&target), good);
 }
+
+#[test]
+fn the_remote_session_can_use_this_machines_key_bindings() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-keys");
+    let _mux = MuxGuard(&env);
+    // Here the prefix is ctrl-a; the host keeps the default ctrl-b.
+    std::fs::write(env.config_file(), "prefix = \"C-a\"\n").unwrap();
+    let config = sshd.config().display().to_string();
+    let local = [
+        "--remote",
+        HOST,
+        "--yes",
+        "--remote-keybindings",
+        "local",
+        "--",
+        "-F",
+        &config,
+    ];
+    let mut t = env.client_with_args(100, 30, &local);
+    t.wait_text(PROMPT);
+    t.send(b"\x01?");
+    t.wait_text("Press C-a then:");
+    t.send(b"q");
+    t.wait("the help closed", |t| !t.contents().contains("Press C-a"));
+    t.send(b"\x01d");
+    t.wait_exit();
+    let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(
+        out.contains("--remote-keybindings local"),
+        "the reattach command keeps the choice: {out}"
+    );
+
+    // By default the host's bindings apply: ctrl-b is its prefix.
+    let mut t = env.client_with_args(100, 30, &["--remote", HOST, "--", "-F", &config]);
+    t.wait_text(PROMPT);
+    t.send(b"\x02?");
+    t.wait_text("Press C-b then:");
+    drop(t);
+
+    // Without --remote the option makes no sense, and says so.
+    let out = env.herdr(&["--remote-keybindings", "local"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--remote"));
+}
+
+#[test]
+fn an_older_remote_server_is_reused_or_handed_over_live() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-handoff");
+    let _mux = MuxGuard(&env);
+    // An older herdr runs the session on the host, with a program in its pane.
+    let releases = env.dir.path().join("releases");
+    std::fs::create_dir_all(&releases).unwrap();
+    support::release::release(&releases, "http://127.0.0.1:1", "stable", "0.0.9", None);
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(releases.join("stable.json")).unwrap()).unwrap();
+    let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
+    let file = m["platforms"][platform]["url"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let old = sshd.remote_home().join("old-herdr");
+    std::fs::copy(releases.join(file), &old).unwrap();
+    let on_host = |bin: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .env_clear()
+            .envs(sshd.remote_vars())
+            .env("SHELL", "/bin/bash")
+            .arg("--session")
+            .arg(&env.session)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    on_host(&old, &["server", "start"]);
+    let status = |bin: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&on_host(bin, &["server", "status", "--json"])).unwrap()
+    };
+    assert_eq!(status(&old)["version"], "0.0.9");
+    let pid = |bin: &std::path::Path| -> serde_json::Value {
+        let list: serde_json::Value =
+            serde_json::from_str(&on_host(bin, &["pane", "list", "--json"])).unwrap();
+        list[0]["pid"].clone()
+    };
+    let before = pid(&old);
+
+    // Without --handoff, the older server (same protocol) is attached to as it is.
+    let config = sshd.config().display().to_string();
+    let t = env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--", "-F", &config]);
+    t.wait_text(PROMPT);
+    drop(t);
+    assert_eq!(status(&old)["version"], "0.0.9");
+
+    // With --handoff, its session moves to this version; the pane's program lives on.
+    let args = ["--remote", HOST, "--yes", "--handoff", "--", "-F", &config];
+    let t = env.client_with_args(100, 30, &args);
+    t.wait_text(PROMPT);
+    let ours = std::path::Path::new(support::BIN);
+    assert_eq!(status(ours)["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(pid(ours), before, "the same program, not a restart");
+}

@@ -30,6 +30,16 @@ pub struct Cli {
     #[arg(long, requires = "remote")]
     pub yes: bool,
 
+    /// With --remote: if the host's server runs another herdr version, hand its session
+    /// to this version live (every program keeps running).
+    #[arg(long, requires = "remote")]
+    pub handoff: bool,
+
+    /// With --remote: whose key bindings the session uses: `server` (the host's config,
+    /// the default) or `local` (this machine's prefix and [keys]).
+    #[arg(long, value_enum, requires = "remote", value_name = "local|server")]
+    pub remote_keybindings: Option<crate::remote::Keybindings>,
+
     /// With --remote: extra arguments for ssh (after `--`).
     #[arg(last = true, value_name = "SSH ARGS", requires = "remote")]
     pub ssh_args: Vec<String>,
@@ -172,6 +182,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 host,
                 session,
                 yes: cli.yes,
+                handoff: cli.handoff,
+                keybindings: cli.remote_keybindings.unwrap_or_default(),
                 ssh_args: cli.ssh_args,
             }),
             None => crate::client::attach(&session),

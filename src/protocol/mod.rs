@@ -58,6 +58,17 @@ pub struct Hello {
     /// Interactive clients: the terminal size at attach time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<(u16, u16)>,
+    /// Interactive clients that bring their own key bindings (`--remote-keybindings
+    /// local`): the server uses these for this client instead of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<ClientKeys>,
+}
+
+/// A client's own prefix and `[keys]` entries (key, action), as in its config file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientKeys {
+    pub prefix: String,
+    pub keys: Vec<(String, String)>,
 }
 
 impl Hello {
@@ -68,6 +79,7 @@ impl Hello {
             version: version().into(),
             role,
             size,
+            keys: None,
         }
     }
 }

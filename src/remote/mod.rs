@@ -9,6 +9,7 @@
 pub mod bridge;
 mod install;
 pub mod probe;
+pub mod server;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,20 @@ pub struct RemoteArgs {
     pub host: String,
     pub session: SessionName,
     pub yes: bool,
+    /// Hand an older remote server's session to this version live.
+    pub handoff: bool,
+    /// Whose key bindings the remote session uses: this machine's or the host's.
+    pub keybindings: Keybindings,
     pub ssh_args: Vec<String>,
+}
+
+/// `--remote-keybindings`: `server` (the host's config, the default) or `local` (this
+/// machine's `[keys]` and prefix, sent with the hello).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Keybindings {
+    Local,
+    #[default]
+    Server,
 }
 
 /// Quotes a word for a POSIX shell (and for fish, which shares the `'…'\''…'` form).
@@ -111,6 +125,8 @@ struct Bridge {
     ssh: Ssh,
     binary: String,
     session: SessionName,
+    /// This machine's key bindings, sent with each hello (`--remote-keybindings local`).
+    keys: Option<crate::protocol::ClientKeys>,
     child: Option<Child>,
     log: PathBuf,
 }
@@ -140,7 +156,9 @@ impl Transport for Bridge {
             anyhow::bail!("ssh gave no pipes");
         };
         self.child = Some(child);
-        let mut line = serde_json::to_string(&Hello::new(Role::Client, Some(size)))?;
+        let mut hello = Hello::new(Role::Client, Some(size));
+        hello.keys = self.keys.clone();
+        let mut line = serde_json::to_string(&hello)?;
         line.push('\n');
         writer
             .write_all(line.as_bytes())
@@ -174,11 +192,30 @@ impl Drop for Bridge {
     }
 }
 
+/// This machine's prefix and `[keys]`, for a remote session that uses them.
+fn local_keys() -> crate::protocol::ClientKeys {
+    let path = crate::config::default_path().unwrap_or_default();
+    let (config, diags) = crate::config::load(&path);
+    for d in diags {
+        eprintln!("config: {d}");
+    }
+    crate::protocol::ClientKeys {
+        prefix: config.prefix,
+        keys: config.keys.into_iter().map(|k| (k.key, k.action)).collect(),
+    }
+}
+
 /// The command that attaches again, as the user would type it.
 fn reattach_command(args: &RemoteArgs) -> String {
     let mut c = format!("herdr --remote {}", quote_if_needed(&args.host));
     if !args.session.is_default() {
         c.push_str(&format!(" --session {}", args.session));
+    }
+    if args.keybindings == Keybindings::Local {
+        c.push_str(" --remote-keybindings local");
+    }
+    if args.handoff {
+        c.push_str(" --handoff");
     }
     if !args.ssh_args.is_empty() {
         c.push_str(" --");
@@ -208,17 +245,14 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
     client::check_terminal()?;
     let ssh = Ssh::new(&args.host, &args.ssh_args)?;
     let binary = install::ensure_installed(&ssh, &args)?;
-    ssh.run(
-        r#"exec "$1" --session "$2" server start"#,
-        &[&binary, args.session.as_str()],
-        None,
-    )
-    .with_context(|| format!("cannot start the herdr server on {}", args.host))?;
+    server::ensure_server(&ssh, &binary, &args)?;
     let log = paths::runtime_dir().join(format!("ssh-{}.log", args.session));
+    let keys = (args.keybindings == Keybindings::Local).then(local_keys);
     let mut bridge = Bridge {
         ssh,
         binary,
         session: args.session.clone(),
+        keys,
         child: None,
         log,
     };

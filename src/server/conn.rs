@@ -217,7 +217,13 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     }
     let _ = stream.set_read_timeout(None);
     match hello.role {
-        Role::Client => client_loop(id, stream, reader, hello.size.unwrap_or((80, 24)), events),
+        Role::Client => client_loop(
+            id,
+            stream,
+            reader,
+            (hello.size.unwrap_or((80, 24)), hello.keys),
+            events,
+        ),
         Role::Api => api_loop(id, stream, reader, events),
     }
 }
@@ -232,7 +238,7 @@ fn client_loop(
     id: ClientId,
     stream: UnixStream,
     reader: BufReader<UnixStream>,
-    size: (u16, u16),
+    (size, keys): ((u16, u16), Option<crate::protocol::ClientKeys>),
     events: EventTx,
 ) {
     let (tx, rx) = mpsc::sync_channel(CLIENT_QUEUE_FRAMES);
@@ -251,6 +257,7 @@ fn client_loop(
         id,
         writer,
         size,
+        keys,
         reader: reader.into_inner(),
         pending,
     });

@@ -76,14 +76,15 @@ impl Server {
             (Mode::Help, Token::Key { .. }) => self.set_mode(id, Mode::Normal),
             (Mode::Prefix, Token::Key { key, .. }) => {
                 self.set_mode(id, Mode::Normal);
-                if key == self.bindings.prefix {
+                let b = self.bindings_of(id);
+                if key == b.prefix {
                     self.write_focused(key.to_bytes());
-                } else if let Some(action) = self.bindings.lookup(&key) {
+                } else if let Some(action) = b.lookup(&key) {
                     self.action(id, action);
                 }
             }
             (Mode::Normal, Token::Key { key, raw }) => {
-                if key == self.bindings.prefix {
+                if key == self.bindings_of(id).prefix {
                     self.set_mode(id, Mode::Prefix);
                 } else if let Some(tid) = self.scrolling_focused() {
                     self.scroll_key(tid, key);
@@ -187,7 +188,7 @@ impl Server {
                 }
             }
             Action::SendPrefix => {
-                let bytes = self.bindings.prefix.to_bytes();
+                let bytes = self.bindings_of(id).prefix.to_bytes();
                 self.write_focused(bytes);
             }
             Action::ToggleSidebar => {

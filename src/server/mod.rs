@@ -65,6 +65,8 @@ pub enum Event {
         id: ClientId,
         writer: ClientWriter,
         size: (u16, u16),
+        /// The client's own key bindings, if it brought them.
+        keys: Option<crate::protocol::ClientKeys>,
         /// The client's socket, read by the server thread from now on, and the bytes
         /// already read past the hello.
         reader: std::os::unix::net::UnixStream,
@@ -122,6 +124,8 @@ pub(crate) struct Client {
     /// An incomplete escape sequence is buffered; if nothing follows by then, it was
     /// typed as is (e.g. alt+[) and is flushed.
     input_flush_at: Option<Instant>,
+    /// Its own key bindings (`--remote-keybindings local`); `None` uses the server's.
+    bindings: Option<Bindings>,
 }
 
 /// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).
@@ -314,9 +318,16 @@ impl Server {
                 id,
                 writer,
                 size,
+                keys,
                 reader,
                 pending,
-            } => self.attach(id, writer, size, reader, pending),
+            } => {
+                let bindings = keys.map(|k| self.client_bindings(id, k));
+                self.attach(id, writer, size, reader, pending);
+                if let Some(c) = self.clients.get_mut(&id) {
+                    c.bindings = bindings;
+                }
+            }
             Event::ClientMsg(id, msg) => self.client_msg(id, msg),
             Event::ClientGone(id, reason) => {
                 if let Some(reason) = reason {
@@ -369,6 +380,7 @@ impl Server {
                 drag: None,
                 behind: false,
                 input_flush_at: None,
+                bindings: None,
                 cache: ui::ComposeCache::default(),
                 spare: None,
                 spare_stale: Vec::new(),
@@ -587,6 +599,37 @@ impl Server {
             self.last_frame = now;
             self.render();
         }
+    }
+
+    /// The key bindings a client brought, built like the server's own from its config.
+    fn client_bindings(&self, id: ClientId, keys: crate::protocol::ClientKeys) -> Bindings {
+        let config = Config {
+            prefix: keys.prefix,
+            keys: keys
+                .keys
+                .into_iter()
+                .map(|(key, action)| crate::config::KeySetting {
+                    key,
+                    action,
+                    line: 0,
+                })
+                .collect(),
+            ..Config::default()
+        };
+        let origin = PathBuf::from(format!("(client {id}'s config)"));
+        let (bindings, diags) = Bindings::from_config(&config, &origin);
+        for d in diags {
+            eprintln!("client {id}: key bindings: {d}");
+        }
+        bindings
+    }
+
+    /// The key bindings that apply to a client's keys.
+    pub(crate) fn bindings_of(&self, id: ClientId) -> &Bindings {
+        self.clients
+            .get(&id)
+            .and_then(|c| c.bindings.as_ref())
+            .unwrap_or(&self.bindings)
     }
 
     pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {

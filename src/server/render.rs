@@ -47,7 +47,8 @@ impl Server {
             Mode::Prefix => Overlay::Prefix,
             Mode::Normal => Overlay::None,
         };
-        let view = self.view(overlay, message);
+        let mut view = self.view(overlay, message);
+        view.bindings = self.bindings_of(id);
         let mut dirty = Vec::new();
         let mut next = None;
         if let Some(prev) = prev.as_ref().filter(|_| client_size == self.size) {

@@ -1,0 +1,211 @@
+//! The remote session's server: started if none runs, reused if it speaks our protocol,
+//! and — when an older build runs — handed live to this version with `--handoff`, or
+//! restarted only after the user chose to lose its programs.
+
+use anyhow::Context;
+
+use super::{RemoteArgs, Ssh};
+use crate::cli::control::EXIT_NO_SERVER;
+use crate::protocol::{version, PROTOCOL_VERSION};
+
+/// `server status --json` of the session, with its exit code first.
+const STATUS: &str = r#"out=$("$1" --session "$2" server status --json 2>&1); rc=$?
+printf 'herdr-status %s\n%s\n' "$rc" "$out""#;
+
+/// What runs on the host now.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Running {
+    Nothing,
+    Server { version: String, protocol: u32 },
+}
+
+/// What to do about it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    Start,
+    Reuse,
+    /// Same protocol, another version: attach works; say that `--handoff` would upgrade.
+    ReuseOlder(String),
+    HandOff,
+    /// Not attachable and no `--handoff`: the user must choose.
+    Choose {
+        version: String,
+        protocol: u32,
+    },
+}
+
+pub fn parse_status(out: &str) -> anyhow::Result<Running> {
+    let mut lines = out.lines().skip_while(|l| !l.starts_with("herdr-status "));
+    let rc: i32 = lines
+        .next()
+        .and_then(|l| l.strip_prefix("herdr-status "))
+        .and_then(|c| c.trim().parse().ok())
+        .context("the host did not answer the status check")?;
+    let rest: Vec<&str> = lines.collect();
+    let text = rest.join("\n");
+    if rc == EXIT_NO_SERVER {
+        return Ok(Running::Nothing);
+    }
+    if rc != 0 {
+        anyhow::bail!(
+            "asking its herdr server for its status failed: {}",
+            text.trim()
+        );
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(text.trim()).context("its herdr server's status is not JSON")?;
+    Ok(Running::Server {
+        version: v["version"].as_str().unwrap_or("unknown").to_string(),
+        protocol: v["protocol"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or(0),
+    })
+}
+
+pub fn plan(running: Running, handoff: bool) -> Plan {
+    match running {
+        Running::Nothing => Plan::Start,
+        Running::Server { version: v, .. } if v == version() => Plan::Reuse,
+        Running::Server { .. } if handoff => Plan::HandOff,
+        Running::Server {
+            version: v,
+            protocol,
+        } if protocol == PROTOCOL_VERSION => Plan::ReuseOlder(v),
+        Running::Server { version, protocol } => Plan::Choose { version, protocol },
+    }
+}
+
+fn ask(question: &str) -> bool {
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
+}
+
+/// Makes sure the session's server on the host runs a protocol this client speaks.
+pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyhow::Result<()> {
+    let session = args.session.as_str();
+    let out = ssh.run(STATUS, &[binary, session], None)?;
+    let running = parse_status(&out).with_context(|| format!("on {}", args.host))?;
+    let v = version();
+    let start = || {
+        ssh.run(
+            r#"exec "$1" --session "$2" server start"#,
+            &[binary, session],
+            None,
+        )
+        .with_context(|| format!("cannot start the herdr server on {}", args.host))
+        .map(drop)
+    };
+    let hand_off = || {
+        let protocol = PROTOCOL_VERSION.to_string();
+        ssh.run(
+            r#"exec "$1" --session "$2" server handoff --binary "$1" --expect-version "$3" --expect-protocol "$4""#,
+            &[binary, session, v, &protocol],
+            None,
+        )
+        .with_context(|| {
+            format!(
+                "the live handoff on {} failed; its server keeps serving, with every program running",
+                args.host
+            )
+        })
+        .map(|said| eprintln!("{}", said.trim()))
+    };
+    match plan(running, args.handoff) {
+        Plan::Start => start(),
+        Plan::Reuse => Ok(()),
+        Plan::ReuseOlder(old) => {
+            eprintln!(
+                "note: {} runs herdr {old}; attaching to it (add --handoff to move its session to herdr {v} live)",
+                args.host
+            );
+            Ok(())
+        }
+        Plan::HandOff => hand_off(),
+        Plan::Choose {
+            version: old,
+            protocol,
+        } => {
+            let explain = format!(
+                "{} runs herdr {old} (protocol {protocol}), which this herdr {v} (protocol {PROTOCOL_VERSION}) cannot attach to",
+                args.host
+            );
+            if !crate::sys::tty::is_tty(std::os::fd::AsFd::as_fd(&std::io::stdin())) {
+                anyhow::bail!(
+                    "{explain}. Its programs keep running. To move them to herdr {v} live: {} --handoff; \
+                     to restart it instead (its programs end): ssh {} {} --session {session} server stop, then attach again",
+                    super::reattach_command(args),
+                    args.host,
+                    super::quote(binary)
+                );
+            }
+            eprintln!("{explain}.");
+            if ask(&format!(
+                "Hand its session to herdr {v} live (every program keeps running)?"
+            )) {
+                return hand_off();
+            }
+            if ask("Restart it instead? Every program running there ends.") {
+                ssh.run(
+                    r#"exec "$1" --session "$2" server stop"#,
+                    &[binary, session],
+                    None,
+                )?;
+                return start();
+            }
+            anyhow::bail!("nothing was changed on {}", args.host)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_answers_parse() {
+        assert_eq!(
+            parse_status("motd\nherdr-status 3\nherdr: no server\n").unwrap(),
+            Running::Nothing
+        );
+        assert_eq!(
+            parse_status("herdr-status 0\n{\"version\":\"0.0.9\",\"protocol\":1}\n").unwrap(),
+            Running::Server {
+                version: "0.0.9".into(),
+                protocol: 1
+            }
+        );
+        assert!(parse_status("herdr-status 1\nboom\n")
+            .unwrap_err()
+            .to_string()
+            .contains("boom"));
+        assert!(parse_status("sh: not found").is_err());
+    }
+
+    #[test]
+    fn plans_follow_version_protocol_and_handoff() {
+        let server = |v: &str, p: u32| Running::Server {
+            version: v.into(),
+            protocol: p,
+        };
+        assert_eq!(plan(Running::Nothing, true), Plan::Start);
+        assert_eq!(plan(server(version(), PROTOCOL_VERSION), true), Plan::Reuse);
+        assert_eq!(plan(server("0.0.1", PROTOCOL_VERSION), true), Plan::HandOff);
+        assert_eq!(
+            plan(server("0.0.1", PROTOCOL_VERSION), false),
+            Plan::ReuseOlder("0.0.1".into())
+        );
+        assert_eq!(
+            plan(server("0.0.1", PROTOCOL_VERSION + 1), true),
+            Plan::HandOff
+        );
+        assert_eq!(
+            plan(server("0.0.1", PROTOCOL_VERSION + 1), false),
+            Plan::Choose {
+                version: "0.0.1".into(),
+                protocol: PROTOCOL_VERSION + 1
+            }
+        );
+    }
+}
