@@ -278,9 +278,9 @@ if "resume" in sys.argv:
 for i in range(40):
     print("\r\u2022 Working (%ds \u2022 esc to interrupt)" % i, end="", flush=True)
     time.sleep(0.1)
-print("\nWould you like to run the following command?\n  $ make test\n> 1. Yes", flush=True)
+print("\nWould you like to run the following command?\n  $ make test\n> 1. Yes, proceed\n  2. No, and tell Codex what to do differently", flush=True)
 sys.stdin.readline()
-print("ran make test", flush=True)
+print("\x1b[2J\x1b[Hran make test\nWould you like me to make the tests pass as well?", flush=True)
 with open(os.path.expanduser("~/.codex/config.toml"), "rb") as f:
     notify = tomllib.load(f).get("notify")
 payload = json.dumps({"type": "agent-turn-complete", "thread-id": "th-7", "turn-id": "1", "cwd": os.getcwd()})

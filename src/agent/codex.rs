@@ -15,13 +15,16 @@ use serde::Deserialize;
 
 use super::integration::{backup_once, read_file, write_file};
 
+/// The marker lines around everything herdr adds (matched without their line ending, so
+/// a file an editor turned to CRLF is still recognised).
 const BEGIN: &str =
-    "# >>> herdr integration (`herdr integration uninstall codex` removes this block)\n";
-const END: &str = "# <<< herdr integration\n";
+    "# >>> herdr integration (`herdr integration uninstall codex` removes this block)";
+const END: &str = "# <<< herdr integration";
 /// A line of the user's own `notify`, kept in the block while herdr's hook chains to it.
 const KEPT: &str = "# herdr kept: ";
 /// The same, for a last line that had no newline.
 const KEPT_EOF: &str = "# herdr kept (no newline): ";
+const BOM: &str = "\u{feff}";
 
 /// The words before Codex's JSON argument: `herdr agent hook codex notify [CHAIN…] JSON`.
 pub const HOOK: &[&str] = &["herdr", "agent", "hook", "codex", "notify"];
@@ -57,68 +60,111 @@ fn check(text: &str, path: &Path) -> anyhow::Result<Doc> {
     })
 }
 
+/// The lines of `text`, each with its line ending.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split_inclusive('\n').scan(0, |at, line| {
+        let start = *at;
+        *at += line.len();
+        Some((start, line))
+    })
+}
+
+fn bare(line: &str) -> &str {
+    let line = line.strip_prefix(BOM).unwrap_or(line);
+    line.trim_end_matches('\n').trim_end_matches('\r')
+}
+
+/// Where herdr's block is: from its first byte to just after its end marker's line.
+fn block(text: &str) -> Option<(usize, usize)> {
+    let (at, line) = lines(text).find(|(_, l)| bare(l) == BEGIN)?;
+    // A byte-order mark before the block is not part of it.
+    let start = at + (line.len() - line.trim_start_matches(BOM).len());
+    let (end_at, end_line) = lines(text).find(|(at, l)| *at > start && bare(l) == END)?;
+    Some((start, end_at + end_line.len()))
+}
+
 /// The text with herdr's hook in it (unchanged if it is there already).
 pub fn add_hook(text: &str, path: &Path) -> anyhow::Result<String> {
     let doc = check(text, path)?;
-    if text.contains(BEGIN) {
+    if block(text).is_some() {
         return Ok(text.to_string());
     }
-    let Some(notify) = doc.notify else {
-        let line = notify_line(&[]);
-        return Ok(format!("{BEGIN}{line}{END}{text}"));
-    };
-    // The user's own notify: the whole lines it spans move into the block, commented out.
-    let span = notify.span();
-    let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[span.end..]
-        .find('\n')
-        .map_or(text.len(), |i| span.end + i + 1);
-    let mut block = String::from(BEGIN);
-    let original = &text[start..end];
-    for line in original.split_inclusive('\n') {
-        match line.strip_suffix('\n') {
-            Some(l) => block.push_str(&format!("{KEPT}{l}\n")),
-            None => block.push_str(&format!("{KEPT_EOF}{line}\n")),
+    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let new = match doc.notify {
+        None => {
+            // Top-level keys must come before any table: the block goes first (after a
+            // byte-order mark, which must stay first).
+            let body = text.strip_prefix(BOM).unwrap_or(text);
+            let bom = &text[..text.len() - body.len()];
+            let line = notify_line(&[], eol);
+            format!("{bom}{BEGIN}{eol}{line}{END}{eol}{body}")
         }
-    }
-    block.push_str(&notify_line(notify.get_ref()));
-    block.push_str(END);
-    Ok(format!("{}{block}{}", &text[..start], &text[end..]))
+        Some(notify)
+            if notify.get_ref().len() >= HOOK.len()
+                && notify.get_ref().iter().zip(HOOK).all(|(a, b)| a == b) =>
+        {
+            anyhow::bail!(
+                "{} already sets notify to herdr's hook (without herdr's markers); remove that line and install again",
+                path.display()
+            )
+        }
+        Some(notify) => {
+            // The user's own notify: the whole lines it spans move into the block,
+            // commented out, and herdr's hook runs it afterwards.
+            let span = notify.span();
+            let start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+            let end = text[span.end..]
+                .find('\n')
+                .map_or(text.len(), |i| span.end + i + 1);
+            let mut block = format!("{BEGIN}{eol}");
+            for line in text[start..end].split_inclusive('\n') {
+                match line.strip_suffix('\n') {
+                    Some(l) => block.push_str(&format!("{KEPT}{l}\n")),
+                    None => block.push_str(&format!("{KEPT_EOF}{line}{eol}")),
+                }
+            }
+            block.push_str(&notify_line(notify.get_ref(), eol));
+            block.push_str(&format!("{END}{eol}"));
+            format!("{}{block}{}", &text[..start], &text[end..])
+        }
+    };
+    toml::from_str::<toml::Table>(&new).with_context(|| {
+        format!(
+            "adding herdr's hook would break {}; it was left as it was",
+            path.display()
+        )
+    })?;
+    Ok(new)
 }
 
-fn notify_line(chain: &[String]) -> String {
+fn notify_line(chain: &[String], eol: &str) -> String {
     let words: Vec<String> = HOOK
         .iter()
         .map(|w| w.to_string())
         .chain(chain.iter().cloned())
         .map(|w| toml_string(&w))
         .collect();
-    format!("notify = [{}]\n", words.join(", "))
+    format!("notify = [{}]{eol}", words.join(", "))
 }
 
 /// The text without herdr's block, the user's own `notify` back in its place.
 pub fn remove_hook(text: &str) -> String {
-    let Some(start) = text.find(BEGIN) else {
-        return text.to_string();
-    };
-    let body_at = start + BEGIN.len();
-    let Some(len) = text[body_at..].find(END) else {
+    let Some((start, end)) = block(text) else {
         return text.to_string();
     };
     let mut restored = String::new();
-    for line in text[body_at..body_at + len].split_inclusive('\n') {
+    for line in text[start..end].split_inclusive('\n') {
         if let Some(l) = line.strip_prefix(KEPT) {
             restored.push_str(l);
         } else if let Some(l) = line.strip_prefix(KEPT_EOF) {
-            restored.push_str(l.strip_suffix('\n').unwrap_or(l));
+            restored.push_str(bare(l));
         }
     }
-    let after = body_at + len + END.len();
-    format!("{}{restored}{}", &text[..start], &text[after..])
+    format!("{}{restored}{}", &text[..start], &text[end..])
 }
 
 pub fn installed(text: &str) -> bool {
-    text.contains(BEGIN) && text.contains(END)
+    block(text).is_some()
 }
 
 fn read(path: &Path) -> anyhow::Result<Option<String>> {
@@ -238,6 +284,32 @@ command = "docs-mcp"
         let once = add_hook(text, &p()).unwrap();
         assert!(toml::from_str::<toml::Table>(&once).is_ok(), "{once}");
         assert_eq!(remove_hook(&once), text);
+    }
+
+    #[test]
+    fn crlf_files_and_a_byte_order_mark_are_handled() {
+        let text = "\u{feff}model = \"o3\"\r\n\r\n[tui]\r\nx = 1\r\n";
+        let once = add_hook(text, &p()).unwrap();
+        assert!(once.starts_with("\u{feff}# >>> herdr"), "{once:?}");
+        assert!(
+            !once.replace("\r\n", "").contains('\n'),
+            "CRLF kept: {once:?}"
+        );
+        assert_eq!(add_hook(&once, &p()).unwrap(), once);
+        assert_eq!(remove_hook(&once), text);
+        // Installed with LF, then an editor converted the file: still found and removed.
+        let lf = add_hook("model = \"o3\"\n", &p()).unwrap();
+        let crlf = lf.replace('\n', "\r\n");
+        assert!(installed(&crlf));
+        assert_eq!(
+            add_hook(&crlf, &p()).unwrap(),
+            crlf,
+            "not chained to itself"
+        );
+        assert_eq!(remove_hook(&crlf), "model = \"o3\"\r\n");
+        // herdr's hook written by hand is not chained to itself either.
+        let by_hand = "notify = [\"herdr\", \"agent\", \"hook\", \"codex\", \"notify\"]\n";
+        assert!(add_hook(by_hand, &p()).is_err());
     }
 
     #[test]

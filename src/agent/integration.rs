@@ -194,6 +194,17 @@ pub fn hook_report(event: &str, input: &str) -> anyhow::Result<(String, Option<S
         .map(|(_, s)| s.to_string())
         .with_context(|| format!("unknown Claude Code hook event {event:?}"))?;
     let v: Value = serde_json::from_str(input).unwrap_or(Value::Null);
+    // Claude Code also notifies when it has been waiting for a prompt a while: that is
+    // not a question to the user, only a reminder that it is idle.
+    let reminder = v
+        .get("message")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m.contains("waiting for your input"));
+    let state = if event == "Notification" && reminder {
+        "idle".to_string()
+    } else {
+        state
+    };
     let session = v
         .get("session_id")
         .and_then(Value::as_str)
@@ -298,6 +309,24 @@ mod tests {
             ("working", Some("abc"))
         );
         assert_eq!(hook_report("Notification", "{}").unwrap().0, "blocked");
+        assert_eq!(
+            hook_report(
+                "Notification",
+                r#"{"message":"Claude needs your permission to use Bash"}"#
+            )
+            .unwrap()
+            .0,
+            "blocked"
+        );
+        assert_eq!(
+            hook_report(
+                "Notification",
+                r#"{"message":"Claude is waiting for your input"}"#
+            )
+            .unwrap()
+            .0,
+            "idle"
+        );
         assert!(hook_report("Nope", "{}").is_err());
     }
 }

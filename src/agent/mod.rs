@@ -28,22 +28,42 @@ pub struct Agent {
     pub keep: &'static [Keep],
 }
 
-/// A launch flag worth keeping across a resume: its spellings and whether it takes a value.
+/// A launch flag worth keeping across a resume: its spellings and how many values follow.
+/// Flags whose values name commands to run (settings files, MCP servers, config
+/// overrides) are never kept: a saved session must not be able to start programs.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Keep {
     pub names: &'static [&'static str],
-    pub value: bool,
+    pub values: Values,
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Values {
+    None,
+    One,
+    /// Every word up to the next one starting with `-` (a variadic option).
+    Many,
 }
 
 const fn flag(names: &'static [&'static str]) -> Keep {
     Keep {
         names,
-        value: false,
+        values: Values::None,
     }
 }
 
 const fn opt(names: &'static [&'static str]) -> Keep {
-    Keep { names, value: true }
+    Keep {
+        names,
+        values: Values::One,
+    }
+}
+
+const fn list(names: &'static [&'static str]) -> Keep {
+    Keep {
+        names,
+        values: Values::Many,
+    }
 }
 
 /// Most agents: the model is the flag users set at launch.
@@ -54,18 +74,15 @@ const CLAUDE_KEEP: &[Keep] = &[
     opt(&["--fallback-model"]),
     opt(&["--permission-mode"]),
     flag(&["--dangerously-skip-permissions"]),
-    opt(&["--add-dir"]),
-    opt(&["--allowedTools", "--allowed-tools"]),
-    opt(&["--disallowedTools", "--disallowed-tools"]),
-    opt(&["--mcp-config"]),
-    opt(&["--settings"]),
+    list(&["--add-dir"]),
+    list(&["--allowedTools", "--allowed-tools"]),
+    list(&["--disallowedTools", "--disallowed-tools"]),
     flag(&["--verbose"]),
 ];
 
 const CODEX_KEEP: &[Keep] = &[
     opt(&["--model", "-m"]),
     opt(&["--profile", "-p"]),
-    opt(&["--config", "-c"]),
     opt(&["--sandbox", "-s"]),
     opt(&["--ask-for-approval", "-a"]),
     flag(&["--full-auto"]),
@@ -180,6 +197,15 @@ pub const AGENTS: &[Agent] = &[
     },
 ];
 
+/// The agent's own command line: without the runner (`node`, `python`) in front of its
+/// script, so that its first word is the agent and the rest its arguments.
+pub fn own_argv(argv: &[String]) -> Vec<String> {
+    match argv.first() {
+        Some(first) if RUNNERS.contains(&base(first)) => argv[1..].to_vec(),
+        _ => argv.to_vec(),
+    }
+}
+
 /// Programs that run an agent's script (`node …/claude-code/cli.js`, a wrapper script).
 const RUNNERS: &[&str] = &[
     "node", "nodejs", "bun", "deno", "python", "python3", "sh", "bash",
@@ -268,14 +294,16 @@ impl From<&crate::persist::snapshot::AgentSessionRef> for SessionRef {
 }
 
 /// The launch flags of `agent` worth keeping, picked from the argv it was started with
-/// (the program name first): `--flag value`, `--flag=value` and `-f value` are
-/// recognised; everything else (prompts, an earlier `--resume`, unknown flags) is left.
+/// (its program or script first): `--flag value`, `--flag=value` and `-f value` are
+/// recognised; everything else (prompts, an earlier `--resume`, unknown flags) is left,
+/// and so is any flag whose value holds a control character (it is typed into a shell).
 pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
     let Some(def) = by_name(agent) else {
         return Vec::new();
     };
+    let clean = |w: &str| !w.chars().any(char::is_control);
     let mut out = Vec::new();
-    let mut words = argv.iter().skip(1);
+    let mut words = argv.iter().skip(1).peekable();
     while let Some(w) = words.next() {
         if w == "--" {
             break;
@@ -287,15 +315,25 @@ pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
         let Some(keep) = def.keep.iter().find(|k| k.names.contains(&name)) else {
             continue;
         };
-        match (keep.value, inline) {
-            (false, None) => out.push(w.clone()),
-            (false, Some(_)) => {}
-            (true, Some(v)) => out.extend([name.to_string(), v.to_string()]),
-            (true, None) => {
-                if let Some(v) = words.next() {
-                    out.extend([name.to_string(), v.clone()]);
+        let mut values: Vec<String> = match (keep.values, inline) {
+            (Values::None, None) => Vec::new(),
+            (Values::None, Some(_)) => continue,
+            (_, Some(v)) => vec![v.to_string()],
+            (Values::One, None) => words.next().cloned().into_iter().collect(),
+            (Values::Many, None) => {
+                let mut vs = Vec::new();
+                while let Some(v) = words.next_if(|v| !v.starts_with('-')) {
+                    vs.push(v.clone());
                 }
+                vs
             }
+        };
+        if keep.values != Values::None && values.is_empty() {
+            continue;
+        }
+        if values.iter().all(|v| clean(v)) {
+            out.push(name.to_string());
+            out.append(&mut values);
         }
     }
     out
@@ -378,6 +416,13 @@ mod tests {
             "old",
             "--permission-mode=plan",
             "--dangerously-skip-permissions",
+            "--add-dir",
+            "../a",
+            "../b",
+            "--settings",
+            "/tmp/evil.json",
+            "--allowedTools",
+            "Bash(x)\u{15}; rm -rf ~",
             "fix the bug",
             "--verbose=x",
         ]);
@@ -389,8 +434,12 @@ mod tests {
                 "opus",
                 "--permission-mode",
                 "plan",
-                "--dangerously-skip-permissions"
-            ])
+                "--dangerously-skip-permissions",
+                "--add-dir",
+                "../a",
+                "../b"
+            ]),
+            "command-bearing flags and control characters are dropped"
         );
         let id = SessionRef::Id("abc".into());
         assert_eq!(
@@ -402,9 +451,18 @@ mod tests {
                 "--permission-mode",
                 "plan",
                 "--dangerously-skip-permissions",
+                "--add-dir",
+                "../a",
+                "../b",
                 "--resume",
                 "abc"
             ]))
+        );
+        // A script agent's own argv starts at its script.
+        let node = v(&["node", "/x/claude-code/cli.js", "--model", "opus"]);
+        assert_eq!(
+            kept_flags("claude", &own_argv(&node)),
+            v(&["--model", "opus"])
         );
         // Codex takes its flags before the subcommand; short spellings count.
         let codex = v(&[

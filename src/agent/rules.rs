@@ -160,9 +160,14 @@ mod tests {
         );
         assert_eq!(
             claude.classify(&rows(
-                "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No\n"
+                "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. Yes, and don't ask again for rm commands\n  3. No, and tell Claude what to do differently\n"
             )),
             Some("blocked")
+        );
+        assert_eq!(
+            claude.classify(&rows("● Do you want to proceed with the refactor?\n> \n")),
+            None,
+            "an answer that asks is not a prompt"
         );
         assert_eq!(claude.classify(&rows("> \n? for shortcuts\n\n\n")), None);
         let codex = &set["codex"];
@@ -171,8 +176,15 @@ mod tests {
             Some("working")
         );
         assert_eq!(
-            codex.classify(&rows("Would you like to run the following command?")),
+            codex.classify(&rows(
+                "Would you like to run the following command?\n  $ make\n› 1. Yes, proceed\n  2. No, and tell Codex what to do differently\n"
+            )),
             Some("blocked")
+        );
+        assert_eq!(
+            codex.classify(&rows("Would you like me to make the tests pass as well?\n")),
+            None,
+            "its closing question is not an approval"
         );
     }
 

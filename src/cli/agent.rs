@@ -109,13 +109,15 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
         }
         AgentCommand::Hook { agent, event, rest } => {
             // Outside a herdr pane, or on any problem: stay silent and let the agent go on.
+            // Codex: the user's own notify command, run after herdr heard of the turn.
+            let mut chained: Option<(&[String], &str)> = None;
             let report = match agent.as_str() {
                 "codex" => {
                     let (chain, payload) = match rest.split_last() {
                         Some((json, chain)) => (chain, json.as_str()),
                         None => (&[][..], ""),
                     };
-                    run_chained(chain, payload);
+                    chained = Some((chain, payload));
                     crate::agent::codex::hook_report(payload)
                 }
                 "claude" => {
@@ -128,30 +130,34 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                 }
                 _ => None,
             };
-            let Some((state, session_id)) = report else {
-                return Ok(0);
-            };
-            if std::env::var_os("HERDR_PANE").is_none() {
-                return Ok(0);
+            if let (Some((state, session_id)), Some(_)) = (report, std::env::var_os("HERDR_PANE")) {
+                send_hook_report(session, &agent, state, session_id);
             }
-            let mut p = target(&Target { pane: None });
-            p.insert("source".into(), json!(format!("herdr:{agent}")));
-            p.insert("agent".into(), json!(agent));
-            p.insert("state".into(), json!(state));
-            if let Some(id) = session_id {
-                p.insert("session_id".into(), json!(id));
-            }
-            // Hooks of one agent run one after another: wall-clock nanoseconds order them.
-            let seq = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            p.insert("seq".into(), json!(seq));
-            if let Ok(Ok(mut api)) = connect_quiet(session) {
-                let _ = api.call("agent.report", Value::Object(p));
+            if let Some((chain, payload)) = chained {
+                run_chained(chain, payload);
             }
             Ok(0)
         }
+    }
+}
+
+/// Reports what a hook said, quietly: a hook never fails its agent.
+fn send_hook_report(session: &SessionName, agent: &str, state: String, session_id: Option<String>) {
+    let mut p = target(&Target { pane: None });
+    p.insert("source".into(), json!(format!("herdr:{agent}")));
+    p.insert("agent".into(), json!(agent));
+    p.insert("state".into(), json!(state));
+    if let Some(id) = session_id {
+        p.insert("session_id".into(), json!(id));
+    }
+    // Hooks of one agent run one after another: wall-clock nanoseconds order them.
+    let seq = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    p.insert("seq".into(), json!(seq));
+    if let Ok(Ok(mut api)) = connect_quiet(session) {
+        let _ = api.call("agent.report", Value::Object(p));
     }
 }
 

@@ -36,12 +36,15 @@ pub struct TerminalRuntime {
     pub emulator: SharedEmulator,
     pub pid: Option<u32>,
     pub size: (u16, u16),
+    /// When the size last changed (a program's redraw after it is not new work).
+    pub resized_at: Option<std::time::Instant>,
 }
 
 impl TerminalRuntime {
     pub fn resize(&mut self, rows: u16, cols: u16) {
         if self.size != (rows, cols) {
             self.size = (rows, cols);
+            self.resized_at = Some(std::time::Instant::now());
             self.handle.resize(rows, cols);
         }
     }

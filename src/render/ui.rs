@@ -285,26 +285,35 @@ fn badges(state: &AppState, tab: Option<&Tab>) -> Vec<(PaneId, String, String)> 
         .collect()
 }
 
-/// Writes each agent's badge into the divider above its pane (or below, for a pane at the
-/// top): ` claude blocked `, coloured by the state.
+/// Writes each agent's badge into the divider above its pane, from its left; a pane at
+/// the top has its badge in the divider below, from its right, only where that divider is
+/// still bare (a pane below may have put its own badge there).
 fn draw_badges(buf: &mut Buffer, key: &LayoutKey, area: Rect) {
-    for (pane, agent, state) in &key.badges {
-        let Some((_, rect)) = key.geometry.iter().find(|(p, _)| p == pane) else {
-            continue;
-        };
-        let y = if rect.y > area.y {
-            rect.y - 1
-        } else if rect.bottom() < area.bottom() {
-            rect.bottom()
-        } else {
-            continue;
-        };
-        let room = usize::from(rect.width.saturating_sub(2));
-        let text: String = format!(" {agent} {state} ").chars().take(room).collect();
-        let style = Style::default()
-            .fg(Color::Black)
-            .bg(super::chrome::state_colour(state));
-        buf.set_string(rect.x + 1, y, text, style);
+    for below in [false, true] {
+        for (pane, agent, state) in &key.badges {
+            let Some((_, rect)) = key.geometry.iter().find(|(p, _)| p == pane) else {
+                continue;
+            };
+            let room = usize::from(rect.width.saturating_sub(2));
+            let text: String = format!(" {agent} {state} ").chars().take(room).collect();
+            let width = text.chars().count() as u16;
+            let (x, y) = match (below, rect.y > area.y) {
+                (false, true) => (rect.x + 1, rect.y - 1),
+                (true, false) if rect.bottom() < area.bottom() => {
+                    (rect.right().saturating_sub(width + 1), rect.bottom())
+                }
+                _ => continue,
+            };
+            let bare =
+                (x..x + width).all(|cx| buf.cell((cx, y)).is_some_and(|c| c.symbol() == "─"));
+            if !bare {
+                continue;
+            }
+            let style = Style::default()
+                .fg(Color::Black)
+                .bg(super::chrome::state_colour(state));
+            buf.set_string(x, y, text, style);
+        }
     }
 }
 

@@ -112,6 +112,7 @@ impl Server {
             emulator,
             pid,
             size: (rows, cols),
+            resized_at: None,
         };
         Ok((term, rt))
     }

@@ -26,6 +26,10 @@ pub(crate) const STATES: &[&str] = &["working", "blocked", "idle", "done"];
 const IDLE_AFTER: Duration = Duration::from_secs(3);
 /// How often a pane without a known agent is looked at again on output.
 const DETECT_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a pane whose agent is known is looked at again on output (has it quit?).
+const KNOWN_DETECT_INTERVAL: Duration = Duration::from_secs(2);
+/// Output this soon after a resize is the program redrawing, not working.
+const RESIZE_REDRAW: Duration = Duration::from_secs(1);
 /// After output in an agent pane with screen rules, its screen is read this much later
 /// (one read for a burst of output).
 const LOOK_DELAY: Duration = Duration::from_millis(150);
@@ -93,7 +97,7 @@ impl Server {
                     term.agent_state = None;
                     term.report_seq.clear();
                     term.hooked = false;
-                    term.agent_argv = fg.map(|f| f.argv).unwrap_or_default();
+                    term.agent_argv = fg.map(|f| agent::own_argv(&f.argv)).unwrap_or_default();
                 }
             }
             None => {
@@ -128,22 +132,29 @@ impl Server {
             .terminals
             .get(&tid)
             .is_some_and(|t| t.agent.is_some());
+        // Also for a known agent (slowly): once it quits, its pane is a shell again.
+        let interval = if known {
+            KNOWN_DETECT_INTERVAL
+        } else {
+            DETECT_INTERVAL
+        };
         let due = self
             .agent_fallback
             .detected_at
             .get(&tid)
-            .is_none_or(|t| now >= *t + DETECT_INTERVAL);
-        if !known && due {
+            .is_none_or(|t| now >= *t + interval);
+        if due {
             self.agent_fallback.detected_at.insert(tid, now);
             self.refresh_agent(tid);
         }
         let Some(agent) = self.fallback_agent(tid) else {
             return;
         };
-        let written = self
-            .runtimes
-            .get(tid)
-            .map_or(0, |rt| crate::pty::lock(&rt.emulator).written());
+        let Some(rt) = self.runtimes.get(tid) else {
+            return;
+        };
+        let written = crate::pty::lock(&rt.emulator).written();
+        let redraw = rt.resized_at.is_some_and(|at| now < at + RESIZE_REDRAW);
         if self.agent_fallback.written.insert(tid, written) == Some(written) {
             return;
         }
@@ -152,6 +163,10 @@ impl Server {
                 .look_at
                 .entry(tid)
                 .or_insert(now + LOOK_DELAY);
+            return;
+        }
+        if redraw {
+            // The program redrawing for its new size is not work.
             return;
         }
         self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);

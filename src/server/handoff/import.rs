@@ -322,6 +322,7 @@ fn import_terminal(
         emulator,
         pid: Some(runtime.pid as u32),
         size: (image.rows, image.cols),
+        resized_at: None,
     };
     Ok((term, rt))
 }
