@@ -2,7 +2,7 @@
 
 mod support;
 
-use support::{pid_alive, wait_until, Env, PROMPT};
+use support::{ok, pid_alive, wait_until, Env, PROMPT};
 
 #[test]
 fn starts_server_shows_shell_and_runs_commands() {
@@ -132,20 +132,25 @@ fn losing_the_server_restores_the_terminal_and_says_why() {
     assert!(out.contains("\x1b[?1049l"));
 }
 
+/// A client whose environment has `extra` on top of the test's.
+fn client_with(env: &Env, extra: &[(&str, &str)]) -> support::Term {
+    let mut cmd = portable_pty::CommandBuilder::new(support::BIN);
+    cmd.env_clear();
+    for (k, v) in env.vars() {
+        cmd.env(k, v);
+    }
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd.args(["--session", &env.session]);
+    cmd.cwd(env.home());
+    support::Term::spawn(cmd, 120, 30)
+}
+
 #[test]
 fn each_attach_repoints_the_panes_ssh_agent() {
     let env = Env::new("agent");
-    let client_with_agent = |agent: &str| {
-        let mut cmd = portable_pty::CommandBuilder::new(support::BIN);
-        cmd.env_clear();
-        for (k, v) in env.vars() {
-            cmd.env(k, v);
-        }
-        cmd.env("SSH_AUTH_SOCK", agent);
-        cmd.args(["--session", &env.session]);
-        cmd.cwd(env.home());
-        support::Term::spawn(cmd, 120, 30)
-    };
+    let client_with_agent = |agent: &str| client_with(&env, &[("SSH_AUTH_SOCK", agent)]);
     let mut t = client_with_agent("/tmp/agent-one.sock");
     t.wait_text(PROMPT);
     t.line("echo sock=$SSH_AUTH_SOCK; echo now=$(readlink $SSH_AUTH_SOCK)");
@@ -158,4 +163,34 @@ fn each_attach_repoints_the_panes_ssh_agent() {
     t.wait_text(PROMPT);
     t.line("echo again=$(readlink $SSH_AUTH_SOCK)");
     t.wait_text("again=/tmp/agent-two.sock");
+}
+
+#[test]
+fn new_panes_get_the_display_of_the_latest_attach() {
+    let env = Env::new("display");
+    let mut t = client_with(&env, &[("DISPLAY", ":7")]);
+    t.wait_text(PROMPT);
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    support::prompt(&env, &p2);
+    support::submit(&env, &p2, "echo D=[$DISPLAY]");
+    support::wait_output(&env, &p2, r"D=\[:7\]");
+    t.prefix(b"d");
+    t.wait_exit();
+    // From another display: panes started from now on use it; running ones keep theirs.
+    let t = client_with(&env, &[("DISPLAY", ":9")]);
+    t.wait_text(PROMPT);
+    let p3 = ok(env.herdr(&["pane", "split"]));
+    support::prompt(&env, &p3);
+    support::submit(&env, &p3, "echo D=[$DISPLAY]");
+    support::wait_output(&env, &p3, r"D=\[:9\]");
+    support::submit(&env, &p2, "echo again D=[$DISPLAY]");
+    support::wait_output(&env, &p2, r"again D=\[:7\]");
+    drop(t);
+    // A client without a display: new panes get none (not a stale one).
+    let t = client_with(&env, &[]);
+    t.wait_text(PROMPT);
+    let p4 = ok(env.herdr(&["pane", "split"]));
+    support::prompt(&env, &p4);
+    support::submit(&env, &p4, "echo D=[$DISPLAY]");
+    support::wait_output(&env, &p4, r"D=\[\]");
 }

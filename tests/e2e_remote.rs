@@ -316,3 +316,39 @@ fn an_older_remote_server_is_reused_or_handed_over_live() {
     assert_eq!(status(ours)["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(pid(ours), before, "the same program, not a restart");
 }
+
+#[test]
+fn remote_panes_get_the_display_of_the_hosts_connection_not_the_laptops() {
+    let Some(sshd) = Sshd::start() else { return };
+    let mut env = Env::new("remote-display");
+    env.extra_vars.push(("DISPLAY".into(), ":7".into()));
+    let mux = MuxGuard(&env);
+    let config = sshd.config().display().to_string();
+    let attach = |display: &str| {
+        let set = format!("SetEnv=DISPLAY={display}");
+        let args = ["--remote", HOST, "--yes", "--", "-F", &config, "-o", &set];
+        env.client_with_args(120, 30, &args)
+    };
+    let mut t = attach("remote:1");
+    t.wait_text(PROMPT);
+    t.prefix(b"%");
+    t.wait("a second pane", |t| {
+        t.contents().matches(PROMPT).count() >= 2
+    });
+    t.line("echo D=[$DISPLAY]");
+    t.wait_text("D=[remote:1]");
+    t.prefix(b"d");
+    t.wait_exit();
+    // A new connection (the shared one is gone, as after a sleep) with another forwarded
+    // display: panes started from now on use that one.
+    mux.end();
+    sshd.kill_ssh_clients();
+    let mut t = attach("remote:2");
+    t.wait_text("D=[remote:1]");
+    t.prefix(b"%");
+    t.wait("a third pane", |t| {
+        t.contents().matches(PROMPT).count() >= 3
+    });
+    t.line("echo E=[$DISPLAY]");
+    t.wait_text("E=[remote:2]");
+}

@@ -37,7 +37,7 @@ pub fn version() -> &'static str {
     })
 }
 /// A hello line longer than this is not a herdr peer.
-pub const MAX_HELLO_LEN: usize = 4096;
+pub const MAX_HELLO_LEN: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -62,6 +62,26 @@ pub struct Hello {
     /// local`): the server uses these for this client instead of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<ClientKeys>,
+    /// Interactive clients: the attaching side's values of [`ATTACH_ENV`] (a variable
+    /// missing here is unset there). New panes get them; `None` changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// The environment that belongs to where a client attaches from, and goes stale when the
+/// next one attaches from elsewhere: the X and Wayland displays. (SSH_AUTH_SOCK is kept
+/// working in every pane through a per-session link instead; TERM is herdr's own.)
+pub const ATTACH_ENV: &[&str] = &["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY"];
+
+/// This process's values of [`ATTACH_ENV`].
+pub fn attach_env() -> std::collections::BTreeMap<String, String> {
+    ATTACH_ENV
+        .iter()
+        .filter_map(|k| {
+            let v = std::env::var(k).ok().filter(|v| !v.is_empty())?;
+            Some((k.to_string(), v))
+        })
+        .collect()
 }
 
 /// A client's own prefix and `[keys]` entries (key, action), as in its config file.
@@ -80,6 +100,7 @@ impl Hello {
             role,
             size,
             keys: None,
+            env: (role == Role::Client).then(attach_env),
         }
     }
 }

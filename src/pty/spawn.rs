@@ -27,6 +27,8 @@ pub struct SpawnSpec {
     pub shell: String,
     pub cwd: Option<PathBuf>,
     pub env: Vec<(String, String)>,
+    /// Variables the program must not inherit from the server.
+    pub unset: Vec<String>,
     pub rows: u16,
     pub cols: u16,
 }
@@ -64,7 +66,11 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     } else {
         CommandBuilder::from_argv(spec.argv.iter().map(OsString::from).collect())
     };
-    for key in SCRUBBED_ENV {
+    for key in SCRUBBED_ENV
+        .iter()
+        .copied()
+        .chain(spec.unset.iter().map(String::as_str))
+    {
         cmd.env_remove(key);
     }
     cmd.env("TERM", "xterm-256color");

@@ -3,7 +3,7 @@
 //! server first if none runs. It never looks inside the stream: the client's hello and
 //! frames pass through as they are.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,13 @@ pub fn run(session: &SessionName) -> anyhow::Result<i32> {
     let mut to_server = stream.try_clone()?;
     let mut from_server = stream;
     let upstream = std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
+        let mut stdin = std::io::BufReader::new(std::io::stdin().lock());
+        // The client's hello says where it attaches from; here, that is this host.
+        if let Some(line) = local_hello(&mut stdin) {
+            if to_server.write_all(&line).is_err() {
+                return;
+            }
+        }
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match stdin.read(&mut buf) {
@@ -54,6 +60,29 @@ pub fn run(session: &SessionName) -> anyhow::Result<i32> {
     }
     drop(upstream);
     Ok(0)
+}
+
+/// The client's hello line, with the attach environment (DISPLAY…) of this host instead of
+/// the client's: panes run here. A line that is not a hello passes as it is (the server
+/// judges it).
+fn local_hello(stdin: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    stdin
+        .take(crate::protocol::MAX_HELLO_LEN as u64)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    let Ok(mut hello) = serde_json::from_slice::<serde_json::Value>(&line) else {
+        return Some(line);
+    };
+    if let Some(obj) = hello.as_object_mut().filter(|o| o.contains_key("env")) {
+        obj.insert(
+            "env".into(),
+            serde_json::json!(crate::protocol::attach_env()),
+        );
+    }
+    let mut out = serde_json::to_vec(&hello).ok()?;
+    out.push(b'\n');
+    Some(out)
 }
 
 /// Connects without a hello (the client behind us says it), after the same ownership

@@ -217,13 +217,7 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     }
     let _ = stream.set_read_timeout(None);
     match hello.role {
-        Role::Client => client_loop(
-            id,
-            stream,
-            reader,
-            (hello.size.unwrap_or((80, 24)), hello.keys),
-            events,
-        ),
+        Role::Client => client_loop(id, stream, reader, hello, events),
         Role::Api => api_loop(id, stream, reader, events),
     }
 }
@@ -238,9 +232,10 @@ fn client_loop(
     id: ClientId,
     stream: UnixStream,
     reader: BufReader<UnixStream>,
-    (size, keys): ((u16, u16), Option<crate::protocol::ClientKeys>),
+    hello: crate::protocol::Hello,
     events: EventTx,
 ) {
+    let size = hello.size.unwrap_or((80, 24));
     let (tx, rx) = mpsc::sync_channel(CLIENT_QUEUE_FRAMES);
     let Ok(write_half) = stream.try_clone() else {
         return;
@@ -253,14 +248,15 @@ fn client_loop(
     // From here the server thread reads the socket itself; what the hello's reader
     // already holds goes with it.
     let pending = reader.buffer().to_vec();
-    let _ = events.send(Event::Attach {
+    let _ = events.send(Event::Attach(Box::new(super::Attaching {
         id,
         writer,
         size,
-        keys,
+        keys: hello.keys,
+        env: hello.env,
         reader: reader.into_inner(),
         pending,
-    });
+    })));
 }
 
 fn spawn_writer(

@@ -61,17 +61,8 @@ const MESSAGE_TIME: Duration = Duration::from_secs(6);
 const HIDDEN_OUTPUT_INTERVAL: Duration = Duration::from_millis(50);
 
 pub enum Event {
-    Attach {
-        id: ClientId,
-        writer: ClientWriter,
-        size: (u16, u16),
-        /// The client's own key bindings, if it brought them.
-        keys: Option<crate::protocol::ClientKeys>,
-        /// The client's socket, read by the server thread from now on, and the bytes
-        /// already read past the hello.
-        reader: std::os::unix::net::UnixStream,
-        pending: Vec<u8>,
-    },
+    /// A client said hello (boxed: the largest event by far).
+    Attach(Box<Attaching>),
     ClientMsg(ClientId, ClientMsg),
     /// The client's connection ended; `Some(reason)` when it sent a malformed frame.
     ClientGone(ClientId, Option<String>),
@@ -93,6 +84,21 @@ pub enum Event {
     Saved(crate::persist::SaveReport),
     /// SIGTERM/SIGINT: stop cleanly (clients told, children hung up, socket removed).
     Signal(i32),
+}
+
+/// A client that said hello and is handed to the server thread.
+pub struct Attaching {
+    pub id: ClientId,
+    pub writer: ClientWriter,
+    pub size: (u16, u16),
+    /// The client's own key bindings, if it brought them.
+    pub keys: Option<crate::protocol::ClientKeys>,
+    /// Where it attaches from (DISPLAY…), for the panes started from now on.
+    pub env: Option<BTreeMap<String, String>>,
+    /// The client's socket, read by the server thread from now on, and the bytes already
+    /// read past the hello.
+    pub reader: std::os::unix::net::UnixStream,
+    pub pending: Vec<u8>,
 }
 
 /// Per-client input mode (the prefix is per client, like tmux).
@@ -149,6 +155,9 @@ pub struct Server {
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
     pub(crate) api: api::ApiState,
     pub(crate) agent_fallback: api::Activity,
+    /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
+    /// `None` until a client said.
+    pub(crate) attach_env: Option<BTreeMap<String, String>>,
     pub(crate) persist: Option<persist::Persistence>,
     /// The client whose size the session uses: the most recently active one.
     active_client: Option<ClientId>,
@@ -199,6 +208,7 @@ impl Server {
             scroll: BTreeMap::new(),
             api: api::ApiState::default(),
             agent_fallback: Default::default(),
+            attach_env: None,
             persist: None,
             active_client: None,
             size: (80, 24),
@@ -314,15 +324,20 @@ impl Server {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::Attach {
-                id,
-                writer,
-                size,
-                keys,
-                reader,
-                pending,
-            } => {
+            Event::Attach(a) => {
+                let Attaching {
+                    id,
+                    writer,
+                    size,
+                    keys,
+                    env,
+                    reader,
+                    pending,
+                } = *a;
                 let bindings = keys.map(|k| self.client_bindings(id, k));
+                if env.is_some() {
+                    self.attach_env = env;
+                }
                 self.attach(id, writer, size, reader, pending);
                 if let Some(c) = self.clients.get_mut(&id) {
                     c.bindings = bindings;

@@ -81,7 +81,22 @@ impl Server {
             ]
             .into_iter()
             .chain(self.agent_env())
+            .chain(
+                self.attach_env
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            )
             .collect(),
+            // What the latest client's side does not have, new panes do not get either.
+            unset: match &self.attach_env {
+                Some(env) => crate::protocol::ATTACH_ENV
+                    .iter()
+                    .filter(|k| !env.contains_key(**k))
+                    .map(|k| k.to_string())
+                    .collect(),
+                None => Vec::new(),
+            },
             rows,
             cols,
         };

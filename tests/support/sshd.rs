@@ -112,7 +112,7 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nUsePAM no\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nStrictModes no\n\
-                 SetEnv HOME={d}/rhome XDG_RUNTIME_DIR={d}/rrun XDG_STATE_HOME={d}/rstate\nLogLevel ERROR\n"
+                 SetEnv HOME={d}/rhome XDG_RUNTIME_DIR={d}/rrun XDG_STATE_HOME={d}/rstate\nAcceptEnv DISPLAY\nLogLevel ERROR\n"
             ),
         )
         .unwrap();
@@ -166,12 +166,19 @@ impl Sshd {
 /// ControlPersist) of the client environment `env`.
 pub struct MuxGuard<'a>(pub &'a super::Env);
 
-impl Drop for MuxGuard<'_> {
-    fn drop(&mut self) {
+impl MuxGuard<'_> {
+    /// Ends the shared connection now: the next ssh makes a new one.
+    pub fn end(&self) {
         let dir = self.0.dir.path().join("run/herdr/ssh");
         let _ = Command::new("pkill")
             .args(["-f", &format!("ssh: {}", dir.display())])
             .status();
+    }
+}
+
+impl Drop for MuxGuard<'_> {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 
