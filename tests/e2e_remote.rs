@@ -318,12 +318,22 @@ fn an_older_remote_server_is_reused_or_handed_over_live() {
 }
 
 #[test]
-fn remote_panes_get_the_display_of_the_hosts_connection_not_the_laptops() {
+fn remote_panes_get_the_hosts_display_and_the_users_ssh_config_wins() {
     let Some(sshd) = Sshd::start() else { return };
     let mut env = Env::new("remote-display");
     env.extra_vars.push(("DISPLAY".into(), ":7".into()));
     let mux = MuxGuard(&env);
-    let config = sshd.config().display().to_string();
+    // The user's own ssh config sets a keepalive: theirs is used, not herdr's.
+    let user_config = env.dir.path().join("user_ssh_config");
+    std::fs::write(
+        &user_config,
+        format!(
+            "ServerAliveInterval 17\nInclude {}\n",
+            sshd.config().display()
+        ),
+    )
+    .unwrap();
+    let config = user_config.display().to_string();
     let attach = |display: &str| {
         let set = format!("SetEnv=DISPLAY={display}");
         let args = ["--remote", HOST, "--yes", "--", "-F", &config, "-o", &set];
@@ -337,6 +347,18 @@ fn remote_panes_get_the_display_of_the_hosts_connection_not_the_laptops() {
     });
     t.line("echo D=[$DISPLAY]");
     t.wait_text("D=[remote:1]");
+    let ssh_lines: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with("ssh ") && c.contains(&config))
+        .collect();
+    assert!(!ssh_lines.is_empty());
+    for l in &ssh_lines {
+        assert!(!l.contains("ServerAliveInterval=2"), "{l}");
+        assert!(l.contains("ControlMaster=auto"), "{l}");
+    }
     t.prefix(b"d");
     t.wait_exit();
     // A new connection (the shared one is gone, as after a sleep) with another forwarded

@@ -47,11 +47,51 @@ pub fn quote(word: &str) -> String {
 }
 
 /// The user's OpenSSH client with connection sharing (probe, install and bridge
-/// authenticate once) and keepalives (a dead link is noticed within seconds).
+/// authenticate once) and keepalives (a dead link is noticed within seconds) — each only
+/// where the user's own ssh config does not set it already: theirs wins.
 struct Ssh {
     host: String,
     extra: Vec<String>,
-    control_dir: PathBuf,
+    /// herdr's `-o` options the user's config leaves at OpenSSH's defaults.
+    options: Vec<String>,
+}
+
+/// herdr's ssh options: the `ssh -G` key, OpenSSH's default for it (as `ssh -G` prints it;
+/// `None` when it prints nothing), and the option herdr passes.
+fn our_options(control_dir: &Path) -> Vec<(&'static str, Option<&'static str>, String)> {
+    vec![
+        ("controlmaster", Some("false"), "ControlMaster=auto".into()),
+        ("controlpersist", Some("no"), "ControlPersist=60".into()),
+        (
+            "controlpath",
+            None,
+            format!("ControlPath={}/%C", control_dir.display()),
+        ),
+        (
+            "serveraliveinterval",
+            Some("0"),
+            "ServerAliveInterval=2".into(),
+        ),
+    ]
+}
+
+/// The options herdr adds, given what `ssh -G` says the user's config sets: an option
+/// the user set to anything but OpenSSH's default is theirs.
+fn options_to_add(control_dir: &Path, effective: Option<&str>) -> Vec<String> {
+    let set: std::collections::HashMap<&str, &str> = effective
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    let mut out: Vec<String> = our_options(control_dir)
+        .into_iter()
+        .filter(|(key, default, _)| effective.is_none() || set.get(key).copied() == *default)
+        .map(|(_, _, opt)| opt)
+        .collect();
+    if out.iter().any(|o| o.starts_with("ServerAliveInterval")) {
+        out.push("ServerAliveCountMax=3".into());
+    }
+    out
 }
 
 impl Ssh {
@@ -59,10 +99,23 @@ impl Ssh {
         let control_dir = paths::runtime_dir().join("ssh");
         paths::ensure_private_dir(&paths::runtime_dir())?;
         paths::ensure_private_dir(&control_dir)?;
+        // What the user's config (and extra arguments) make of this host, without
+        // connecting.
+        let effective = Command::new("ssh")
+            .args(extra)
+            .arg("-G")
+            .arg("--")
+            .arg(host)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
         Ok(Ssh {
             host: host.to_string(),
             extra: extra.to_vec(),
-            control_dir,
+            options: options_to_add(&control_dir, effective.as_deref()),
         })
     }
 
@@ -74,23 +127,11 @@ impl Ssh {
             remote.push_str(&quote(a));
         }
         let mut cmd = Command::new("ssh");
-        cmd.args(&self.extra)
-            .args([
-                "-T",
-                "-o",
-                "ControlMaster=auto",
-                "-o",
-                "ControlPersist=60",
-                "-o",
-                "ServerAliveInterval=2",
-                "-o",
-                "ServerAliveCountMax=3",
-            ])
-            .arg("-o")
-            .arg(format!("ControlPath={}/%C", self.control_dir.display()))
-            .arg("--")
-            .arg(&self.host)
-            .arg(remote);
+        cmd.args(&self.extra).arg("-T");
+        for o in &self.options {
+            cmd.arg("-o").arg(o);
+        }
+        cmd.arg("--").arg(&self.host).arg(remote);
         cmd
     }
 
@@ -264,6 +305,26 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_ssh_config_wins_where_it_sets_something() {
+        let dir = Path::new("/run/h/ssh");
+        let defaults = "user u\ncontrolmaster false\nserveralivecountmax 3\nserveraliveinterval 0\ncontrolpersist no\n";
+        assert_eq!(
+            options_to_add(dir, Some(defaults)),
+            [
+                "ControlMaster=auto",
+                "ControlPersist=60",
+                "ControlPath=/run/h/ssh/%C",
+                "ServerAliveInterval=2",
+                "ServerAliveCountMax=3"
+            ]
+        );
+        let theirs = "controlmaster auto\ncontrolpath ~/.ssh/cm-%C\ncontrolpersist 600\nserveraliveinterval 15\n";
+        assert!(options_to_add(dir, Some(theirs)).is_empty());
+        // Without `ssh -G` (an old OpenSSH), herdr's options all apply.
+        assert_eq!(options_to_add(dir, None).len(), 5);
+    }
 
     #[test]
     fn quoting_keeps_every_character_literal() {
