@@ -374,3 +374,59 @@ fn remote_panes_get_the_hosts_display_and_the_users_ssh_config_wins() {
     t.line("echo E=[$DISPLAY]");
     t.wait_text("E=[remote:2]");
 }
+
+/// Processes whose command line contains all of `parts`.
+fn pids_with(parts: &[&str]) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            parts.iter().all(|p| cmd.contains(p)).then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_link_that_goes_silent_is_noticed_by_the_client_itself() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-silent");
+    let _mux = MuxGuard(&env);
+    let config = sshd.config().display().to_string();
+    let mut t = env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--", "-F", &config]);
+    t.wait_text(PROMPT);
+    t.line("while sleep 0.5; do echo tick-$((n=n+1)); done");
+    t.wait_text("tick-2");
+    // The shared ssh connection freezes, as a link that stops carrying anything does:
+    // no end-of-file, no error — only silence.
+    let control = env.dir.path().join("run/herdr/ssh");
+    let master = pids_with(&["ssh: ", control.to_str().unwrap()]);
+    assert_eq!(master.len(), 1, "{master:?}");
+    let master = nix::unistd::Pid::from_raw(master[0]);
+    use nix::sys::signal::{kill, Signal};
+    kill(master, Signal::SIGSTOP).unwrap();
+    let frozen = std::time::Instant::now();
+    t.wait_text("reconnecting to");
+    let noticed = frozen.elapsed();
+    assert!(
+        noticed >= std::time::Duration::from_secs(5),
+        "not before it was silent for a while: {noticed:?}"
+    );
+    let ticks_then = t.contents().matches("tick-").count();
+    // The network comes back: the client is live again by itself, with what the program
+    // printed meanwhile.
+    kill(master, Signal::SIGCONT).unwrap();
+    let back = std::time::Instant::now();
+    t.wait("the live screen is back", |t| {
+        !t.contents().contains("reconnecting to")
+    });
+    eprintln!("live again {:?} after the link came back", back.elapsed());
+    t.wait("ticks printed meanwhile", |t| {
+        t.contents().matches("tick-").count() > ticks_then
+    });
+    t.send(b"\x03");
+    t.line("echo back-$((6*7))");
+    t.wait_text("back-42");
+}

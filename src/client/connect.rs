@@ -70,7 +70,7 @@ pub fn hello(
 
 /// Reads and checks the server's hello reply (`who` names the other end in errors).
 /// Byte by byte, so no byte after the line (the first frame) is consumed.
-pub fn read_hello_reply(r: &mut impl Read, who: &str) -> anyhow::Result<()> {
+pub fn read_hello_reply(r: &mut impl Read, who: &str) -> anyhow::Result<HelloReply> {
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
     while line.len() < crate::protocol::MAX_HELLO_LEN {
@@ -96,7 +96,7 @@ pub fn read_hello_reply(r: &mut impl Read, who: &str) -> anyhow::Result<()> {
                 .unwrap_or_else(|| format!("{who} refused the connection"))
         );
     }
-    Ok(())
+    Ok(reply)
 }
 
 /// Connects, starting the server first if none runs. Returns whether it was started.

@@ -39,6 +39,9 @@ pub enum Outcome {
 pub struct Link {
     pub reader: Box<dyn Read + Send>,
     pub writer: Box<dyn Write + Send>,
+    /// Over a network: ends the link when it has gone silent (the server answers pings),
+    /// so the client notices a dead link itself, whatever the transport's own timeouts.
+    pub watchdog: Option<Box<dyn Fn() + Send>>,
 }
 
 impl Link {
@@ -46,8 +49,63 @@ impl Link {
         Ok(Link {
             reader: Box::new(stream.try_clone()?),
             writer: Box::new(stream),
+            watchdog: None,
         })
     }
+}
+
+/// How often a watched link is pinged, and how long it may stay silent before it is
+/// taken for dead (a laptop that slept, a network that changed).
+const PING_EVERY: Duration = Duration::from_secs(2);
+const SILENT_FOR: Duration = Duration::from_secs(6);
+
+/// What the keepalive thread watches: the current link's breaker and when it last heard
+/// from the server.
+#[derive(Default)]
+struct Watch {
+    breaker: Option<Box<dyn Fn() + Send>>,
+    heard: Option<std::time::Instant>,
+}
+
+type SharedWatch = Arc<Mutex<Watch>>;
+
+fn watch(w: &SharedWatch) -> std::sync::MutexGuard<'_, Watch> {
+    w.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Pings the server over a watched link (one thread, which a full pipe may block) and
+/// ends the link once it stays silent (another, which never writes, so it cannot be).
+fn spawn_keepalive_threads(
+    writer: SharedWriter,
+    watched: SharedWatch,
+    done: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let (w, d) = (watched.clone(), done.clone());
+    std::thread::Builder::new()
+        .name("herdr-ping".into())
+        .spawn(move || {
+            while !d.load(Ordering::Acquire) {
+                std::thread::sleep(PING_EVERY);
+                if watch(&w).breaker.is_some() {
+                    send(&writer, ClientMsg::Ping);
+                }
+            }
+        })?;
+    std::thread::Builder::new()
+        .name("herdr-watchdog".into())
+        .spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(250));
+                let mut w = watch(&watched);
+                let silent = w.heard.is_some_and(|h| h.elapsed() > SILENT_FOR);
+                if silent {
+                    if let Some(brk) = w.breaker.take() {
+                        brk();
+                    }
+                }
+            }
+        })
+        .map(drop)
 }
 
 /// How the client reaches its server, again after a drop when `reconnect` says so.
@@ -174,6 +232,12 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     let quit = Arc::new(AtomicBool::new(false));
     spawn_input_thread(writer.clone(), quit.clone())?;
     spawn_resize_thread(writer.clone())?;
+    let watched: SharedWatch = Arc::new(Mutex::new(Watch {
+        breaker: first.watchdog,
+        heard: Some(std::time::Instant::now()),
+    }));
+    let done = Arc::new(AtomicBool::new(false));
+    spawn_keepalive_threads(writer.clone(), watched.clone(), done.clone())?;
 
     let mut reader = Some(first.reader);
     let mut backoff = FIRST_RETRY;
@@ -181,7 +245,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     let mut replaced_until: Option<std::time::Instant> = None;
     let outcome = loop {
         let lost = match reader.take() {
-            Some(r) => match pump(r, &mut stdout) {
+            Some(r) => match pump(r, &mut stdout, &watched) {
                 Ok(outcome) => break outcome,
                 Err(Drop::Lost(why)) => why,
                 Err(Drop::Replaced(why)) => {
@@ -219,6 +283,10 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
                 // (`replaced_until` stays: a link that drops again soon, to a server that
                 // was on its way out, is retried the same way.)
                 backoff = FIRST_RETRY;
+                *watch(&watched) = Watch {
+                    breaker: link.watchdog,
+                    heard: Some(std::time::Instant::now()),
+                };
                 *lock(&writer) = Some(link.writer);
                 reader = Some(link.reader);
             }
@@ -236,6 +304,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
             break Outcome::GaveUp;
         }
     };
+    done.store(true, Ordering::Release);
     *lock(&writer) = None;
     let _ = stdout.write_all(LEAVE);
     let _ = stdout.flush();
@@ -245,10 +314,19 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
 
 /// Copies frames to the terminal until the server ends the attachment (Ok) or the link
 /// ends otherwise (Err with why).
-fn pump(reader: Box<dyn Read + Send>, stdout: &mut std::io::Stdout) -> Result<Outcome, Drop> {
+fn pump(
+    reader: Box<dyn Read + Send>,
+    stdout: &mut std::io::Stdout,
+    watched: &SharedWatch,
+) -> Result<Outcome, Drop> {
     let mut reader = ServerReader::new(reader);
     loop {
-        match reader.recv() {
+        let msg = reader.recv();
+        if matches!(msg, Ok(Some(_))) {
+            watch(watched).heard = Some(std::time::Instant::now());
+        }
+        match msg {
+            Ok(Some(ServerMsg::Pong)) => {}
             Ok(Some(ServerMsg::Output(bytes))) => {
                 if stdout
                     .write_all(&bytes)

@@ -15,10 +15,12 @@ mod tag {
     pub const INPUT: u8 = 1;
     pub const RESIZE: u8 = 2;
     pub const DETACH: u8 = 3;
+    pub const PING: u8 = 4;
     // server -> client
     pub const OUTPUT: u8 = 101;
     pub const EXIT: u8 = 102;
     pub const RECONNECT: u8 = 103;
+    pub const PONG: u8 = 104;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +30,8 @@ pub enum ClientMsg {
     /// The client's terminal size: (cols, rows).
     Resize(u16, u16),
     Detach,
+    /// Are you there? (a link keepalive; only to servers that offer "ping")
+    Ping,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +43,8 @@ pub enum ServerMsg {
     /// The server is being replaced (live update): connect again shortly, the session
     /// stays as it is. The text says why.
     Reconnect(String),
+    /// The answer to a ping.
+    Pong,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +79,7 @@ impl ClientMsg {
                 encode(tag::RESIZE, &p)
             }
             ClientMsg::Detach => encode(tag::DETACH, &[]),
+            ClientMsg::Ping => encode(tag::PING, &[]),
         }
     }
 
@@ -84,7 +91,8 @@ impl ClientMsg {
                 u16::from_be_bytes([p[2], p[3]]),
             )),
             tag::DETACH if p.is_empty() => Ok(ClientMsg::Detach),
-            tag::RESIZE | tag::DETACH => Err(FrameError::Malformed(tag)),
+            tag::PING if p.is_empty() => Ok(ClientMsg::Ping),
+            tag::RESIZE | tag::DETACH | tag::PING => Err(FrameError::Malformed(tag)),
             t => Err(FrameError::UnknownTag(t)),
         }
     }
@@ -96,6 +104,7 @@ impl ServerMsg {
             ServerMsg::Output(b) => encode(tag::OUTPUT, b),
             ServerMsg::Exit(s) => encode(tag::EXIT, s.as_bytes()),
             ServerMsg::Reconnect(s) => encode(tag::RECONNECT, s.as_bytes()),
+            ServerMsg::Pong => encode(tag::PONG, &[]),
         }
     }
 
@@ -106,6 +115,7 @@ impl ServerMsg {
             tag::RECONNECT => Ok(ServerMsg::Reconnect(
                 String::from_utf8_lossy(p).into_owned(),
             )),
+            tag::PONG => Ok(ServerMsg::Pong),
             t => Err(FrameError::UnknownTag(t)),
         }
     }

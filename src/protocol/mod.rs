@@ -112,6 +112,9 @@ pub struct HelloReply {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the server offers beyond the protocol's base: `"ping"` (it answers pings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
 }
 
 impl HelloReply {
@@ -121,6 +124,7 @@ impl HelloReply {
             protocol: PROTOCOL_VERSION,
             version: version().into(),
             error: None,
+            features: vec!["ping".into()],
         }
     }
 
@@ -130,6 +134,7 @@ impl HelloReply {
             protocol: PROTOCOL_VERSION,
             version: version().into(),
             error: Some(error),
+            features: Vec::new(),
         }
     }
 }

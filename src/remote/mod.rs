@@ -14,6 +14,8 @@ pub mod server;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -205,22 +207,72 @@ impl Transport for Bridge {
             .write_all(line.as_bytes())
             .context("the bridge closed before the hello")?;
         writer.flush()?;
-        crate::client::connect::read_hello_reply(
+        let reply = crate::client::connect::read_hello_reply(
             &mut reader,
             &format!("the bridge (see {})", self.log.display()),
         )?;
+        // A server that answers pings is watched: a link that goes silent is ended (our
+        // end stops reading, its ssh is killed) and the client reconnects, whatever ssh's
+        // own keepalive settings are. (With a shared connection the ssh master, not this
+        // process, moves the bytes: killing this one alone would not end the link.)
+        let broken = Arc::new(AtomicBool::new(false));
+        let pid = self.child.as_ref().map(|c| c.id() as i32);
+        let watchdog: Option<Box<dyn Fn() + Send>> = match pid {
+            Some(pid) if reply.features.iter().any(|f| f == "ping") => {
+                let broken = broken.clone();
+                Some(Box::new(move || {
+                    broken.store(true, Ordering::Release);
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }))
+            }
+            _ => None,
+        };
         Ok(Link {
-            reader: Box::new(reader),
+            reader: Box::new(WatchedReader {
+                inner: reader,
+                broken,
+            }),
             writer: Box::new(writer),
+            watchdog,
         })
     }
-
     fn reconnects(&self) -> bool {
         true
     }
 
     fn describe(&self) -> String {
         format!("{} (session {})", self.ssh.host, self.session)
+    }
+}
+
+/// The bridge's output, read so that a link the watchdog ended stops being read even
+/// though no end-of-file comes (another process may still hold the pipe).
+struct WatchedReader {
+    inner: std::process::ChildStdout,
+    broken: Arc<AtomicBool>,
+}
+
+impl std::io::Read for WatchedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsFd;
+        loop {
+            if self.broken.load(Ordering::Acquire) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the link went silent",
+                ));
+            }
+            let ready = crate::sys::poll_readable(
+                &[self.inner.as_fd()],
+                Some(std::time::Duration::from_millis(250)),
+            )?;
+            if ready.first().copied().unwrap_or(false) {
+                return self.inner.read(buf);
+            }
+        }
     }
 }
 

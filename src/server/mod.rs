@@ -424,6 +424,11 @@ impl Server {
                 self.request_render();
             }
             ClientMsg::Detach => self.detach(id, "detached"),
+            ClientMsg::Ping => {
+                if let Some(c) = self.clients.get(&id) {
+                    c.writer.try_send(ServerMsg::Pong.encode());
+                }
+            }
         }
     }
 
