@@ -50,6 +50,8 @@ pub struct Config {
     /// (upload this binary where it runs, else the host downloads the release),
     /// `upload`, or `download`.
     pub remote_install: String,
+    /// `[remote]`: the SSH client of `herdr --remote`: `system` (OpenSSH) or `builtin`.
+    pub remote_ssh: String,
 }
 
 /// Where the official release manifests are published.
@@ -128,6 +130,7 @@ impl Default for Config {
             releases_url: DEFAULT_RELEASES_URL.to_string(),
             download_timeout_secs: 30,
             remote_install: "auto".to_string(),
+            remote_ssh: "system".to_string(),
         }
     }
 }
@@ -257,10 +260,16 @@ const ROOT_FIELDS: &[Field] = &[
     Field("remote", Kind::Table(REMOTE_FIELDS)),
 ];
 
-const REMOTE_FIELDS: &[Field] = &[Field(
-    "install",
-    Kind::Choice(&["auto", "upload", "download"], |c| &mut c.remote_install),
-)];
+const REMOTE_FIELDS: &[Field] = &[
+    Field(
+        "install",
+        Kind::Choice(&["auto", "upload", "download"], |c| &mut c.remote_install),
+    ),
+    Field(
+        "ssh",
+        Kind::Choice(&["system", "builtin"], |c| &mut c.remote_ssh),
+    ),
+];
 
 const PERSISTENCE_FIELDS: &[Field] = &[
     Field("history", Kind::Bool(|c| &mut c.history)),

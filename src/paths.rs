@@ -73,7 +73,7 @@ fn env_dir(var: &str) -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
-fn home() -> PathBuf {
+pub fn home() -> PathBuf {
     env_dir("HOME").unwrap_or_else(|| PathBuf::from("/"))
 }
 

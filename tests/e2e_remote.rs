@@ -430,3 +430,77 @@ fn a_link_that_goes_silent_is_noticed_by_the_client_itself() {
     t.line("echo back-$((6*7))");
     t.wait_text("back-42");
 }
+
+#[test]
+fn the_builtin_ssh_client_attaches_and_reconnects() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-builtin");
+    sshd.builtin_client_config(&env.home(), true);
+    let args = ["--remote", HOST, "--yes", "--ssh", "builtin"];
+    let mut t = env.client_with_args(100, 30, &args);
+    t.wait_text(PROMPT);
+    t.line("echo via-$((40+2))-builtin");
+    t.wait_text("via-42-builtin");
+    // The network drops every connection: the client reconnects by itself.
+    t.line("sleep 2; echo while-$((1+1))-cut");
+    sshd.drop_connections();
+    t.wait_text("reconnecting to");
+    t.wait_text("while-2-cut");
+    t.wait("the reconnect note is gone", |t| {
+        !t.contents().contains("reconnecting to")
+    });
+    t.prefix(b"d");
+    assert_eq!(t.wait_exit(), 0);
+    let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(out.contains("--ssh builtin"), "{out}");
+}
+
+#[test]
+fn the_builtin_ssh_client_asks_about_an_unknown_host_and_refuses_a_changed_key() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-hostkey");
+    sshd.builtin_client_config(&env.home(), false);
+    let known = env.home().join(".ssh/known_hosts");
+    let args = ["--remote", HOST, "--yes", "--ssh", "builtin"];
+    // Unknown: asked at the terminal; "no" connects nothing and remembers nothing.
+    let mut t = env.client_with_args(100, 30, &args);
+    t.wait_text("is not known");
+    t.wait_text("Trust it and remember it");
+    t.send(b"n\r");
+    assert_ne!(t.wait_exit(), 0);
+    assert!(String::from_utf8_lossy(&t.raw_output()).contains("was not trusted"));
+    assert!(
+        !known.exists()
+            || !std::fs::read_to_string(&known)
+                .unwrap()
+                .contains("127.0.0.1")
+    );
+    // "yes" remembers it and connects.
+    let mut t = env.client_with_args(100, 30, &args);
+    t.wait_text("Trust it and remember it");
+    t.send(b"y\r");
+    t.wait_text(PROMPT);
+    let recorded = std::fs::read_to_string(&known).unwrap();
+    assert!(
+        recorded.contains(&format!("[127.0.0.1]:{}", sshd.port())),
+        "{recorded}"
+    );
+    t.prefix(b"d");
+    t.wait_exit();
+
+    // Changed: the recorded key is another one. Refused loudly, nothing asked.
+    let other = env.dir.path().join("other_key");
+    let ok = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&other)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let other_pub = std::fs::read_to_string(other.with_extension("pub")).unwrap();
+    std::fs::write(&known, format!("[127.0.0.1]:{} {}", sshd.port(), other_pub)).unwrap();
+    let mut t = env.client_with_args(100, 30, &args);
+    assert_ne!(t.wait_exit(), 0);
+    let said = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(said.contains("HAS CHANGED"), "{said}");
+}

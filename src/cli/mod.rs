@@ -40,6 +40,12 @@ pub struct Cli {
     #[arg(long, value_enum, requires = "remote", value_name = "local|server")]
     pub remote_keybindings: Option<crate::remote::Keybindings>,
 
+    /// With --remote: the SSH client: `system` (OpenSSH, the default) or `builtin`
+    /// (herdr's own; reads ~/.ssh/config, uses ssh-agent and key files, strict
+    /// known_hosts). Default from `[remote] ssh` in config.toml.
+    #[arg(long, value_enum, requires = "remote", value_name = "system|builtin")]
+    pub ssh: Option<crate::remote::SshClient>,
+
     /// With --remote: extra arguments for ssh (after `--`).
     #[arg(last = true, value_name = "SSH ARGS", requires = "remote")]
     pub ssh_args: Vec<String>,
@@ -184,6 +190,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 yes: cli.yes,
                 handoff: cli.handoff,
                 keybindings: cli.remote_keybindings.unwrap_or_default(),
+                ssh: cli.ssh.unwrap_or_else(crate::remote::configured_ssh_client),
                 ssh_args: cli.ssh_args,
             }),
             None => crate::client::attach(&session),

@@ -7,6 +7,7 @@
 //! A binary is made executable on the remote only after its SHA-256 matched there.
 
 pub mod bridge;
+mod builtin;
 mod install;
 pub mod probe;
 pub mod server;
@@ -31,6 +32,8 @@ pub struct RemoteArgs {
     pub handoff: bool,
     /// Whose key bindings the remote session uses: this machine's or the host's.
     pub keybindings: Keybindings,
+    /// OpenSSH or herdr's own client.
+    pub ssh: SshClient,
     pub ssh_args: Vec<String>,
 }
 
@@ -48,14 +51,46 @@ pub fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''"))
 }
 
-/// The user's OpenSSH client with connection sharing (probe, install and bridge
-/// authenticate once) and keepalives (a dead link is noticed within seconds) — each only
-/// where the user's own ssh config does not set it already: theirs wins.
+/// The SSH connection to the host: the user's OpenSSH client (the default) or herdr's
+/// built-in one. Either runs fixed scripts with quoted arguments, and the bridge.
 struct Ssh {
     host: String,
-    extra: Vec<String>,
-    /// herdr's `-o` options the user's config leaves at OpenSSH's defaults.
-    options: Vec<String>,
+    how: How,
+}
+
+enum How {
+    /// OpenSSH with connection sharing (probe, install and bridge authenticate once) and
+    /// keepalives (a dead link is noticed within seconds) — each only where the user's own
+    /// ssh config does not set it already: theirs wins.
+    System {
+        extra: Vec<String>,
+        /// herdr's `-o` options the user's config leaves at OpenSSH's defaults.
+        options: Vec<String>,
+        /// The bridge's ssh, while it runs.
+        child: std::sync::Mutex<Option<Child>>,
+    },
+    Builtin(Box<std::sync::Mutex<builtin::Session>>),
+}
+
+/// A running remote command's stdio, as the bridge uses it.
+struct Pipe {
+    reader: Box<dyn ReadFd>,
+    writer: Box<dyn Write + Send>,
+    /// Ends it (its ssh killed, its channel closed).
+    kill: Box<dyn Fn() + Send>,
+}
+
+trait ReadFd: std::io::Read + std::os::fd::AsFd + Send {}
+impl<T: std::io::Read + std::os::fd::AsFd + Send> ReadFd for T {}
+
+/// Which SSH client `--remote` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SshClient {
+    /// The user's OpenSSH client.
+    #[default]
+    System,
+    /// herdr's own (for machines without OpenSSH).
+    Builtin,
 }
 
 /// herdr's ssh options: the `ssh -G` key, OpenSSH's default for it (as `ssh -G` prints it;
@@ -97,7 +132,18 @@ fn options_to_add(control_dir: &Path, effective: Option<&str>) -> Vec<String> {
 }
 
 impl Ssh {
-    fn new(host: &str, extra: &[String]) -> anyhow::Result<Ssh> {
+    fn new(host: &str, extra: &[String], client: SshClient) -> anyhow::Result<Ssh> {
+        if client == SshClient::Builtin {
+            if !extra.is_empty() {
+                anyhow::bail!("extra ssh arguments (after --) need the OpenSSH client; drop them or --ssh builtin, and put the settings in ~/.ssh/config");
+            }
+            return Ok(Ssh {
+                host: host.to_string(),
+                how: How::Builtin(Box::new(std::sync::Mutex::new(builtin::Session::new(
+                    host,
+                )?))),
+            });
+        }
         let control_dir = paths::runtime_dir().join("ssh");
         paths::ensure_private_dir(&paths::runtime_dir())?;
         paths::ensure_private_dir(&control_dir)?;
@@ -110,56 +156,155 @@ impl Ssh {
             .arg(host)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
-            .output()
+            .output();
+        if effective
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            anyhow::bail!("no OpenSSH client (ssh) is installed here; install it, or use herdr's own: --ssh builtin");
+        }
+        let effective = effective
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
         Ok(Ssh {
             host: host.to_string(),
-            extra: extra.to_vec(),
-            options: options_to_add(&control_dir, effective.as_deref()),
+            how: How::System {
+                extra: extra.to_vec(),
+                options: options_to_add(&control_dir, effective.as_deref()),
+                child: std::sync::Mutex::new(None),
+            },
         })
     }
 
-    /// `ssh … HOST sh -c SCRIPT ARGS…`: the script is fixed text, the arguments quoted.
-    fn command(&self, script: &str, args: &[&str]) -> Command {
+    /// The command the remote shell runs: the fixed script, its arguments quoted.
+    fn remote_command(script: &str, args: &[&str]) -> String {
         let mut remote = format!("sh -c {} herdr-remote", quote(script));
         for a in args {
             remote.push(' ');
             remote.push_str(&quote(a));
         }
+        remote
+    }
+
+    /// `ssh … HOST sh -c SCRIPT ARGS…` with OpenSSH.
+    fn command(host: &str, extra: &[String], options: &[String], remote: String) -> Command {
         let mut cmd = Command::new("ssh");
-        cmd.args(&self.extra).arg("-T");
-        for o in &self.options {
+        cmd.args(extra).arg("-T");
+        for o in options {
             cmd.arg("-o").arg(o);
         }
-        cmd.arg("--").arg(&self.host).arg(remote);
+        cmd.arg("--").arg(host).arg(remote);
         cmd
     }
 
     /// Runs a script to completion; stdout on success, a clear error otherwise.
     fn run(&self, script: &str, args: &[&str], input: Option<&Path>) -> anyhow::Result<String> {
-        let mut cmd = self.command(script, args);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        match input {
-            Some(file) => cmd.stdin(
-                std::fs::File::open(file)
-                    .with_context(|| format!("cannot read {}", file.display()))?,
-            ),
-            None => cmd.stdin(Stdio::null()),
+        let remote = Self::remote_command(script, args);
+        let (ok, status, out, err) = match &self.how {
+            How::System { extra, options, .. } => {
+                let mut cmd = Self::command(&self.host, extra, options, remote);
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+                match input {
+                    Some(file) => cmd.stdin(
+                        std::fs::File::open(file)
+                            .with_context(|| format!("cannot read {}", file.display()))?,
+                    ),
+                    None => cmd.stdin(Stdio::null()),
+                };
+                let out = cmd
+                    .output()
+                    .context("cannot run ssh; is the OpenSSH client installed?")?;
+                (
+                    out.status.success(),
+                    out.status.to_string(),
+                    out.stdout,
+                    out.stderr,
+                )
+            }
+            How::Builtin(session) => {
+                let data = match input {
+                    Some(file) => Some(
+                        std::fs::read(file)
+                            .with_context(|| format!("cannot read {}", file.display()))?,
+                    ),
+                    None => None,
+                };
+                let mut session = session.lock().unwrap_or_else(|e| e.into_inner());
+                let (code, out, err) = session.run(&remote, data.as_deref())?;
+                (code == 0, format!("exit status: {code}"), out, err)
+            }
         };
-        let out = cmd
-            .output()
-            .context("cannot run ssh; is the OpenSSH client installed?")?;
-        if !out.status.success() {
+        if !ok {
             anyhow::bail!(
-                "ssh to {} failed ({}): {}",
+                "ssh to {} failed ({status}): {}",
                 self.host,
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
+                String::from_utf8_lossy(&err).trim()
             );
         }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// Starts a script whose stdin and stdout stay connected (the bridge); ssh's own
+    /// messages go to `log`.
+    fn stream(&self, script: &str, args: &[&str], log: &Path) -> anyhow::Result<Pipe> {
+        let remote = Self::remote_command(script, args);
+        match &self.how {
+            How::System {
+                extra,
+                options,
+                child,
+            } => {
+                let mut slot = child.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(mut old) = slot.take() {
+                    let _ = old.kill();
+                    let _ = old.wait();
+                }
+                let log = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)?;
+                let mut c = Self::command(&self.host, extra, options, remote)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(log)
+                    .spawn()
+                    .context("cannot run ssh")?;
+                let (Some(writer), Some(reader)) = (c.stdin.take(), c.stdout.take()) else {
+                    anyhow::bail!("ssh gave no pipes");
+                };
+                let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+                // Kept (not reaped) while it may be killed: its pid cannot be reused.
+                *slot = Some(c);
+                Ok(Pipe {
+                    reader: Box::new(reader),
+                    writer: Box::new(writer),
+                    kill: Box::new(move || {
+                        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                    }),
+                })
+            }
+            How::Builtin(session) => {
+                let mut session = session.lock().unwrap_or_else(|e| e.into_inner());
+                let (sock, kill) = session.stream(&remote)?;
+                Ok(Pipe {
+                    reader: Box::new(sock.try_clone()?),
+                    writer: Box::new(sock),
+                    kill,
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Ssh {
+    fn drop(&mut self) {
+        if let How::System { child, .. } = &self.how {
+            if let Some(mut c) = child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
     }
 }
 
@@ -170,35 +315,20 @@ struct Bridge {
     session: SessionName,
     /// This machine's key bindings, sent with each hello (`--remote-keybindings local`).
     keys: Option<crate::protocol::ClientKeys>,
-    child: Option<Child>,
     log: PathBuf,
 }
 
 impl Transport for Bridge {
     fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
-        if let Some(mut old) = self.child.take() {
-            let _ = old.kill();
-            let _ = old.wait();
-        }
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)?;
-        let mut child = self
-            .ssh
-            .command(
-                r#"exec "$1" --session "$2" remote-bridge"#,
-                &[&self.binary, self.session.as_str()],
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .context("cannot run ssh")?;
-        let (Some(mut writer), Some(mut reader)) = (child.stdin.take(), child.stdout.take()) else {
-            anyhow::bail!("ssh gave no pipes");
-        };
-        self.child = Some(child);
+        let Pipe {
+            mut reader,
+            mut writer,
+            kill,
+        } = self.ssh.stream(
+            r#"exec "$1" --session "$2" remote-bridge"#,
+            &[&self.binary, self.session.as_str()],
+            &self.log,
+        )?;
         let mut hello = Hello::new(Role::Client, Some(size));
         hello.keys = self.keys.clone();
         let mut line = serde_json::to_string(&hello)?;
@@ -216,29 +346,25 @@ impl Transport for Bridge {
         // own keepalive settings are. (With a shared connection the ssh master, not this
         // process, moves the bytes: killing this one alone would not end the link.)
         let broken = Arc::new(AtomicBool::new(false));
-        let pid = self.child.as_ref().map(|c| c.id() as i32);
-        let watchdog: Option<Box<dyn Fn() + Send>> = match pid {
-            Some(pid) if reply.features.iter().any(|f| f == "ping") => {
-                let broken = broken.clone();
-                Some(Box::new(move || {
-                    broken.store(true, Ordering::Release);
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }))
-            }
-            _ => None,
+        let watchdog: Option<Box<dyn Fn() + Send>> = if reply.features.iter().any(|f| f == "ping") {
+            let broken = broken.clone();
+            Some(Box::new(move || {
+                broken.store(true, Ordering::Release);
+                kill();
+            }))
+        } else {
+            None
         };
         Ok(Link {
             reader: Box::new(WatchedReader {
                 inner: reader,
                 broken,
             }),
-            writer: Box::new(writer),
+            writer,
             watchdog,
         })
     }
+
     fn reconnects(&self) -> bool {
         true
     }
@@ -251,7 +377,7 @@ impl Transport for Bridge {
 /// The bridge's output, read so that a link the watchdog ended stops being read even
 /// though no end-of-file comes (another process may still hold the pipe).
 struct WatchedReader {
-    inner: std::process::ChildStdout,
+    inner: Box<dyn ReadFd>,
     broken: Arc<AtomicBool>,
 }
 
@@ -276,12 +402,12 @@ impl std::io::Read for WatchedReader {
     }
 }
 
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+/// `[remote] ssh` in config.toml (`system` unless it says `builtin`).
+pub fn configured_ssh_client() -> SshClient {
+    let config = crate::config::load(&crate::config::default_path().unwrap_or_default()).0;
+    match config.remote_ssh.as_str() {
+        "builtin" => SshClient::Builtin,
+        _ => SshClient::System,
     }
 }
 
@@ -310,6 +436,9 @@ fn reattach_command(args: &RemoteArgs) -> String {
     if args.handoff {
         c.push_str(" --handoff");
     }
+    if args.ssh == SshClient::Builtin {
+        c.push_str(" --ssh builtin");
+    }
     if !args.ssh_args.is_empty() {
         c.push_str(" --");
         for a in &args.ssh_args {
@@ -336,7 +465,7 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
         anyhow::bail!("{:?} is not a host name (a host may not start with '-'); usage: herdr --remote HOST [-- SSH ARGS]", args.host);
     }
     client::check_terminal()?;
-    let ssh = Ssh::new(&args.host, &args.ssh_args)?;
+    let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
     let binary = install::ensure_installed(&ssh, &args)?;
     server::ensure_server(&ssh, &binary, &args)?;
     let log = paths::runtime_dir().join(format!("ssh-{}.log", args.session));
@@ -346,7 +475,6 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
         binary,
         session: args.session.clone(),
         keys,
-        child: None,
         log,
     };
     let first = bridge.open(client::terminal_size())?;

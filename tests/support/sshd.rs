@@ -153,6 +153,50 @@ impl Sshd {
         ]
     }
 
+    pub fn port(&self) -> u16 {
+        let config = std::fs::read_to_string(self.dir.path().join("sshd_config")).unwrap();
+        config
+            .lines()
+            .find_map(|l| l.strip_prefix("Port ")?.trim().parse().ok())
+            .unwrap()
+    }
+
+    /// Writes a client config for herdr's built-in ssh into `home/.ssh` (it reads
+    /// `~/.ssh/config` through $HOME), with this server's host key known or not.
+    pub fn builtin_client_config(&self, home: &Path, known: bool) {
+        let ssh = home.join(".ssh");
+        std::fs::create_dir_all(&ssh).unwrap();
+        std::fs::write(
+            ssh.join("config"),
+            format!(
+                "Host {HOST}\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile {}\n",
+                self.port(),
+                self.dir.path().join("user_key").display()
+            ),
+        )
+        .unwrap();
+        if known {
+            std::fs::copy(self.dir.path().join("known_hosts"), ssh.join("known_hosts")).unwrap();
+        }
+    }
+
+    /// Ends every connection this server has open (its per-connection processes), as a
+    /// dropped network would.
+    pub fn drop_connections(&self) {
+        let me = self.child.id().to_string();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1).map(str::to_string));
+            if ppid.as_deref() == Some(me.as_str()) {
+                let _ = Command::new("kill").arg("-9").arg(e.file_name()).status();
+            }
+        }
+    }
+
     /// The ssh processes of a test (bridge, shared master): what a dropped link kills.
     pub fn kill_ssh_clients(&self) {
         let config = self.config().display().to_string();
