@@ -93,6 +93,21 @@ fn a_remote_without_herdr_and_no_yes_is_not_touched() {
         "{err}"
     );
     assert!(!sshd.remote_home().join(".local/share/herdr").exists());
+    // A session name that would run something in a shell is refused before ssh runs
+    // (and everything that reaches the remote shell is quoted anyway).
+    let marker = env.dir.path().join("pwned-session");
+    let out = std::process::Command::new(support::BIN)
+        .env_clear()
+        .envs(env.vars())
+        .args(["--remote", HOST, "--session"])
+        .arg(format!("a b;touch {}", marker.display()))
+        .args(["--", "-F", &config])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not allowed"), "{err}");
+    assert!(!marker.exists());
     // A host that looks like an option is refused before ssh runs.
     let marker = env.dir.path().join("pwned");
     let out = env.herdr(&[
