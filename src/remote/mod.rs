@@ -93,6 +93,22 @@ pub enum SshClient {
     Builtin,
 }
 
+/// Where the shared connections' sockets live: `<runtime dir>/ssh`, or — when that path is
+/// too long for a socket name with the 40-character `%C` and the 17 characters ssh adds
+/// while creating it — a private folder under /tmp.
+fn control_dir() -> anyhow::Result<PathBuf> {
+    /// sun_path holds 108 bytes on Linux, 104 on the BSDs.
+    const ROOM: usize = 104 - 1 - 40 - 17;
+    let preferred = paths::runtime_dir().join("ssh");
+    let dir = if preferred.as_os_str().len() <= ROOM {
+        preferred
+    } else {
+        PathBuf::from(format!("/tmp/herdr-ssh-{}", nix::unistd::getuid()))
+    };
+    paths::ensure_private_dir(&dir)?;
+    Ok(dir)
+}
+
 /// herdr's ssh options: the `ssh -G` key, OpenSSH's default for it (as `ssh -G` prints it;
 /// `None` when it prints nothing), and the option herdr passes.
 fn our_options(control_dir: &Path) -> Vec<(&'static str, Option<&'static str>, String)> {
@@ -144,9 +160,7 @@ impl Ssh {
                 )?))),
             });
         }
-        let control_dir = paths::runtime_dir().join("ssh");
-        paths::ensure_private_dir(&paths::runtime_dir())?;
-        paths::ensure_private_dir(&control_dir)?;
+        let control_dir = control_dir()?;
         // What the user's config (and extra arguments) make of this host, without
         // connecting.
         let effective = Command::new("ssh")
@@ -468,6 +482,7 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
     let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
     let binary = install::ensure_installed(&ssh, &args)?;
     server::ensure_server(&ssh, &binary, &args)?;
+    paths::ensure_private_dir(&paths::runtime_dir())?;
     let log = paths::runtime_dir().join(format!("ssh-{}.log", args.session));
     let keys = (args.keybindings == Keybindings::Local).then(local_keys);
     let mut bridge = Bridge {
