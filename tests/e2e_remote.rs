@@ -444,6 +444,15 @@ fn a_link_that_goes_silent_is_noticed_by_the_client_itself() {
     t.send(b"\x03");
     t.line("echo back-$((6*7))");
     t.wait_text("back-42");
+    // Frozen again, and this time the user gives up while a reconnection hangs: ctrl-c
+    // ends the client at once, with the command to come back.
+    kill(master, Signal::SIGSTOP).unwrap();
+    t.wait_text("reconnecting to");
+    t.send(b"\x03");
+    t.wait_exit();
+    kill(master, Signal::SIGCONT).unwrap();
+    let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
+    assert!(out.contains("reattach with: herdr --remote"), "{out}");
 }
 
 #[test]

@@ -118,6 +118,9 @@ pub trait Transport {
     }
     /// Whether a lost link is retried (remote) or the end (local).
     fn reconnects(&self) -> bool;
+    /// Set when the user gives up: an `open` that is waiting (a link that does not
+    /// answer) should stop waiting and fail.
+    fn cancel_on(&mut self, _flag: Arc<AtomicBool>) {}
     /// For messages: "session work on devbox".
     fn describe(&self) -> String;
 }
@@ -230,6 +233,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
 
     let writer: SharedWriter = Arc::new(Mutex::new(Some(first.writer)));
     let quit = Arc::new(AtomicBool::new(false));
+    transport.cancel_on(quit.clone());
     spawn_input_thread(writer.clone(), quit.clone())?;
     spawn_resize_thread(writer.clone())?;
     let watched: SharedWatch = Arc::new(Mutex::new(Watch {

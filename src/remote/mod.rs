@@ -330,12 +330,14 @@ struct Bridge {
     /// This machine's key bindings, sent with each hello (`--remote-keybindings local`).
     keys: Option<crate::protocol::ClientKeys>,
     log: PathBuf,
+    /// Set when the user gives up: a hello that does not come is no longer waited for.
+    cancel: Arc<AtomicBool>,
 }
 
 impl Transport for Bridge {
     fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
         let Pipe {
-            mut reader,
+            reader,
             mut writer,
             kill,
         } = self.ssh.stream(
@@ -351,10 +353,22 @@ impl Transport for Bridge {
             .write_all(line.as_bytes())
             .context("the bridge closed before the hello")?;
         writer.flush()?;
+        let mut waiting = WatchedReader {
+            inner: reader,
+            broken: self.cancel.clone(),
+        };
         let reply = crate::client::connect::read_hello_reply(
-            &mut reader,
+            &mut waiting,
             &format!("the bridge (see {})", self.log.display()),
-        )?;
+        );
+        let reader = waiting.inner;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                kill();
+                return Err(e);
+            }
+        };
         // A server that answers pings is watched: a link that goes silent is ended (our
         // end stops reading, its ssh is killed) and the client reconnects, whatever ssh's
         // own keepalive settings are. (With a shared connection the ssh master, not this
@@ -381,6 +395,10 @@ impl Transport for Bridge {
 
     fn reconnects(&self) -> bool {
         true
+    }
+
+    fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
+        self.cancel = flag;
     }
 
     fn describe(&self) -> String {
@@ -491,6 +509,7 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
         session: args.session.clone(),
         keys,
         log,
+        cancel: Arc::new(AtomicBool::new(false)),
     };
     let first = bridge.open(client::terminal_size())?;
     let outcome = client::run(&mut bridge, first)?;
