@@ -444,13 +444,17 @@ fn a_link_that_goes_silent_is_noticed_by_the_client_itself() {
     t.send(b"\x03");
     t.line("echo back-$((6*7))");
     t.wait_text("back-42");
-    // Frozen again, and this time the user gives up while a reconnection hangs: ctrl-c
-    // ends the client at once, with the command to come back.
-    kill(master, Signal::SIGSTOP).unwrap();
+    // The link that came back is a connection of its own (the shared one had frozen).
+    // Frozen again, and this time the user gives up while it is silent: ctrl-c ends the
+    // client at once, with the command to come back.
+    let own = pids_with(&["ssh ", &config, "ControlPath=none", "remote-bridge"]);
+    assert_eq!(own.len(), 1, "{own:?}");
+    let own = nix::unistd::Pid::from_raw(own[0]);
+    kill(own, Signal::SIGSTOP).unwrap();
     t.wait_text("reconnecting to");
     t.send(b"\x03");
     t.wait_exit();
-    kill(master, Signal::SIGCONT).unwrap();
+    let _ = kill(own, Signal::SIGKILL);
     let out = String::from_utf8_lossy(&t.raw_output()).into_owned();
     assert!(out.contains("reattach with: herdr --remote"), "{out}");
 }

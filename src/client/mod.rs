@@ -249,14 +249,19 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     let mut replaced_until: Option<std::time::Instant> = None;
     let outcome = loop {
         let lost = match reader.take() {
-            Some(r) => match pump(r, &mut stdout, &watched) {
-                Ok(outcome) => break outcome,
-                Err(Drop::Lost(why)) => why,
-                Err(Drop::Replaced(why)) => {
-                    replaced_until = Some(std::time::Instant::now() + REPLACED_WINDOW);
-                    why
+            Some(r) => {
+                let pumped = pump(r, &mut stdout, &watched);
+                // That link is over: nothing may watch (or kill) it any more.
+                *watch(&watched) = Watch::default();
+                match pumped {
+                    Ok(outcome) => break outcome,
+                    Err(Drop::Lost(why)) => why,
+                    Err(Drop::Replaced(why)) => {
+                        replaced_until = Some(std::time::Instant::now() + REPLACED_WINDOW);
+                        why
+                    }
                 }
-            },
+            }
             None => String::from("not connected"),
         };
         *lock(&writer) = None;
@@ -323,13 +328,14 @@ fn pump(
     stdout: &mut std::io::Stdout,
     watched: &SharedWatch,
 ) -> Result<Outcome, Drop> {
-    let mut reader = ServerReader::new(reader);
+    // Every byte counts as life (a large frame over a slow link is not silence).
+    let heard = Heard {
+        inner: reader,
+        watched: watched.clone(),
+    };
+    let mut reader = ServerReader::new(Box::new(heard));
     loop {
-        let msg = reader.recv();
-        if matches!(msg, Ok(Some(_))) {
-            watch(watched).heard = Some(std::time::Instant::now());
-        }
-        match msg {
+        match reader.recv() {
             Ok(Some(ServerMsg::Pong)) => {}
             Ok(Some(ServerMsg::Output(bytes))) => {
                 if stdout
@@ -345,6 +351,22 @@ fn pump(
             Ok(None) => return Err(Drop::Lost("the server closed the connection".into())),
             Err(e) => return Err(Drop::Lost(e.to_string())),
         }
+    }
+}
+
+/// A link's reader that notes when it last brought anything.
+struct Heard {
+    inner: Box<dyn Read + Send>,
+    watched: SharedWatch,
+}
+
+impl Read for Heard {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            watch(&self.watched).heard = Some(std::time::Instant::now());
+        }
+        Ok(n)
     }
 }
 

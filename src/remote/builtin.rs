@@ -18,6 +18,9 @@ use russh::client;
 use russh::keys::{self, PrivateKeyWithHashAlg, PublicKey};
 use russh::ChannelMsg;
 
+/// How long opening a channel on an established connection may take.
+const CHANNEL_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Where and as whom to connect, from the user's ssh config.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -113,12 +116,15 @@ fn expand(path: &str, home: &Path, host: &str, user: &str) -> PathBuf {
 
 /// The connection target for `alias` from the config text (if any).
 pub fn resolve(alias: &str, config: Option<&str>, home: &Path, local_user: &str) -> Target {
-    let values = config.map(|t| config_values(t, alias)).unwrap_or_default();
-    let first = |k: &str| values.get(k).and_then(|v| v.first()).cloned();
-    let (alias_user, alias_host) = match alias.split_once('@') {
+    // `user@host`: the config's Host patterns match the host part (as in OpenSSH).
+    let (alias_user, alias_host) = match alias.rsplit_once('@') {
         Some((u, h)) => (Some(u.to_string()), h.to_string()),
         None => (None, alias.to_string()),
     };
+    let values = config
+        .map(|t| config_values(t, &alias_host))
+        .unwrap_or_default();
+    let first = |k: &str| values.get(k).and_then(|v| v.first()).cloned();
     let host_name = first("hostname")
         .map(|h| h.replace("%h", &alias_host))
         .unwrap_or_else(|| alias_host.clone());
@@ -239,8 +245,14 @@ impl Session {
             return self.handle.as_ref().context("no connection");
         }
         let t = self.target.clone();
+        let reconnecting = self.handle.is_some();
         let handle = match self.rt.block_on(connect(&t))? {
             Ok(h) => h,
+            Err(key) if reconnecting => anyhow::bail!(
+                "the host key of {} ({}) is no longer in known_hosts; not asking while reconnecting — connect again to decide",
+                t.alias,
+                fingerprint(&key)
+            ),
             Err(key) => {
                 // An unknown host: only a person at a terminal may trust it.
                 let interactive =
@@ -289,7 +301,9 @@ impl Session {
         self.connection()?;
         let handle = self.handle.as_ref().context("no connection")?;
         self.rt.block_on(async {
-            let mut ch = handle.channel_open_session().await?;
+            let mut ch = tokio::time::timeout(CHANNEL_TIMEOUT, handle.channel_open_session())
+                .await
+                .map_err(|_| anyhow::anyhow!("the host did not open a channel in time"))??;
             ch.exec(true, command).await?;
             if let Some(data) = input {
                 ch.data(&data[..]).await?;
@@ -315,7 +329,9 @@ impl Session {
         self.connection()?;
         let handle = self.handle.as_ref().context("no connection")?;
         let ch = self.rt.block_on(async {
-            let ch = handle.channel_open_session().await?;
+            let ch = tokio::time::timeout(CHANNEL_TIMEOUT, handle.channel_open_session())
+                .await
+                .map_err(|_| anyhow::anyhow!("the host did not open a channel in time"))??;
             ch.exec(true, command).await?;
             anyhow::Ok(ch)
         })?;
@@ -496,6 +512,11 @@ Host *
         assert_eq!(t.identities[0], PathBuf::from("/home/u/.ssh/internal"));
         let t = resolve("secret.internal", Some(CONFIG), home, "me");
         assert_eq!(t.user, "fallback", "a negated pattern excludes");
+        let t = resolve("carol@devbox", Some(CONFIG), home, "me");
+        assert_eq!(
+            (t.host_name.as_str(), t.user.as_str(), t.port),
+            ("10.0.0.7", "carol", 2222)
+        );
         let t = resolve("carol@other", None, home, "me");
         assert_eq!(
             (t.host_name.as_str(), t.user.as_str(), t.port),

@@ -88,7 +88,8 @@ fn release_for(platform: &str, host: &str) -> anyhow::Result<Source> {
         .map_err(|e| anyhow::anyhow!("{e} (manifest {url})"))?;
     Ok(Source::Download {
         url: a.url.clone(),
-        sha256: a.sha256.clone(),
+        // sha256sum prints lower case; a manifest may not.
+        sha256: a.sha256.to_ascii_lowercase(),
     })
 }
 

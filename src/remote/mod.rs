@@ -68,6 +68,9 @@ enum How {
         options: Vec<String>,
         /// The bridge's ssh, while it runs.
         child: std::sync::Mutex<Option<Child>>,
+        /// Set when a link over the shared connection went silent: that connection may
+        /// be frozen, so later bridges connect on their own.
+        unshared: Arc<AtomicBool>,
     },
     Builtin(Box<std::sync::Mutex<builtin::Session>>),
 }
@@ -75,13 +78,15 @@ enum How {
 /// A running remote command's stdio, as the bridge uses it.
 struct Pipe {
     reader: Box<dyn ReadFd>,
-    writer: Box<dyn Write + Send>,
+    writer: Box<dyn WriteFd>,
     /// Ends it (its ssh killed, its channel closed).
     kill: Box<dyn Fn() + Send>,
 }
 
 trait ReadFd: std::io::Read + std::os::fd::AsFd + Send {}
 impl<T: std::io::Read + std::os::fd::AsFd + Send> ReadFd for T {}
+trait WriteFd: Write + std::os::fd::AsFd + Send {}
+impl<T: Write + std::os::fd::AsFd + Send> WriteFd for T {}
 
 /// Which SSH client `--remote` uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -97,8 +102,9 @@ pub enum SshClient {
 /// too long for a socket name with the 40-character `%C` and the 17 characters ssh adds
 /// while creating it — a private folder under /tmp.
 fn control_dir() -> anyhow::Result<PathBuf> {
-    /// sun_path holds 108 bytes on Linux, 104 on the BSDs.
-    const ROOM: usize = 104 - 1 - 40 - 17;
+    /// sun_path holds 108 bytes on Linux, 104 on the BSDs: the folder, a `/`, the 40 of
+    /// `%C`, the 17 ssh adds while creating it, and the final NUL.
+    const ROOM: usize = 104 - 1 - 1 - 40 - 17;
     let preferred = paths::runtime_dir().join("ssh");
     let dir = if preferred.as_os_str().len() <= ROOM {
         preferred
@@ -141,7 +147,8 @@ fn options_to_add(control_dir: &Path, effective: Option<&str>) -> Vec<String> {
         .filter(|(key, default, _)| effective.is_none() || set.get(key).copied() == *default)
         .map(|(_, _, opt)| opt)
         .collect();
-    if out.iter().any(|o| o.starts_with("ServerAliveInterval")) {
+    let count_unset = effective.is_none() || set.get("serveralivecountmax") == Some(&"3");
+    if count_unset && out.iter().any(|o| o.starts_with("ServerAliveInterval")) {
         out.push("ServerAliveCountMax=3".into());
     }
     out
@@ -187,6 +194,7 @@ impl Ssh {
                 extra: extra.to_vec(),
                 options: options_to_add(&control_dir, effective.as_deref()),
                 child: std::sync::Mutex::new(None),
+                unshared: Arc::new(AtomicBool::new(false)),
             },
         })
     }
@@ -268,8 +276,21 @@ impl Ssh {
                 extra,
                 options,
                 child,
+                unshared,
             } => {
                 let mut slot = child.lock().unwrap_or_else(|e| e.into_inner());
+                let own: Vec<String>;
+                let options = if unshared.load(Ordering::Acquire) {
+                    own = options
+                        .iter()
+                        .filter(|o| !o.starts_with("Control"))
+                        .cloned()
+                        .chain(["ControlMaster=no".into(), "ControlPath=none".into()])
+                        .collect();
+                    &own
+                } else {
+                    options
+                };
                 if let Some(mut old) = slot.take() {
                     let _ = old.kill();
                     let _ = old.wait();
@@ -290,10 +311,12 @@ impl Ssh {
                 let pid = nix::unistd::Pid::from_raw(c.id() as i32);
                 // Kept (not reaped) while it may be killed: its pid cannot be reused.
                 *slot = Some(c);
+                let unshared = unshared.clone();
                 Ok(Pipe {
                     reader: Box::new(reader),
                     writer: Box::new(writer),
                     kill: Box::new(move || {
+                        unshared.store(true, Ordering::Release);
                         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
                     }),
                 })
@@ -353,15 +376,31 @@ impl Transport for Bridge {
             .write_all(line.as_bytes())
             .context("the bridge closed before the hello")?;
         writer.flush()?;
+        // The hello is waited for until the user gives up or HELLO_TIMEOUT passes (a
+        // connection that does not answer must not hold the reconnection forever).
+        let gave_up = self.cancel.clone();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let deadline = std::time::Instant::now() + HELLO_TIMEOUT;
         let mut waiting = WatchedReader {
             inner: reader,
-            broken: self.cancel.clone(),
+            broken: timed_out.clone(),
         };
+        let t = timed_out.clone();
+        let watcher = std::thread::spawn(move || {
+            while !t.load(Ordering::Acquire) {
+                if gave_up.load(Ordering::Acquire) || std::time::Instant::now() >= deadline {
+                    t.store(true, Ordering::Release);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
         let reply = crate::client::connect::read_hello_reply(
             &mut waiting,
             &format!("the bridge (see {})", self.log.display()),
         );
         let reader = waiting.inner;
+        timed_out.store(true, Ordering::Release);
+        let _ = watcher.join();
         let reply = match reply {
             Ok(r) => r,
             Err(e) => {
@@ -383,12 +422,16 @@ impl Transport for Bridge {
         } else {
             None
         };
+        crate::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&writer))?;
         Ok(Link {
             reader: Box::new(WatchedReader {
                 inner: reader,
+                broken: broken.clone(),
+            }),
+            writer: Box::new(PatientWriter {
+                inner: writer,
                 broken,
             }),
-            writer,
             watchdog,
         })
     }
@@ -403,6 +446,41 @@ impl Transport for Bridge {
 
     fn describe(&self) -> String {
         format!("{} (session {})", self.ssh.host, self.session)
+    }
+}
+
+/// How long a new bridge may take to answer the hello.
+const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The bridge's input, written so that a link the watchdog ended stops blocking its
+/// writer (a frozen connection takes nothing, and another process may hold the pipe).
+struct PatientWriter {
+    inner: Box<dyn WriteFd>,
+    broken: Arc<AtomicBool>,
+}
+
+impl Write for PatientWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsFd;
+        loop {
+            if self.broken.load(Ordering::Acquire) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the link went silent",
+                ));
+            }
+            if crate::sys::poll_writable(self.inner.as_fd(), std::time::Duration::from_millis(250))?
+            {
+                match crate::sys::write_nb(self.inner.as_fd(), buf)? {
+                    Some(n) => return Ok(n),
+                    None => continue,
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -428,7 +506,11 @@ impl std::io::Read for WatchedReader {
                 Some(std::time::Duration::from_millis(250)),
             )?;
             if ready.first().copied().unwrap_or(false) {
-                return self.inner.read(buf);
+                match self.inner.read(buf) {
+                    // (The writer's side of a socket is non-blocking, and so its reader.)
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    other => return other,
+                }
             }
         }
     }

@@ -11,18 +11,21 @@ os=$(uname -s 2>/dev/null || echo unknown)
 arch=$(uname -m 2>/dev/null || echo unknown)
 libc=unknown
 if [ "$os" = Linux ]; then
-  if (ldd --version 2>&1 || true) | grep -qi musl; then libc=musl
+  if ls /lib/ld-musl-*.so.1 >/dev/null 2>&1 || (ldd --version 2>&1 || true) | grep -qi musl; then libc=musl
   else g=$(getconf GNU_LIBC_VERSION 2>/dev/null | cut -d' ' -f2); [ -n "$g" ] && libc="glibc-$g"; fi
 fi
+# A profile or a binary that waits for something must not hang the probe.
+limit=
+if command -v timeout >/dev/null 2>&1; then limit="timeout 10"; fi
 shell=${SHELL:-}
 [ -n "$shell" ] || shell=$(getent passwd "$(id -un 2>/dev/null)" 2>/dev/null | cut -d: -f7)
-ok() { [ -n "$1" ] && [ -f "$1" ] && [ -x "$1" ] && [ "$("$1" --version 2>/dev/null </dev/null)" = "$want" ]; }
+ok() { [ -n "$1" ] && [ -f "$1" ] && [ -x "$1" ] && [ "$($limit "$1" --version 2>/dev/null </dev/null)" = "$want" ]; }
 found=
 for c in "$target" "$(command -v herdr 2>/dev/null)" "$HOME/.local/bin/herdr" /usr/local/bin/herdr /opt/homebrew/bin/herdr /usr/bin/herdr; do
   if ok "$c"; then found=$c; break; fi
 done
 if [ -z "$found" ] && [ -n "$shell" ] && [ -x "$shell" ]; then
-  c=$("$shell" -lc 'command -v herdr' </dev/null 2>/dev/null | tail -n 1)
+  c=$($limit "$shell" -lc 'command -v herdr' </dev/null 2>/dev/null | tail -n 1)
   case "$c" in /*) ok "$c" && found=$c;; esac
 fi
 fetch=

@@ -46,6 +46,19 @@ pub fn parse_status(out: &str) -> anyhow::Result<Running> {
     if rc == EXIT_NO_SERVER {
         return Ok(Running::Nothing);
     }
+    // A server of another protocol refuses our status request's hello, and says who it is.
+    let mismatch = regex_lite::Regex::new(r"this server \(herdr ([^)\s]+)\) speaks protocol (\d+)")
+        .ok()
+        .and_then(|re| {
+            re.captures(&text)
+                .map(|c| (c[1].to_string(), c[2].to_string()))
+        });
+    if let Some((version, protocol)) = mismatch {
+        return Ok(Running::Server {
+            version,
+            protocol: protocol.parse().unwrap_or(0),
+        });
+    }
     if rc != 0 {
         anyhow::bail!(
             "asking its herdr server for its status failed: {}",
@@ -175,6 +188,17 @@ mod tests {
                 version: "0.0.9".into(),
                 protocol: 1
             }
+        );
+        assert_eq!(
+            parse_status(
+                "herdr-status 1\nherdr: protocol mismatch: this server (herdr 0.0.3) speaks protocol 7, the client (herdr 0.1.0) speaks 1; use the same\n"
+            )
+            .unwrap(),
+            Running::Server {
+                version: "0.0.3".into(),
+                protocol: 7
+            },
+            "an older protocol's refusal says who it is"
         );
         assert!(parse_status("herdr-status 1\nboom\n")
             .unwrap_err()

@@ -335,8 +335,10 @@ impl Server {
                     pending,
                 } = *a;
                 let bindings = keys.map(|k| self.client_bindings(id, k));
-                if env.is_some() {
-                    self.attach_env = env;
+                if let Some(mut env) = env {
+                    // Only what belongs to where the client is; never HERDR_* and the like.
+                    env.retain(|k, _| crate::protocol::ATTACH_ENV.contains(&k.as_str()));
+                    self.attach_env = Some(env);
                 }
                 self.attach(id, writer, size, reader, pending);
                 if let Some(c) = self.clients.get_mut(&id) {

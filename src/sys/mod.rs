@@ -176,6 +176,21 @@ pub fn read_nb(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<usize>> 
     }
 }
 
+/// Waits up to `timeout` for `fd` to take a write (or to fail: an error or hangup also
+/// counts, so the write that follows reports it).
+pub fn poll_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    let mut pfds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    match poll(
+        &mut pfds,
+        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+    ) {
+        Ok(_) => Ok(pfds[0].revents().is_some_and(|r| !r.is_empty())),
+        Err(Errno::EINTR) => Ok(false),
+        Err(e) => Err(errno_to_io(e)),
+    }
+}
+
 /// Non-blocking write; `Ok(None)` means "would block".
 pub fn write_nb(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<Option<usize>> {
     loop {

@@ -201,7 +201,7 @@ impl Sshd {
     pub fn kill_ssh_clients(&self) {
         let config = self.config().display().to_string();
         let _ = Command::new("pkill")
-            .args(["-f", &format!("ssh .*{config}")])
+            .args(["-KILL", "-f", &format!("ssh .*{config}")])
             .status();
     }
 }
@@ -214,8 +214,9 @@ impl MuxGuard<'_> {
     /// Ends the shared connection now: the next ssh makes a new one.
     pub fn end(&self) {
         let dir = self.0.dir.path().join("run/herdr/ssh");
+        // KILL: a connection a test froze (SIGSTOP) would not act on TERM.
         let _ = Command::new("pkill")
-            .args(["-f", &format!("ssh: {}", dir.display())])
+            .args(["-KILL", "-f", &format!("ssh: {}", dir.display())])
             .status();
     }
 }
