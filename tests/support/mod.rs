@@ -312,11 +312,16 @@ impl Term {
             .expect("resize");
     }
 
-    /// Waits for the client process to exit; returns its exit code.
+    /// Waits for the client process to exit; returns its exit code. What it printed last
+    /// is read by then too (up to end-of-file, which follows the exit closely).
     pub fn wait_exit(&mut self) -> u32 {
         let deadline = Instant::now() + WAIT;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
+                let drained = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < drained && !*self.eof.lock().unwrap() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return status.exit_code();
             }
             std::thread::sleep(Duration::from_millis(20));
