@@ -8,6 +8,7 @@
 //! frames go out at most every `FRAME_INTERVAL`.
 
 mod api;
+mod attach;
 mod conn;
 pub(crate) mod fault;
 pub mod handoff;
@@ -324,27 +325,7 @@ impl Server {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::Attach(a) => {
-                let Attaching {
-                    id,
-                    writer,
-                    size,
-                    keys,
-                    env,
-                    reader,
-                    pending,
-                } = *a;
-                let bindings = keys.map(|k| self.client_bindings(id, k));
-                if let Some(mut env) = env {
-                    // Only what belongs to where the client is; never HERDR_* and the like.
-                    env.retain(|k, _| crate::protocol::ATTACH_ENV.contains(&k.as_str()));
-                    self.attach_env = Some(env);
-                }
-                self.attach(id, writer, size, reader, pending);
-                if let Some(c) = self.clients.get_mut(&id) {
-                    c.bindings = bindings;
-                }
-            }
+            Event::Attach(a) => self.attach(*a),
             Event::ClientMsg(id, msg) => self.client_msg(id, msg),
             Event::ClientGone(id, reason) => {
                 if let Some(reason) = reason {
@@ -365,47 +346,6 @@ impl Server {
             Event::Saved(report) => self.persist_saved(report),
             Event::Signal(sig) => self.stop(&format!("server stopped by signal {sig}")),
         }
-    }
-
-    fn attach(
-        &mut self,
-        id: ClientId,
-        writer: ClientWriter,
-        size: (u16, u16),
-        reader: std::os::unix::net::UnixStream,
-        pending: Vec<u8>,
-    ) {
-        let size = panes::sane_size(size);
-        if self.state.workspaces.is_empty() {
-            if let Err(e) = self.create_workspace(None, None) {
-                writer.send_last(ServerMsg::Exit(e.to_string()).encode());
-                return;
-            }
-        }
-        let mut decoder = crate::protocol::frame::Decoder::default();
-        decoder.push(&pending);
-        self.clients.insert(
-            id,
-            Client {
-                writer,
-                reader,
-                decoder,
-                size,
-                prev: None,
-                mode: Mode::Normal,
-                parser: InputParser::new(),
-                drag: None,
-                behind: false,
-                input_flush_at: None,
-                bindings: None,
-                cache: ui::ComposeCache::default(),
-                spare: None,
-                spare_stale: Vec::new(),
-            },
-        );
-        self.active_client = Some(id);
-        self.set_size(size);
-        self.request_render();
     }
 
     fn client_msg(&mut self, id: ClientId, msg: ClientMsg) {
@@ -621,37 +561,6 @@ impl Server {
             self.last_frame = now;
             self.render();
         }
-    }
-
-    /// The key bindings a client brought, built like the server's own from its config.
-    fn client_bindings(&self, id: ClientId, keys: crate::protocol::ClientKeys) -> Bindings {
-        let config = Config {
-            prefix: keys.prefix,
-            keys: keys
-                .keys
-                .into_iter()
-                .map(|(key, action)| crate::config::KeySetting {
-                    key,
-                    action,
-                    line: 0,
-                })
-                .collect(),
-            ..Config::default()
-        };
-        let origin = PathBuf::from(format!("(client {id}'s config)"));
-        let (bindings, diags) = Bindings::from_config(&config, &origin);
-        for d in diags {
-            eprintln!("client {id}: key bindings: {d}");
-        }
-        bindings
-    }
-
-    /// The key bindings that apply to a client's keys.
-    pub(crate) fn bindings_of(&self, id: ClientId) -> &Bindings {
-        self.clients
-            .get(&id)
-            .and_then(|c| c.bindings.as_ref())
-            .unwrap_or(&self.bindings)
     }
 
     pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {

@@ -1,0 +1,96 @@
+//! A client joining the session: its connection becomes a `Client`, with the key
+//! bindings it may bring (`--remote-keybindings local`) and the environment of where it
+//! attaches from, for the panes started afterwards.
+
+use std::path::PathBuf;
+
+use super::{panes, Attaching, Client, ClientId, Mode, Server};
+use crate::bindings::Bindings;
+use crate::config::Config;
+use crate::input::InputParser;
+use crate::protocol::frame::ServerMsg;
+use crate::render::ui;
+
+impl Server {
+    /// A client said hello: it gets its own key bindings if it brought them, new panes
+    /// get its DISPLAY and the like, and it becomes the active client.
+    pub(super) fn attach(&mut self, a: Attaching) {
+        let Attaching {
+            id,
+            writer,
+            size,
+            keys,
+            env,
+            reader,
+            pending,
+        } = a;
+        let bindings = keys.map(|k| self.client_bindings(id, k));
+        if let Some(mut env) = env {
+            // Only what belongs to where the client is; never HERDR_* and the like.
+            env.retain(|k, _| crate::protocol::ATTACH_ENV.contains(&k.as_str()));
+            self.attach_env = Some(env);
+        }
+        let size = panes::sane_size(size);
+        if self.state.workspaces.is_empty() {
+            if let Err(e) = self.create_workspace(None, None) {
+                writer.send_last(ServerMsg::Exit(e.to_string()).encode());
+                return;
+            }
+        }
+        let mut decoder = crate::protocol::frame::Decoder::default();
+        decoder.push(&pending);
+        self.clients.insert(
+            id,
+            Client {
+                writer,
+                reader,
+                decoder,
+                size,
+                prev: None,
+                mode: Mode::Normal,
+                parser: InputParser::new(),
+                drag: None,
+                behind: false,
+                input_flush_at: None,
+                bindings,
+                cache: ui::ComposeCache::default(),
+                spare: None,
+                spare_stale: Vec::new(),
+            },
+        );
+        self.active_client = Some(id);
+        self.set_size(size);
+        self.request_render();
+    }
+
+    /// The key bindings a client brought, built like the server's own from its config.
+    fn client_bindings(&self, id: ClientId, keys: crate::protocol::ClientKeys) -> Bindings {
+        let config = Config {
+            prefix: keys.prefix,
+            keys: keys
+                .keys
+                .into_iter()
+                .map(|(key, action)| crate::config::KeySetting {
+                    key,
+                    action,
+                    line: 0,
+                })
+                .collect(),
+            ..Config::default()
+        };
+        let origin = PathBuf::from(format!("(client {id}'s config)"));
+        let (bindings, diags) = Bindings::from_config(&config, &origin);
+        for d in diags {
+            eprintln!("client {id}: key bindings: {d}");
+        }
+        bindings
+    }
+
+    /// The key bindings that apply to a client's keys.
+    pub(crate) fn bindings_of(&self, id: ClientId) -> &Bindings {
+        self.clients
+            .get(&id)
+            .and_then(|c| c.bindings.as_ref())
+            .unwrap_or(&self.bindings)
+    }
+}
