@@ -159,6 +159,12 @@ fn path_from(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
     Some(base.join("herdr").join("config.toml"))
 }
 
+/// The configuration in force now (problems in the file fall back to defaults; the
+/// server reports them, commands that only read a setting stay quiet).
+pub fn current() -> Config {
+    load(&default_path().unwrap_or_default()).0
+}
+
 /// Reads and parses `path`. A missing file is the normal case (no config
 /// written yet), so it yields the defaults silently.
 pub fn load(path: &Path) -> (Config, Vec<Diagnostic>) {

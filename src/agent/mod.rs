@@ -444,19 +444,7 @@ mod tests {
         let id = SessionRef::Id("abc".into());
         assert_eq!(
             plan("herdr:claude", "claude", &id, &flags),
-            Some(v(&[
-                "claude",
-                "--model",
-                "opus",
-                "--permission-mode",
-                "plan",
-                "--dangerously-skip-permissions",
-                "--add-dir",
-                "../a",
-                "../b",
-                "--resume",
-                "abc"
-            ]))
+            Some([v(&["claude"]), flags.clone(), v(&["--resume", "abc"])].concat())
         );
         // A script agent's own argv starts at its script.
         let node = v(&["node", "/x/claude-code/cli.js", "--model", "opus"]);

@@ -55,7 +55,8 @@ fn sha256_file(path: &Path) -> anyhow::Result<String> {
     )))
 }
 
-fn confirm(question: &str) -> bool {
+/// Asks a yes/no question at the terminal; anything but yes is no.
+pub(super) fn confirm(question: &str) -> bool {
     eprint!("{question} [y/N] ");
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
@@ -63,7 +64,7 @@ fn confirm(question: &str) -> bool {
 
 /// The release build of this very version for `platform`, from the configured manifest.
 fn release_for(platform: &str, host: &str) -> anyhow::Result<Source> {
-    let config = crate::config::load(&crate::config::default_path().unwrap_or_default()).0;
+    let config = crate::config::current();
     let channel = crate::update::current_channel();
     let url = crate::update::manifest_url(&config, channel);
     let http =
@@ -118,9 +119,7 @@ pub(super) fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> anyhow::Result<S
     let exe = std::env::current_exe().context("cannot find this herdr binary")?;
     let own = std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
     let why_not = probe::cannot_run_here(&probe, &own);
-    let how = crate::config::load(&crate::config::default_path().unwrap_or_default())
-        .0
-        .remote_install;
+    let how = crate::config::current().remote_install;
     let source = match (how.as_str(), why_not) {
         ("upload", Some(why)) => anyhow::bail!(
             "this herdr cannot run on {}: {why}; set [remote] install = \"auto\" to let it download the {platform} build",

@@ -518,7 +518,7 @@ impl std::io::Read for WatchedReader {
 
 /// `[remote] ssh` in config.toml (`system` unless it says `builtin`).
 pub fn configured_ssh_client() -> SshClient {
-    let config = crate::config::load(&crate::config::default_path().unwrap_or_default()).0;
+    let config = crate::config::current();
     match config.remote_ssh.as_str() {
         "builtin" => SshClient::Builtin,
         _ => SshClient::System,

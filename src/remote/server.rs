@@ -89,12 +89,6 @@ pub fn plan(running: Running, handoff: bool) -> Plan {
     }
 }
 
-fn ask(question: &str) -> bool {
-    eprint!("{question} [y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
-}
-
 /// Makes sure the session's server on the host runs a protocol this client speaks.
 pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyhow::Result<()> {
     let session = args.session.as_str();
@@ -154,12 +148,12 @@ pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyho
                 );
             }
             eprintln!("{explain}.");
-            if ask(&format!(
+            if super::install::confirm(&format!(
                 "Hand its session to herdr {v} live (every program keeps running)?"
             )) {
                 return hand_off();
             }
-            if ask("Restart it instead? Every program running there ends.") {
+            if super::install::confirm("Restart it instead? Every program running there ends.") {
                 ssh.run(
                     r#"exec "$1" --session "$2" server stop"#,
                     &[binary, session],

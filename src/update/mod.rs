@@ -64,7 +64,7 @@ pub fn manifest_url(config: &crate::config::Config, channel: Channel) -> String 
 }
 
 fn config() -> crate::config::Config {
-    crate::config::load(&crate::config::default_path().unwrap_or_default()).0
+    crate::config::current()
 }
 
 pub fn channel_show() -> anyhow::Result<i32> {

@@ -110,9 +110,7 @@ fn receive(
         raw.push((rt, image, pending));
     }
     // Rebuilding the emulators is the bulk of the work: on every core.
-    let scrollback = crate::config::load(&crate::config::default_path().unwrap_or_default())
-        .0
-        .scrollback_lines;
+    let scrollback = crate::config::current().scrollback_lines;
     let built = super::parallel_map(&raw, |(rt, image, _)| {
         Image::decode(image)
             .map(|i| {
