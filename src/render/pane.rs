@@ -32,6 +32,9 @@ impl RowCache {
     }
 }
 
+/// A cached row text no formatted row can equal.
+const UNSET: &str = "\u{0}unset";
+
 pub struct PaneCursor {
     pub pos: Option<(u16, u16)>,
     pub app_cursor: bool,
@@ -65,12 +68,36 @@ pub fn draw_pane(
     let hidden = live.hide_cursor();
     let (app_cursor, app_keypad) = (live.application_cursor(), live.application_keypad());
     let seq = emu.seq();
+    let last = cache.seen.insert(tid, (seq, rect));
+    let unchanged = last == Some((seq, rect));
+    // Drawn here before at this size and live: the emulator says which rows changed.
+    let changed = match last {
+        Some((since, r)) if !unchanged && r == rect && offset == 0 && scroll.is_none() => {
+            let (rows, cols) = emu.size();
+            (rows == rect.height && cols == rect.width)
+                .then(|| emu.rows_changed_since(since))
+                .flatten()
+        }
+        _ => None,
+    };
     let screen = emu.display();
-    let unchanged = cache.seen.insert(tid, (seq, rect)) == Some((seq, rect));
     let cached = cache.rows.entry(tid).or_default();
-    cached.resize(usize::from(rect.height), String::from("\u{0}unset"));
+    cached.resize(usize::from(rect.height), String::from(UNSET));
+    let full = !unchanged && changed.is_none();
+    if let Some(rows) = changed {
+        for row in rows {
+            draw_row(buf, rect, screen, row);
+            // Its formatted text is not known now: a later full look compares afresh.
+            let slot = &mut cached[usize::from(row)];
+            slot.clear();
+            slot.push_str(UNSET);
+            if let Some(d) = dirty.get_mut(usize::from(rect.y + row)) {
+                *d = true;
+            }
+        }
+    }
     let mut formatted = screen.rows_formatted(0, rect.width);
-    for row in (0..rect.height).filter(|_| !unchanged) {
+    for row in (0..rect.height).filter(|_| full) {
         let text = formatted.next().unwrap_or_default();
         let slot = &mut cached[usize::from(row)];
         if *slot == text {
@@ -234,5 +261,102 @@ mod tests {
             assert_eq!(buf, fresh, "after {:?}", String::from_utf8_lossy(step));
         }
         assert_eq!(text(&buf, rect), ["1", "2", "3", "4", "5"]);
+    }
+
+    /// Pieces of what programs print: typing and line editing, prompts, colours, cursor
+    /// movement, erasing, scrolling and margins, wide and combining characters, the
+    /// alternate screen, titles, and stray bytes that make broken sequences.
+    const PIECES: &[&[u8]] = &[
+        b"a",
+        b"xyz",
+        b"hello world",
+        b"\x08 \x08",
+        b"\x08\x1b[K",
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b"\t",
+        b"\x1b[31mred\x1b[0m",
+        b"\x1b[38;2;1;2;3mrgb",
+        b"\x1b[2J",
+        b"\x1b[H",
+        b"\x1b[3;4H",
+        b"\x1b[5G",
+        b"\x1b[2A",
+        b"\x1b[K",
+        b"\x1b[1K",
+        b"\x1b[2@",
+        b"\x1b[P",
+        b"\x1b[3X",
+        b"\x1b[2;4r",
+        b"\x1b[r",
+        b"\x1bM",
+        b"\x1b[S",
+        b"\x1b[L",
+        b"\x1b[?1049h",
+        b"\x1b[?1049l",
+        b"\x1b[?25l",
+        b"\x1b[?7l",
+        b"\x1b[?7h",
+        b"\x1b]0;title\x07",
+        b"\x1b(0qq\x1b(B",
+        b"\x1b7",
+        b"\x1b8",
+        b"\x1b#8",
+        b"\x1b[4h",
+        b"\x1b[4l",
+        "\u{6f22}\u{5b57}".as_bytes(),
+        "e\u{301}".as_bytes(),
+        "\u{2764}\u{fe0f}".as_bytes(),
+        "\u{301}".as_bytes(),
+        "\u{1f600}".as_bytes(),
+        b"\x1b",
+        b"[",
+        b"1;",
+        b"0123456789",
+        b"\x1bP1q#0\x1b\\",
+        b"\xe6",
+        b"\x18",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// However output arrives (any pieces, split anywhere), drawing only the rows the
+        /// emulator reports changed gives what drawing everything afresh gives.
+        #[test]
+        fn drawing_changed_rows_matches_a_fresh_drawing(
+            picks in proptest::collection::vec((0..PIECES.len(), 0usize..4), 1..60),
+            cuts in proptest::collection::vec(1usize..8, 1..40),
+        ) {
+            let (rows, cols) = (6u16, 12u16);
+            let rect = Rect::new(2, 1, cols, rows);
+            let area = Rect::new(0, 0, cols + 4, rows + 2);
+            let emu: SharedEmulator = Arc::new(Mutex::new(Emulator::new(rows, cols, 50)));
+            let tid = TerminalId(1);
+            let mut cache = RowCache::default();
+            let mut buf = Buffer::empty(area);
+            let mut out = Vec::new();
+            for (i, n) in picks {
+                for _ in 0..=n {
+                    out.extend_from_slice(PIECES[i]);
+                }
+            }
+            let mut rest = &out[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (now, later) = rest.split_at((*cut).min(rest.len()));
+                lock(&emu).process(now);
+                rest = later;
+                let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
+                draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
+                let mut fresh = Buffer::empty(area);
+                let mut nothing = RowCache::default();
+                draw_pane(&mut fresh, rect, tid, &emu, None, &mut nothing, &mut [false; 8]);
+                proptest::prop_assert_eq!(text(&buf, rect), text(&fresh, rect), "after {:?}", shown);
+                proptest::prop_assert!(buf == fresh, "styles differ after {:?}", shown);
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! Invariant: `process` never blocks and never panics on any byte sequence; everything the
 //! terminal must say back to the program is returned, never written from here.
 
+mod damage;
 mod history;
 mod image;
 
@@ -146,6 +147,8 @@ pub struct Emulator {
     offset: usize,
     /// The screen shown while scrolled back, rebuilt when the offset or content changes.
     view: Option<View>,
+    /// Which rows changed at which `seq`.
+    damage: damage::Damage,
 }
 
 struct View {
@@ -173,18 +176,59 @@ impl Emulator {
             history: history::History::new(scrollback),
             offset: 0,
             view: None,
+            damage: damage::Damage::new(rows.max(1)),
         }
     }
 
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
-        for slice in bytes.chunks(SLICE) {
-            self.parser.process(slice);
-            self.tracker.feed(slice);
-            self.drain();
-        }
         self.seq = self.seq.wrapping_add(1);
+        // Small output that starts between sequences (typing, a prompt, a program's
+        // partial redraw) is followed row by row; the rest changes everything.
+        if bytes.len() <= SLICE && self.tracker.grounded() {
+            self.process_tracked(bytes);
+        } else {
+            for slice in bytes.chunks(SLICE) {
+                self.parser.process(slice);
+                self.tracker.feed(slice);
+                self.drain();
+            }
+            self.damage.everything(self.seq);
+        }
         self.written = self.written.wrapping_add(bytes.len() as u64);
         std::mem::take(&mut self.parser.callbacks_mut().effects)
+    }
+
+    /// Feeds `bytes` token by token, noting the rows each one changes.
+    fn process_tracked(&mut self, bytes: &[u8]) {
+        use damage::Effect;
+        let (seq, cols) = (self.seq, self.size().1);
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (row, col) = self.parser.screen().cursor_position();
+            let token = damage::next_token(rest);
+            let (now, later) = rest.split_at(token.len);
+            self.parser.process(now);
+            match token.effect {
+                Effect::Nothing => {}
+                Effect::CursorRow => self.damage.row(row, seq),
+                // Bytes bound the columns text takes (a mark that widens the character
+                // before it included): short of the margin, it cannot wrap.
+                Effect::Text if usize::from(col) + now.len() < usize::from(cols) => {
+                    self.damage.row(row, seq)
+                }
+                Effect::LineFeed if self.parser.screen().cursor_position().0 != row => {}
+                Effect::Text | Effect::LineFeed | Effect::Everything => self.damage.everything(seq),
+            }
+            rest = later;
+        }
+        self.tracker.feed(bytes);
+        self.drain();
+    }
+
+    /// The screen rows changed since `seq` (an earlier [`Emulator::seq`]) in the live
+    /// screen; None when that may be any of them.
+    pub fn rows_changed_since(&self, seq: u64) -> Option<Vec<u16>> {
+        self.damage.since(seq)
     }
 
     /// How many bytes the program has written so far (to tell its output from redraws).
@@ -308,6 +352,7 @@ impl Emulator {
             // A shorter screen pushes rows into scrollback.
             self.drain();
             self.seq = self.seq.wrapping_add(1);
+            self.damage.resize(rows.max(1), self.seq);
         }
     }
 
@@ -321,6 +366,7 @@ impl Emulator {
         };
         self.offset = rows.min(max);
         self.seq = self.seq.wrapping_add(1);
+        self.damage.everything(self.seq);
     }
 
     pub fn scrollback(&self) -> usize {

@@ -283,6 +283,9 @@ static BLANK_CELL: Cell = Cell::EMPTY;
 /// The symbol as printed and its width. Control characters would be interpreted and zero-width
 /// ones would merge into the previous cell, desynchronising our cursor model: print a space.
 fn printable(symbol: &str) -> (&str, u16) {
+    if let [b' '..=b'~'] = symbol.as_bytes() {
+        return (symbol, 1); // most cells: one ASCII character
+    }
     if symbol.chars().any(char::is_control) {
         return (" ", 1);
     }
@@ -366,7 +369,11 @@ impl Encoder {
     /// Draws the rows of `next` that differ from `prev`, which the terminal shows.
     fn draw(&mut self, prev: &Buffer, next: &Buffer, rows: Option<&[bool]>) {
         let width = usize::from(self.width);
-        let (mut old, mut new, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut old, mut new, mut changed) = (
+            Vec::with_capacity(width),
+            Vec::with_capacity(width),
+            Vec::with_capacity(width),
+        );
         for y in 0..next.area.height {
             if rows.is_some_and(|r| !r.get(usize::from(y)).copied().unwrap_or(true)) {
                 continue;
