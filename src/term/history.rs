@@ -28,6 +28,10 @@ impl History {
         }
     }
 
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
     pub fn len(&self) -> usize {
         self.lines.len()
     }

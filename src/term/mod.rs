@@ -188,7 +188,7 @@ impl Emulator {
             self.process_tracked(bytes);
         } else {
             for slice in bytes.chunks(SLICE) {
-                self.parser.process(slice);
+                self.feed(slice);
                 self.tracker.feed(slice);
                 self.drain();
             }
@@ -207,7 +207,10 @@ impl Emulator {
             let (row, col) = self.parser.screen().cursor_position();
             let token = damage::next_token(rest);
             let (now, later) = rest.split_at(token.len);
-            self.parser.process(now);
+            if !self.feed(now) {
+                self.damage.everything(seq);
+                break;
+            }
             match token.effect {
                 Effect::Nothing => {}
                 Effect::CursorRow => self.damage.row(row, seq),
@@ -223,6 +226,36 @@ impl Emulator {
         }
         self.tracker.feed(bytes);
         self.drain();
+    }
+
+    /// Feeds the parser; false if it panicked. vt100 asserts things some output breaks (an
+    /// emoji widened by a variation selector at the right margin of the bottom row, then
+    /// overwritten): that must not take the pane with it. The emulator is rebuilt from an
+    /// image of itself, and the rest of `bytes` is lost.
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        use std::panic::{catch_unwind, AssertUnwindSafe};
+        if catch_unwind(AssertUnwindSafe(|| self.parser.process(bytes))).is_ok() {
+            return true;
+        }
+        eprintln!("herdr: the terminal emulator failed on a program's output; it was rebuilt from its screen");
+        let effects = std::mem::take(&mut self.parser.callbacks_mut().effects);
+        let (rows, cols) = self.size();
+        let cap = self.history.capacity();
+        let rebuilt = catch_unwind(AssertUnwindSafe(|| {
+            let image = self.image();
+            Emulator::from_image(&image, cap)
+        }));
+        let mut fresh = rebuilt.unwrap_or_else(|_| {
+            let mut e = Emulator::new(rows, cols, cap);
+            std::mem::swap(&mut e.history, &mut self.history);
+            e
+        });
+        fresh.seq = self.seq;
+        fresh.written = self.written;
+        fresh.damage.resize(rows.max(1), self.seq);
+        fresh.parser.callbacks_mut().effects = effects;
+        *self = fresh;
+        false
     }
 
     /// The screen rows changed since `seq` (an earlier [`Emulator::seq`]) in the live
@@ -521,6 +554,26 @@ mod tests {
             "every printed line is still in history"
         );
         assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1));
+    }
+
+    #[test]
+    fn output_that_breaks_vt100_leaves_a_working_emulator() {
+        // A heart widened by VS16 at the right margin of the bottom row, then overwritten:
+        // vt100 0.18 panics on an assertion.
+        let mut e = Emulator::new(3, 4, 100);
+        e.process(b"top\r\n");
+        e.process("\x1b[3;1Habc\u{2764}\u{fe0f}".as_bytes());
+        e.process(b"\x1b[2;4Hx");
+        e.process(b"\x1b[1;1Hok");
+        assert_eq!(e.screen().size(), (nz(3), nz(4)));
+        let first = e.screen().rows(0, 4).next().unwrap_or_default();
+        assert!(first.starts_with("ok"), "{first:?}");
+        // Byte by byte too (a fresh emulator each time the rebuilt one is fed).
+        let mut e = Emulator::new(3, 4, 100);
+        for b in "\x1b[3;1Habc\u{2764}\u{fe0f}\x1b[2;4Hx\x1b[Hok".as_bytes() {
+            e.process(std::slice::from_ref(b));
+        }
+        assert!(e.screen().contents().contains("ok"));
     }
 
     #[test]
