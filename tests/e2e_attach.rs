@@ -194,3 +194,26 @@ fn new_panes_get_the_display_of_the_latest_attach() {
     support::submit(&env, &p4, "echo D=[$DISPLAY]");
     support::wait_output(&env, &p4, r"D=\[\]");
 }
+
+#[test]
+fn the_server_reads_keys_from_the_terminal_and_draws_on_it_itself() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let env = Env::new("tty");
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    // With the client stopped, nothing could pass through it: keys and frames go
+    // between the terminal and the server directly.
+    let client = Pid::from_raw(t.pid());
+    kill(client, Signal::SIGSTOP).unwrap();
+    t.line("echo direct-$((40+2))");
+    t.wait_text("direct-42");
+    kill(client, Signal::SIGCONT).unwrap();
+    // Size changes still come from the client; detaching hands the terminal back.
+    t.resize(90, 28);
+    t.line("tput cols");
+    t.wait("the new width in the pane", |t| t.has_line("66"));
+    t.prefix(b"q");
+    assert_eq!(t.wait_exit(), 0);
+    t.wait_text("[detached");
+}

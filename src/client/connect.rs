@@ -20,6 +20,15 @@ pub fn connect(
     role: Role,
     size: Option<(u16, u16)>,
 ) -> anyhow::Result<Option<UnixStream>> {
+    Ok(connect_with(session, &Hello::new(role, size))?.map(|(s, _)| s))
+}
+
+/// Connects and says `hello`; the stream and the server's reply. `Ok(None)` when no
+/// server listens.
+pub fn connect_with(
+    session: &SessionName,
+    hello: &Hello,
+) -> anyhow::Result<Option<(UnixStream, HelloReply)>> {
     let socket = paths::socket_path(session);
     // Never talk to a socket in a folder someone else controls.
     if let Some(dir) = socket.parent() {
@@ -41,14 +50,18 @@ pub fn connect(
         }
         Err(e) => return Err(e).with_context(|| format!("cannot connect to {}", socket.display())),
     };
-    hello(stream, role, size).map(Some)
+    say_hello(stream, hello).map(Some)
 }
 
 pub fn hello(
-    mut stream: UnixStream,
+    stream: UnixStream,
     role: Role,
     size: Option<(u16, u16)>,
 ) -> anyhow::Result<UnixStream> {
+    say_hello(stream, &Hello::new(role, size)).map(|(s, _)| s)
+}
+
+fn say_hello(mut stream: UnixStream, hello: &Hello) -> anyhow::Result<(UnixStream, HelloReply)> {
     use std::os::fd::AsFd;
     let me = nix::unistd::getuid().as_raw();
     let peer = crate::sys::peer_uid(stream.as_fd()).context("cannot check who owns the server")?;
@@ -57,15 +70,15 @@ pub fn hello(
             "the socket is served by uid {peer}, not by you (uid {me}); refusing to connect"
         );
     }
-    let mut line = serde_json::to_string(&Hello::new(role, size))?;
+    let mut line = serde_json::to_string(hello)?;
     line.push('\n');
     stream
         .write_all(line.as_bytes())
         .map_err(|e| anyhow::anyhow!("the server closed the connection before the hello ({e})"))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    read_hello_reply(&mut stream, "the server")?;
+    let reply = read_hello_reply(&mut stream, "the server")?;
     stream.set_read_timeout(None)?;
-    Ok(stream)
+    Ok((stream, reply))
 }
 
 /// Reads and checks the server's hello reply (`who` names the other end in errors).
@@ -105,19 +118,28 @@ pub fn connect_or_start(
     role: Role,
     size: Option<(u16, u16)>,
 ) -> anyhow::Result<(UnixStream, bool)> {
-    if let Some(s) = connect(session, role, size)? {
-        return Ok((s, false));
+    let (stream, _, started) = connect_or_start_with(session, &Hello::new(role, size))?;
+    Ok((stream, started))
+}
+
+/// [`connect_or_start`] with a hello of the caller's; also the server's reply.
+pub fn connect_or_start_with(
+    session: &SessionName,
+    hello: &Hello,
+) -> anyhow::Result<(UnixStream, HelloReply, bool)> {
+    if let Some((s, r)) = connect_with(session, hello)? {
+        return Ok((s, r, false));
     }
     let mut child = Some(start_server(session)?);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        match connect(session, role, size) {
-            Ok(Some(s)) => {
+        match connect_with(session, hello) {
+            Ok(Some((s, r))) => {
                 let started = child.is_some();
                 if let Some(c) = child {
                     reap_in_background(c);
                 }
-                return Ok((s, started));
+                return Ok((s, r, started));
             }
             Ok(None) => {}
             // Our server listens before it has finished starting; if starting then fails,
@@ -146,8 +168,8 @@ pub fn connect_or_start(
         }
         if child.is_none() && !session_locked(session) {
             // The one we waited for is gone too: try again ourselves.
-            if let Some(s) = connect(session, role, size)? {
-                return Ok((s, false));
+            if let Some((s, r)) = connect_with(session, hello)? {
+                return Ok((s, r, false));
             }
             child = Some(start_server(session)?);
         }

@@ -6,7 +6,7 @@
 pub mod connect;
 
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,7 +16,7 @@ use anyhow::Context;
 
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg, ServerReader};
-use crate::protocol::Role;
+use crate::protocol::{Hello, HelloReply, Role, FEATURE_TTY};
 use crate::sys::tty::{is_tty, RawModeGuard};
 
 /// Terminal modes the client turns on for the session: alternate screen, mouse reporting
@@ -42,6 +42,8 @@ pub struct Link {
     /// Over a network: ends the link when it has gone silent (the server answers pings),
     /// so the client notices a dead link itself, whatever the transport's own timeouts.
     pub watchdog: Option<Box<dyn Fn() + Send>>,
+    /// The server takes the terminal: hand it over once the screen is set up.
+    pub tty: Option<TtyHandover>,
 }
 
 impl Link {
@@ -50,7 +52,29 @@ impl Link {
             reader: Box::new(stream.try_clone()?),
             writer: Box::new(stream),
             watchdog: None,
+            tty: None,
         })
+    }
+
+    /// A link to a server on this machine, which takes the terminal if it said so.
+    fn local(stream: UnixStream, reply: &HelloReply, tty: Option<OwnedFd>) -> anyhow::Result<Link> {
+        let mut link = Link::unix(stream.try_clone()?)?;
+        if reply.features.iter().any(|f| f == FEATURE_TTY) {
+            link.tty = tty.map(|fd| TtyHandover { stream, fd });
+        }
+        Ok(link)
+    }
+}
+
+/// The terminal, to be sent to the server that agreed to take it (protocol::FEATURE_TTY).
+pub struct TtyHandover {
+    stream: UnixStream,
+    fd: OwnedFd,
+}
+
+impl TtyHandover {
+    fn hand_over(self) -> std::io::Result<()> {
+        crate::sys::fdpass::send_fds(&self.stream, &[self.fd.as_fd()])
     }
 }
 
@@ -127,15 +151,26 @@ pub trait Transport {
 
 struct Local(SessionName);
 
+/// A client's hello, offering the terminal when stdin and stdout are one (the server then
+/// reads keys from it and draws on it directly: no hop through this process).
+fn local_hello(size: (u16, u16)) -> (Hello, Option<OwnedFd>) {
+    let tty = crate::sys::tty::reopen_stdio_terminal();
+    let mut hello = Hello::new(Role::Client, Some(size));
+    hello.tty = tty.is_some();
+    (hello, tty)
+}
+
 impl Transport for Local {
     fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
-        let (stream, _started) = connect::connect_or_start(&self.0, Role::Client, Some(size))?;
-        Link::unix(stream)
+        let (hello, tty) = local_hello(size);
+        let (stream, reply, _started) = connect::connect_or_start_with(&self.0, &hello)?;
+        Link::local(stream, &reply, tty)
     }
 
     fn reopen(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
-        match connect::connect(&self.0, Role::Client, Some(size))? {
-            Some(stream) => Link::unix(stream),
+        let (hello, tty) = local_hello(size);
+        match connect::connect_with(&self.0, &hello)? {
+            Some((stream, reply)) => Link::local(stream, &reply, tty),
             None => anyhow::bail!("not listening yet"),
         }
     }
@@ -234,7 +269,8 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     let writer: SharedWriter = Arc::new(Mutex::new(Some(first.writer)));
     let quit = Arc::new(AtomicBool::new(false));
     transport.cancel_on(quit.clone());
-    spawn_input_thread(writer.clone(), quit.clone())?;
+    let keys = spawn_input_thread(writer.clone(), quit.clone())?;
+    keys.hand_over(first.tty);
     spawn_resize_thread(writer.clone())?;
     let watched: SharedWatch = Arc::new(Mutex::new(Watch {
         breaker: first.watchdog,
@@ -251,8 +287,10 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
         let lost = match reader.take() {
             Some(r) => {
                 let pumped = pump(r, &mut stdout, &watched);
-                // That link is over: nothing may watch (or kill) it any more.
+                // That link is over: nothing may watch (or kill) it any more, and keys
+                // are read here again.
                 *watch(&watched) = Watch::default();
+                keys.take_back();
                 match pumped {
                     Ok(outcome) => break outcome,
                     Err(Drop::Lost(why)) => why,
@@ -297,6 +335,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
                     heard: Some(std::time::Instant::now()),
                 };
                 *lock(&writer) = Some(link.writer);
+                keys.hand_over(link.tty);
                 reader = Some(link.reader);
             }
             Err(e) => {
@@ -403,15 +442,60 @@ fn send(writer: &SharedWriter, msg: ClientMsg) -> bool {
     }
 }
 
-fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::Result<()> {
+/// Who reads the keys typed into the terminal: the input thread, unless the server took
+/// the terminal over (then the thread leaves it alone until the link ends).
+struct Keys {
+    server_reads: Arc<AtomicBool>,
+    waker: crate::sys::Waker,
+}
+
+impl Keys {
+    fn hand_over(&self, tty: Option<TtyHandover>) {
+        let Some(tty) = tty else {
+            return;
+        };
+        self.server_reads.store(true, Ordering::Release);
+        self.waker.wake();
+        if tty.hand_over().is_err() {
+            // The server waits for it in vain and ends the link; until then, keys are ours.
+            self.take_back();
+        }
+    }
+
+    fn take_back(&self) {
+        self.server_reads.store(false, Ordering::Release);
+        self.waker.wake();
+    }
+}
+
+fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::Result<Keys> {
+    let wake = crate::sys::WakePipe::new()?;
+    let keys = Keys {
+        server_reads: Arc::new(AtomicBool::new(false)),
+        waker: wake.waker(),
+    };
+    let server_reads = keys.server_reads.clone();
     std::thread::Builder::new()
         .name("herdr-stdin".into())
         .spawn(move || {
-            let mut stdin = std::io::stdin().lock();
+            let stdin = std::io::stdin();
             let mut buf = [0u8; 16 * 1024];
             let mut after_prefix = false;
             loop {
-                match stdin.read(&mut buf) {
+                let mut fds = vec![wake.fd()];
+                if !server_reads.load(Ordering::Acquire) {
+                    fds.push(stdin.as_fd());
+                }
+                let Ok(ready) = crate::sys::poll_readable(&fds, None) else {
+                    break;
+                };
+                if ready[0] {
+                    wake.drain();
+                }
+                if !ready.get(1).copied().unwrap_or(false) || server_reads.load(Ordering::Acquire) {
+                    continue;
+                }
+                match stdin.lock().read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
@@ -427,7 +511,7 @@ fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::R
                 }
             }
         })?;
-    Ok(())
+    Ok(keys)
 }
 
 fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {

@@ -66,7 +66,20 @@ pub struct Hello {
     /// missing here is unset there). New panes get them; `None` changes nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// Interactive clients on this machine: offers to hand over the terminal itself, so
+    /// the server reads keys from it and draws on it without passing through the client
+    /// (see [`FEATURE_TTY`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tty: bool,
 }
+
+/// The server answers pings ([`ClientMsg::Ping`](frame::ClientMsg)).
+pub const FEATURE_PING: &str = "ping";
+/// The server takes the terminal a client offered: right after the reply, the client
+/// sends its descriptor (SCM_RIGHTS, one batch of one); from then on keys are read from
+/// it and frames written to it by the server, and the connection carries only the rest
+/// (sizes, detach, pings, the exit).
+pub const FEATURE_TTY: &str = "tty";
 
 /// The environment that belongs to where a client attaches from, and goes stale when the
 /// next one attaches from elsewhere: the X and Wayland displays. (SSH_AUTH_SOCK is kept
@@ -101,6 +114,7 @@ impl Hello {
             size,
             keys: None,
             env: (role == Role::Client).then(attach_env),
+            tty: false,
         }
     }
 }
@@ -124,7 +138,7 @@ impl HelloReply {
             protocol: PROTOCOL_VERSION,
             version: version().into(),
             error: None,
-            features: vec!["ping".into()],
+            features: vec![FEATURE_PING.into()],
         }
     }
 

@@ -413,7 +413,11 @@ impl Transport for Bridge {
         // own keepalive settings are. (With a shared connection the ssh master, not this
         // process, moves the bytes: killing this one alone would not end the link.)
         let broken = Arc::new(AtomicBool::new(false));
-        let watchdog: Option<Box<dyn Fn() + Send>> = if reply.features.iter().any(|f| f == "ping") {
+        let watchdog: Option<Box<dyn Fn() + Send>> = if reply
+            .features
+            .iter()
+            .any(|f| f == crate::protocol::FEATURE_PING)
+        {
             let broken = broken.clone();
             Some(Box::new(move || {
                 broken.store(true, Ordering::Release);
@@ -433,6 +437,7 @@ impl Transport for Bridge {
                 broken,
             }),
             watchdog,
+            tty: None,
         })
     }
 

@@ -23,6 +23,7 @@ impl Server {
             env,
             reader,
             pending,
+            tty,
         } = a;
         let bindings = keys.map(|k| self.client_bindings(id, k));
         if let Some(mut env) = env {
@@ -44,6 +45,7 @@ impl Server {
             Client {
                 writer,
                 reader,
+                tty,
                 decoder,
                 size,
                 prev: None,

@@ -7,15 +7,15 @@
 //! never blocks the server (its writer queue is bounded and frames are skipped instead).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::AsFd;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::protocol::{check_hello, HelloReply, Role, MAX_HELLO_LEN};
+use crate::protocol::frame::ServerMsg;
+use crate::protocol::{check_hello, HelloReply, Role, FEATURE_TTY, MAX_HELLO_LEN};
 
 use super::{Event, EventTx};
 
@@ -26,48 +26,80 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub type ClientId = u64;
 
-/// The server's handle on one interactive client's outgoing byte stream.
+/// The server's handle on one interactive client's outgoing bytes: frames (to its
+/// terminal when it handed that over, else over the connection) and messages.
 ///
-/// A frame is written straight from the server thread when nothing is queued and the
-/// socket takes it without blocking (no thread hop on the keystroke path); otherwise it
-/// goes to the writer thread's bounded queue. The lock keeps the two writers in order:
-/// the writer thread holds it while writing, the server thread only tries it.
+/// A write is made straight from the server thread when nothing is queued and the
+/// socket or terminal takes it without blocking (no thread hop on the keystroke path);
+/// otherwise it goes to the writer thread's bounded queue. The lock keeps the two
+/// writers in order: the writer thread holds it while writing, the server thread only
+/// tries it. One queue for both destinations keeps a frame ahead of the exit after it.
 pub struct ClientWriter {
-    tx: SyncSender<Vec<u8>>,
+    tx: SyncSender<Out>,
     stream: UnixStream,
+    tty: Option<Arc<OwnedFd>>,
     shared: Arc<WriterShared>,
+}
+
+/// Bytes for one of a client's two destinations.
+enum Out {
+    Socket(Vec<u8>),
+    Tty(Vec<u8>),
 }
 
 #[derive(Default)]
 struct WriterShared {
-    /// Held by whoever is writing to the socket.
+    /// Held by whoever is writing.
     lock: Mutex<()>,
-    /// Frames queued for the writer thread and not yet written.
+    /// Items queued for the writer thread and not yet written.
     queued: AtomicUsize,
+    /// The connection is being closed: a write waiting on the terminal gives up.
+    closed: AtomicBool,
 }
 
 impl ClientWriter {
-    /// Sends or queues an encoded frame; false if the client is behind (not sent).
+    /// Sends or queues an encoded message; false if the client is behind (not sent).
     pub fn try_send(&self, bytes: Vec<u8>) -> bool {
+        self.send(Out::Socket(bytes))
+    }
+
+    /// Sends or queues terminal output (a frame, a bell); false if the client is behind.
+    pub fn send_output(&self, bytes: Vec<u8>) -> bool {
+        match self.tty {
+            Some(_) => self.send(Out::Tty(bytes)),
+            None => self.send(Out::Socket(ServerMsg::Output(bytes).encode())),
+        }
+    }
+
+    fn send(&self, out: Out) -> bool {
         if self.shared.queued.load(Ordering::Acquire) == 0 {
             if let Ok(_guard) = self.shared.lock.try_lock() {
                 if self.shared.queued.load(Ordering::Acquire) == 0 {
-                    let written = send_dontwait(&self.stream, &bytes);
-                    if written == bytes.len() {
+                    let (written, len) = match &out {
+                        Out::Socket(b) => (send_dontwait(&self.stream, b), b.len()),
+                        Out::Tty(b) => (
+                            self.tty.as_ref().map_or(0, |t| write_dontwait(t, b)),
+                            b.len(),
+                        ),
+                    };
+                    if written == len {
                         return true;
                     }
                     // The rest must follow before anything else: queue it while we still
                     // hold the lock, so the writer thread writes it next.
-                    return self.enqueue(bytes[written..].to_vec());
+                    return self.enqueue(match out {
+                        Out::Socket(b) => Out::Socket(b[written..].to_vec()),
+                        Out::Tty(b) => Out::Tty(b[written..].to_vec()),
+                    });
                 }
             }
         }
-        self.enqueue(bytes)
+        self.enqueue(out)
     }
 
-    fn enqueue(&self, bytes: Vec<u8>) -> bool {
+    fn enqueue(&self, out: Out) -> bool {
         self.shared.queued.fetch_add(1, Ordering::AcqRel);
-        match self.tx.try_send(bytes) {
+        match self.tx.try_send(out) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.shared.queued.fetch_sub(1, Ordering::AcqRel);
@@ -78,6 +110,7 @@ impl ClientWriter {
 
     /// Ends the connection (unblocks both threads).
     pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
@@ -85,7 +118,7 @@ impl ClientWriter {
     /// to `timeout` for room and then for everything queued to be written, then closes.
     pub fn send_last_and_wait(self, bytes: Vec<u8>, timeout: Duration) {
         let deadline = std::time::Instant::now() + timeout;
-        while !self.enqueue(bytes.clone()) {
+        while !self.enqueue(Out::Socket(bytes.clone())) {
             if std::time::Instant::now() >= deadline {
                 self.close();
                 return;
@@ -104,7 +137,7 @@ impl ClientWriter {
     pub fn send_last(self, bytes: Vec<u8>) {
         // Never wait on the server thread: a client whose queue is full is stuck, and is
         // simply disconnected (the reason would not reach it anyway).
-        if !self.enqueue(bytes) {
+        if !self.enqueue(Out::Socket(bytes)) {
             self.close();
         }
         drop(self.tx);
@@ -212,14 +245,43 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
             return;
         }
     };
-    if write_line(&stream, &HelloReply::accept()).is_err() {
+    // A terminal is taken only from a client that waits for the reply before it sends
+    // anything more (its descriptor must not be read as part of a buffered frame).
+    let take_tty = hello.role == Role::Client && hello.tty && reader.buffer().is_empty();
+    let mut reply = HelloReply::accept();
+    if take_tty {
+        reply.features.push(FEATURE_TTY.into());
+    }
+    if write_line(&stream, &reply).is_err() {
         return;
     }
+    let tty = match take_tty {
+        true => match receive_tty(&stream) {
+            Ok(fd) => Some(Arc::new(fd)),
+            Err(e) => {
+                eprintln!("client {id}: closing connection: no terminal after offering one: {e}");
+                return;
+            }
+        },
+        false => None,
+    };
     let _ = stream.set_read_timeout(None);
     match hello.role {
-        Role::Client => client_loop(id, stream, reader, hello, events),
+        Role::Client => client_loop(id, stream, reader, hello, tty, events),
         Role::Api => api_loop(id, stream, reader, events),
     }
+}
+
+/// The terminal a client hands over after the reply (within the hello's time limit).
+fn receive_tty(stream: &UnixStream) -> std::io::Result<OwnedFd> {
+    let fd = crate::sys::fdpass::recv_fds(stream, 1)?
+        .pop()
+        .ok_or_else(|| std::io::Error::other("no descriptor"))?;
+    if !crate::sys::tty::is_tty(fd.as_fd()) {
+        return Err(std::io::Error::other("the descriptor is not a terminal"));
+    }
+    crate::sys::set_nonblocking(fd.as_fd())?;
+    Ok(fd)
 }
 
 fn write_line<T: serde::Serialize>(mut stream: &UnixStream, value: &T) -> std::io::Result<()> {
@@ -233,6 +295,7 @@ fn client_loop(
     stream: UnixStream,
     reader: BufReader<UnixStream>,
     hello: crate::protocol::Hello,
+    tty: Option<Arc<OwnedFd>>,
     events: EventTx,
 ) {
     let size = hello.size.unwrap_or((80, 24));
@@ -241,10 +304,15 @@ fn client_loop(
         return;
     };
     let shared = Arc::new(WriterShared::default());
-    if spawn_writer(id, write_half, rx, shared.clone()).is_err() {
+    if spawn_writer(id, write_half, tty.clone(), rx, shared.clone()).is_err() {
         return;
     }
-    let writer = ClientWriter { tx, stream, shared };
+    let writer = ClientWriter {
+        tx,
+        stream,
+        tty: tty.clone(),
+        shared,
+    };
     // From here the server thread reads the socket itself; what the hello's reader
     // already holds goes with it.
     let pending = reader.buffer().to_vec();
@@ -256,21 +324,27 @@ fn client_loop(
         env: hello.env,
         reader: reader.into_inner(),
         pending,
+        tty,
     })));
 }
 
 fn spawn_writer(
     id: ClientId,
     mut stream: UnixStream,
-    rx: Receiver<Vec<u8>>,
+    tty: Option<Arc<OwnedFd>>,
+    rx: Receiver<Out>,
     shared: Arc<WriterShared>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(format!("herdr-write-{id}"))
         .spawn(move || {
-            for bytes in rx {
+            for out in rx {
                 let guard = shared.lock.lock().unwrap_or_else(|e| e.into_inner());
-                let ok = stream.write_all(&bytes).is_ok();
+                let ok = match (&out, &tty) {
+                    (Out::Socket(b), _) => stream.write_all(b).is_ok(),
+                    (Out::Tty(b), Some(t)) => write_all_tty(t, b, &shared.closed),
+                    (Out::Tty(_), None) => true,
+                };
                 shared.queued.fetch_sub(1, Ordering::AcqRel);
                 drop(guard);
                 if !ok {
@@ -280,6 +354,38 @@ fn spawn_writer(
             let _ = stream.shutdown(std::net::Shutdown::Write);
         })?;
     Ok(())
+}
+
+/// Writes all of `bytes` to a non-blocking terminal, waiting for room as needed; false
+/// if the terminal fails or the connection is closed meanwhile.
+fn write_all_tty(tty: &OwnedFd, mut bytes: &[u8], closed: &AtomicBool) -> bool {
+    while !bytes.is_empty() {
+        if closed.load(Ordering::Acquire) {
+            return false;
+        }
+        match crate::sys::write_nb(tty.as_fd(), bytes) {
+            Ok(Some(n)) => bytes = &bytes[n..],
+            Ok(None) => {
+                // A terminal that stopped reading (scroll lock, a frozen window): wait,
+                // looking at `closed` now and then.
+                let _ = crate::sys::poll_writable(tty.as_fd(), Duration::from_millis(200));
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Writes what the terminal takes right now; returns how many bytes went out.
+fn write_dontwait(tty: &OwnedFd, bytes: &[u8]) -> usize {
+    let mut done = 0;
+    while done < bytes.len() {
+        match crate::sys::write_nb(tty.as_fd(), &bytes[done..]) {
+            Ok(Some(n)) if n > 0 => done += n,
+            _ => break,
+        }
+    }
+    done
 }
 
 /// Writes what the socket takes right now (MSG_DONTWAIT: this call only, the socket stays

@@ -6,6 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use super::{ClientId, Event, Server};
+use crate::protocol::frame::ClientMsg;
 
 /// The way into the server's event queue from other threads: every event also wakes the
 /// server's `poll`, which watches the interactive clients' sockets itself.
@@ -32,11 +33,19 @@ impl Server {
     /// clients sent is handled here, on this thread (a keystroke wakes the server
     /// directly, with no reader thread in between).
     pub(super) fn poll_inputs(&mut self, timeout: Option<Duration>) {
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        // Each client's connection, and its terminal when it handed that over.
+        let mut sources: Vec<(ClientId, bool)> = Vec::new();
         let ready = {
             use std::os::fd::AsFd;
             let mut fds = vec![self.wake.fd()];
-            fds.extend(self.clients.values().map(|c| c.reader.as_fd()));
+            for (id, c) in &self.clients {
+                fds.push(c.reader.as_fd());
+                sources.push((*id, false));
+                if let Some(tty) = &c.tty {
+                    fds.push(tty.as_fd());
+                    sources.push((*id, true));
+                }
+            }
             match crate::sys::poll_readable(&fds, timeout) {
                 Ok(r) => r,
                 Err(e) => {
@@ -50,8 +59,41 @@ impl Server {
             // Before the queue is read, so no event's wake-up is lost.
             self.wake.drain();
         }
-        for (id, _) in ids.into_iter().zip(&ready[1..]).filter(|(_, r)| **r) {
-            self.read_client(id);
+        for ((id, tty), _) in sources.into_iter().zip(&ready[1..]).filter(|(_, r)| **r) {
+            if tty {
+                self.read_tty(id);
+            } else {
+                self.read_client(id);
+            }
+        }
+    }
+
+    /// Reads the keys typed into a client's terminal (a bounded amount per turn). A
+    /// terminal that is gone ends that client.
+    fn read_tty(&mut self, id: ClientId) {
+        let mut gone = false;
+        let mut typed = Vec::new();
+        if let Some(tty) = self.clients.get(&id).and_then(|c| c.tty.clone()) {
+            use std::os::fd::AsFd;
+            for _ in 0..16 {
+                match crate::sys::read_nb(tty.as_fd(), &mut self.read_buf) {
+                    Ok(Some(0)) | Err(_) => {
+                        gone = true;
+                        break;
+                    }
+                    Ok(Some(n)) => typed.extend_from_slice(&self.read_buf[..n]),
+                    Ok(None) => break,
+                }
+            }
+        }
+        if !typed.is_empty() {
+            self.handle_guarded(Event::ClientMsg(id, ClientMsg::Input(typed)));
+        }
+        if gone {
+            if let Some(c) = self.clients.get(&id) {
+                c.writer.close();
+            }
+            self.handle_guarded(Event::ClientGone(id, None));
         }
     }
 

@@ -430,9 +430,7 @@ impl Server {
         };
         let seq = format!("\x1b]52;c;{}\x07", crate::render::base64(text.as_bytes()));
         for c in self.clients.values() {
-            c.writer.try_send(
-                crate::protocol::frame::ServerMsg::Output(seq.clone().into_bytes()).encode(),
-            );
+            c.writer.send_output(seq.clone().into_bytes());
         }
         let n = (mark - cursor).unsigned_abs() + 1;
         self.exit_scroll(tid);

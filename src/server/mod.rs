@@ -100,6 +100,8 @@ pub struct Attaching {
     /// read past the hello.
     pub reader: std::os::unix::net::UnixStream,
     pub pending: Vec<u8>,
+    /// The client's terminal, when it handed it over: keys are read from it here.
+    pub tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// Per-client input mode (the prefix is per client, like tmux).
@@ -113,6 +115,8 @@ pub(crate) enum Mode {
 pub(crate) struct Client {
     writer: ClientWriter,
     reader: std::os::unix::net::UnixStream,
+    /// Its terminal, read by this thread for keys (frames go through `writer`).
+    tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     decoder: crate::protocol::frame::Decoder,
     size: (u16, u16),
     prev: Option<Frame>,
@@ -473,8 +477,7 @@ impl Server {
 
     fn broadcast_raw(&mut self, bytes: &[u8]) {
         for c in self.clients.values() {
-            c.writer
-                .try_send(ServerMsg::Output(bytes.to_vec()).encode());
+            c.writer.send_output(bytes.to_vec());
         }
     }
 

@@ -2,7 +2,6 @@
 //! place (or afresh) and sent as a diff — see docs/architecture.md, "Output".
 
 use super::{ClientId, Mode, Server};
-use crate::protocol::frame::ServerMsg;
 use crate::render::diff::{self, Frame};
 use crate::render::ui::{self, Overlay};
 
@@ -81,7 +80,7 @@ impl Server {
         let Some(client) = self.clients.get_mut(&id) else {
             return;
         };
-        if bytes.is_empty() || client.writer.try_send(ServerMsg::Output(bytes).encode()) {
+        if bytes.is_empty() || client.writer.send_output(bytes) {
             // The old frame becomes the spare; it differs from the new one in `dirty`.
             client.spare = prev;
             client.spare_stale = dirty;

@@ -220,6 +220,11 @@ impl Term {
         }
     }
 
+    /// The program's process id.
+    pub fn pid(&self) -> i32 {
+        self.child.process_id().expect("a pid") as i32
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.writer.write_all(bytes).expect("write to client");
         self.writer.flush().expect("flush");
