@@ -23,6 +23,8 @@ use ratatui::layout::Rect;
 /// How often the server looks for changes that are not structural (a shell's `cd`, a
 /// program started in a pane) and saves them.
 const RESCAN_INTERVAL: Duration = Duration::from_secs(5);
+/// Shortest time between two comparisons of the session's structure with the last one.
+const NOTE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Persistence state of a running server.
 pub(crate) struct Persistence {
@@ -38,6 +40,9 @@ pub(crate) struct Persistence {
     last_saved: Option<SessionSnapshot>,
     next_rescan: Instant,
     pub last_report: Option<SaveReport>,
+    /// When the structure was last compared, and whether a change may have come since.
+    last_note: Option<Instant>,
+    note_pending: bool,
 }
 
 impl Persistence {
@@ -56,6 +61,8 @@ impl Persistence {
             last_saved: None,
             next_rescan: Instant::now() + RESCAN_INTERVAL,
             last_report: None,
+            last_note: None,
+            note_pending: false,
         })
     }
 
@@ -242,17 +249,33 @@ impl Server {
     }
 
     /// After anything that may have changed the structure: schedule a save if it did.
+    /// The comparison captures the whole session, so it runs at most every
+    /// `NOTE_INTERVAL` (the first after a quiet moment at once): a storm of events, such
+    /// as many panes printing, costs a few captures a second, not one per event.
     pub(crate) fn persist_note_change(&mut self) {
         if self.persist.as_ref().is_none_or(|p| p.read_only.is_some()) || self.stopping.is_some() {
             return;
         }
+        let now = Instant::now();
+        let Some(p) = self.persist.as_mut() else {
+            return;
+        };
+        p.note_pending = true;
+        if p.last_note.is_none_or(|t| now >= t + NOTE_INTERVAL) {
+            self.persist_compare(now);
+        }
+    }
+
+    fn persist_compare(&mut self, now: Instant) {
         let now_snap = self.capture(false);
         let Some(p) = self.persist.as_mut() else {
             return;
         };
+        p.last_note = Some(now);
+        p.note_pending = false;
         if p.last_structure.as_ref() != Some(&now_snap) {
             p.last_structure = Some(now_snap);
-            p.schedule.changed(Instant::now());
+            p.schedule.changed(now);
         }
     }
 
@@ -261,11 +284,14 @@ impl Server {
         if p.read_only.is_some() {
             return None;
         }
-        Some(
-            p.schedule
-                .due_at()
-                .map_or(p.next_rescan, |d| d.min(p.next_rescan)),
-        )
+        let note = p
+            .last_note
+            .filter(|_| p.note_pending)
+            .map(|t| t + NOTE_INTERVAL);
+        [p.schedule.due_at(), note, Some(p.next_rescan)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub(crate) fn persist_tick(&mut self, now: Instant) {
@@ -275,6 +301,12 @@ impl Server {
         if p.read_only.is_some() || self.stopping.is_some() {
             return;
         }
+        if p.note_pending && p.last_note.is_none_or(|t| now >= t + NOTE_INTERVAL) {
+            self.persist_compare(now);
+        }
+        let Some(p) = self.persist.as_mut() else {
+            return;
+        };
         if now >= p.next_rescan {
             p.next_rescan = now + RESCAN_INTERVAL;
             if !p.schedule.pending() && !p.schedule.in_flight() {
