@@ -277,7 +277,10 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
         heard: Some(std::time::Instant::now()),
     }));
     let done = Arc::new(AtomicBool::new(false));
-    spawn_keepalive_threads(writer.clone(), watched.clone(), done.clone())?;
+    // Only links over a network are watched; a local client wakes for nothing.
+    if transport.reconnects() {
+        spawn_keepalive_threads(writer.clone(), watched.clone(), done.clone())?;
+    }
 
     let mut reader = Some(first.reader);
     let mut backoff = FIRST_RETRY;
