@@ -502,10 +502,13 @@ impl Server {
     /// same protection and the same follow-up as events.
     fn tick_guarded(&mut self) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.tick();
-            self.note_seen();
-            self.publish_structure();
-            self.persist_note_change();
+            // Only after timers that may have changed something: an idle server must not
+            // wake itself (the structure comparison would otherwise re-arm its own timer).
+            if self.tick() {
+                self.note_seen();
+                self.publish_structure();
+                self.persist_note_change();
+            }
         }));
         if result.is_err() {
             eprintln!(
@@ -515,8 +518,11 @@ impl Server {
         }
     }
 
-    fn tick(&mut self) {
+    /// Runs what is due; whether any of it may have changed the session's structure
+    /// (keys run, waits or agents looked at, output taken in).
+    fn tick(&mut self) -> bool {
         let now = Instant::now();
+        let mut changed = false;
         let due: Vec<ClientId> = self
             .clients
             .iter()
@@ -525,9 +531,11 @@ impl Server {
             .collect();
         for id in due {
             self.flush_input(id);
+            changed = true;
         }
         if self.next_wait_deadline().is_some_and(|d| d <= now) {
             self.recheck_waits(None);
+            changed = true;
         }
         if self.hidden_output_at.is_some_and(|d| d <= now) {
             self.hidden_output_at = None;
@@ -538,17 +546,20 @@ impl Server {
                     .is_some_and(|rt| rt.handle.take_dirty());
                 if taken {
                     self.output_seen(tid);
+                    changed = true;
                 }
             }
         }
         if self.next_activity_deadline().is_some_and(|d| d <= now) {
             self.flush_activity();
+            changed = true;
         }
         if self.persist_deadline().is_some_and(|d| d <= now) {
             self.persist_tick(now);
         }
         if self.agent_quiet_deadline().is_some_and(|d| d <= now) {
             self.agent_quiet_tick(now);
+            changed = true;
         }
         if let Some((_, t)) = &self.message {
             if now >= *t + MESSAGE_TIME {
@@ -562,8 +573,9 @@ impl Server {
         if matches!(self.frame_due, Some(d) if d <= now) {
             self.frame_due = None;
             self.last_frame = now;
-            self.render();
+            changed |= self.render();
         }
+        changed
     }
 
     pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {

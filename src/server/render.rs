@@ -6,7 +6,9 @@ use crate::render::diff::{self, Frame};
 use crate::render::ui::{self, Overlay};
 
 impl Server {
-    pub(super) fn render(&mut self) {
+    /// Draws every client's frame; whether output was taken in (which can change agent
+    /// states, so the structure).
+    pub(super) fn render(&mut self) -> bool {
         // Output that arrived after its notification was handled is only seen here (the
         // dirty flag was still set, so no new event came): waits and subscribers hear of it.
         let mut fresh = Vec::new();
@@ -19,6 +21,7 @@ impl Server {
                 fresh.push(t);
             }
         }
+        let seen = !fresh.is_empty();
         for t in fresh {
             self.output_seen(t);
         }
@@ -27,6 +30,7 @@ impl Server {
         for id in ids {
             self.render_client(id, message.as_deref());
         }
+        seen
     }
 
     /// One client's frame. While its layout is unchanged, the next frame is built in the
