@@ -14,9 +14,8 @@ use std::num::NonZeroU16;
 pub use history::Line;
 pub use image::{Image, ImageError};
 
-/// Output is taken in slices of this many bytes, and the rows a slice scrolled off the
-/// screen are moved to the compact history after it: vt100's own scrollback never holds
-/// more than one slice's worth (each scrolled row needs at least one byte).
+/// Output is taken in slices of this many bytes; the rows a slice scrolled off the screen
+/// are moved to the compact history after it.
 const SLICE: usize = 4096;
 
 /// Side effects of feeding bytes, for the pane's I/O actor to carry out.
@@ -34,9 +33,9 @@ pub struct Effects {
 struct Hooks {
     title: String,
     effects: Effects,
-    /// Rows that fell off vt100's own (transient) scrollback before they could be moved
-    /// to the history — only when a single slice of output scrolled more rows than it
-    /// holds (e.g. `CSI 9999 S`). Kept in vt100's plain formatting, oldest first.
+    /// Rows scrolled off the top of the primary screen since the history last took them,
+    /// oldest first, in vt100's basic formatting (text, and SGR where the pen changes).
+    /// vt100 keeps no scrollback of its own: each row is formatted once, as it leaves.
     dropped: Vec<Line>,
 }
 
@@ -164,12 +163,7 @@ fn nz(v: u16) -> NonZeroU16 {
 impl Emulator {
     pub fn new(rows: u16, cols: u16, scrollback: usize) -> Emulator {
         Emulator {
-            parser: vt100::Parser::new_with_callbacks(
-                nz(rows),
-                nz(cols),
-                SLICE + 1,
-                Hooks::default(),
-            ),
+            parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Hooks::default()),
             seq: 0,
             written: 0,
             tracker: Default::default(),
@@ -269,43 +263,11 @@ impl Emulator {
         self.written
     }
 
-    /// Moves the rows vt100 scrolled into its own scrollback to the compact history.
+    /// Moves the rows that scrolled off the screen to the compact history.
     fn drain(&mut self) {
-        // Rows that already fell off it are older than those still there.
         for line in std::mem::take(&mut self.parser.callbacks_mut().dropped) {
             self.history.push(line);
         }
-        let n = self.parser.screen().scrollback_len();
-        if n == 0 {
-            return;
-        }
-        let (rows, cols) = self.size();
-        let mut line = 0;
-        while line < n {
-            let offset = n - line;
-            self.parser.screen_mut().set_scrollback(offset);
-            let screen = self.parser.screen();
-            let take = usize::from(rows).min(offset);
-            // vt100's own row formatting is the fast path; it places a row that continues
-            // a wrapped one relative to the row above, so those are formatted here.
-            let mut formatted = screen.rows_formatted(0, cols);
-            for r in 0..take as u16 {
-                let fast = formatted.next().unwrap_or_default();
-                let text = if r > 0 && screen.row_wrapped(r - 1) {
-                    history::format_row(screen, r, cols)
-                } else {
-                    fast
-                };
-                self.history.push(Line {
-                    text: text.into_boxed_str(),
-                    wrapped: screen.row_wrapped(r),
-                });
-            }
-            line += take;
-        }
-        let screen = self.parser.screen_mut();
-        screen.set_scrollback(0);
-        screen.clear_scrollback();
     }
 
     /// The live screen (what the program sees and queries).
