@@ -33,8 +33,10 @@ impl Server {
     /// clients sent is handled here, on this thread (a keystroke wakes the server
     /// directly, with no reader thread in between).
     pub(super) fn poll_inputs(&mut self, timeout: Option<Duration>) {
-        // Each client's connection, and its terminal when it handed that over.
+        // Each client's connection, and its terminal when it handed that over; then the
+        // terminal lent to this thread, if any.
         let mut sources: Vec<(ClientId, bool)> = Vec::new();
+        let lent = self.lent.is_some();
         let ready = {
             use std::os::fd::AsFd;
             let mut fds = vec![self.wake.fd()];
@@ -46,6 +48,7 @@ impl Server {
                     sources.push((*id, true));
                 }
             }
+            fds.extend(self.lent_fd());
             match crate::sys::poll_readable(&fds, timeout) {
                 Ok(r) => r,
                 Err(e) => {
@@ -58,6 +61,10 @@ impl Server {
         if ready[0] {
             // Before the queue is read, so no event's wake-up is lost.
             self.wake.drain();
+        }
+        // The lent terminal first: its echo is what a keystroke waits for.
+        if lent && ready.last().copied().unwrap_or(false) {
+            self.read_lent();
         }
         for ((id, tty), _) in sources.into_iter().zip(&ready[1..]).filter(|(_, r)| **r) {
             if tty {

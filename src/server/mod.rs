@@ -14,6 +14,7 @@ pub(crate) mod fault;
 pub mod handoff;
 mod input;
 mod keys;
+mod lend;
 mod panes;
 mod persist;
 mod rebuild;
@@ -163,6 +164,13 @@ pub struct Server {
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
+    /// The terminal whose output this thread reads itself (the pane being typed in), so
+    /// its echo is drawn in the same wake-up; see `lend.rs`.
+    pub(crate) lent: Option<lend::Lent>,
+    /// A terminal that hung up while lent: never lent again.
+    pub(crate) lend_refused: Option<TerminalId>,
+    /// No lending while a handoff moves the terminals.
+    pub(crate) lending_off: bool,
     pub(crate) persist: Option<persist::Persistence>,
     /// The client whose size the session uses: the most recently active one.
     active_client: Option<ClientId>,
@@ -214,6 +222,9 @@ impl Server {
             api: api::ApiState::default(),
             agent_fallback: Default::default(),
             attach_env: None,
+            lent: None,
+            lend_refused: None,
+            lending_off: false,
             persist: None,
             active_client: None,
             size: (80, 24),
@@ -317,6 +328,7 @@ impl Server {
             self.handle(ev);
             if structural {
                 self.note_seen();
+                self.update_lending();
                 self.publish_structure();
                 self.persist_note_change();
             }
@@ -506,6 +518,7 @@ impl Server {
             // wake itself (the structure comparison would otherwise re-arm its own timer).
             if self.tick() {
                 self.note_seen();
+                self.update_lending();
                 self.publish_structure();
                 self.persist_note_change();
             }

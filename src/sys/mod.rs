@@ -176,6 +176,17 @@ pub fn read_nb(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<usize>> 
     }
 }
 
+/// Sleeps until the wake pipe fires or `timeout` passes (no terminal to watch).
+pub fn poll_wake(wake: &WakePipe, timeout: Option<Duration>) -> io::Result<Readiness> {
+    let woken = poll_readable(&[wake.fd()], timeout)?[0];
+    Ok(Readiness {
+        readable: false,
+        writable: false,
+        hangup: false,
+        woken,
+    })
+}
+
 /// Waits up to `timeout` for `fd` to take a write (or to fail: an error or hangup also
 /// counts, so the write that follows reports it).
 pub fn poll_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {

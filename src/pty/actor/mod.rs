@@ -86,6 +86,11 @@ enum Control {
     /// `Shutdown` (which then respects the preserve flag).
     Pause(SyncSender<Result<Paused, String>>),
     Resume,
+    /// Stop reading the terminal (after what was read is processed) and answer with a
+    /// duplicate of the master for the borrower to read from; `None` while paused.
+    Lend(SyncSender<Option<OwnedFd>>),
+    /// Read it again.
+    Return,
 }
 
 /// What a paused actor hands over: a duplicate of its master and the input it had not
@@ -190,6 +195,8 @@ impl PtyHandle {
             paused: parts.paused,
             deferred_resize: None,
             deferred_resizes: 0,
+            lent: false,
+            lent_hup: false,
         };
         if !parts.pending_input.is_empty() {
             actor.push_counted(parts.pending_input);
@@ -319,6 +326,45 @@ impl PtyHandle {
         self.waker.wake();
     }
 
+    /// Lends the reading of the terminal: the actor stops reading (what it read is in the
+    /// emulator by then) and a duplicate of the master comes back to read from, with
+    /// [`PtyHandle::absorb`]. `None` if the actor is paused, gone, or slow to answer.
+    pub fn lend_reads(&self, timeout: Duration) -> Option<OwnedFd> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.control.send(Control::Lend(tx)).ok()?;
+        self.waker.wake();
+        match rx.recv_timeout(timeout) {
+            Ok(fd) => fd,
+            Err(_) => {
+                // It may still lend after we stopped waiting: taking it back, next in its
+                // queue, leaves it reading either way.
+                self.return_reads();
+                None
+            }
+        }
+    }
+
+    /// Gives the reading back to the actor.
+    pub fn return_reads(&self) {
+        if self.control.send(Control::Return).is_ok() {
+            self.waker.wake();
+        }
+    }
+
+    /// What the borrower of the reads read: into the emulator, as the actor would (answers
+    /// queued back to the program, the dirty flag set); the events to handle, `Output`
+    /// among them when the renderer had seen everything before.
+    pub fn absorb(&self, emulator: &SharedEmulator, bytes: &[u8]) -> Vec<PtyEvent> {
+        let (responses, mut events) = absorb(emulator, bytes);
+        if !responses.is_empty() {
+            let _ = self.enqueue(Input::Bytes(responses));
+        }
+        if !self.dirty.swap(true, Ordering::AcqRel) {
+            events.push(PtyEvent::Output);
+        }
+        events
+    }
+
     /// Marks the output as seen by the renderer; the next output sends a new `Output`.
     pub fn take_dirty(&self) -> bool {
         self.dirty.swap(false, Ordering::AcqRel)
@@ -372,6 +418,29 @@ struct Actor {
     /// A size that arrived while paused, and how many did (each holds direct writes).
     deferred_resize: Option<(u16, u16)>,
     deferred_resizes: usize,
+    /// Someone else reads the terminal (the server, for the pane being typed in).
+    lent: bool,
+    /// While lent, the terminal hung up: the borrower will see it and give it back.
+    lent_hup: bool,
+}
+
+/// Output of the program, into the emulator: the answers it wants written back to the
+/// program, and what to tell the server (clipboard, bell, title).
+fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8>, Vec<PtyEvent>) {
+    let mut emu = super::lock(emulator);
+    let effects = emu.process(bytes);
+    let mut events: Vec<PtyEvent> = effects
+        .clipboard
+        .into_iter()
+        .map(PtyEvent::Clipboard)
+        .collect();
+    if effects.bell {
+        events.push(PtyEvent::Bell);
+    }
+    if effects.title_changed {
+        events.push(PtyEvent::Title(emu.title().to_string()));
+    }
+    (effects.responses, events)
 }
 
 enum Step {
@@ -450,6 +519,19 @@ impl Actor {
                     // Output may have waited while we were paused.
                     self.mark_dirty();
                 }
+                Ok(Control::Lend(reply)) => {
+                    let fd = if self.paused {
+                        None
+                    } else {
+                        sys::dup_cloexec(self.master.as_fd()).ok()
+                    };
+                    if fd.is_some() {
+                        self.lent = true;
+                        self.lent_hup = false;
+                    }
+                    let _ = reply.send(fd);
+                }
+                Ok(Control::Return) => self.lent = false,
                 Ok(Control::Shutdown) | Err(TryRecvError::Disconnected) => {
                     return Ok(Step::Shutdown)
                 }
@@ -477,10 +559,21 @@ impl Actor {
             .hold_until
             .map(|t| t.saturating_duration_since(Instant::now()));
         let want_write = hold.is_none() && !self.pending.is_empty();
-        let ready =
-            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, true, want_write, hold)?;
+        let ready = if !self.lent {
+            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, true, want_write, hold)?
+        } else if want_write && !self.lent_hup {
+            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, false, true, hold)?
+        } else {
+            // Lent and nothing to write: only our wake pipe matters (a hangup is the
+            // borrower's to see).
+            sys::poll_wake(&self.wake, hold)?
+        };
         if ready.woken {
             self.wake.drain();
+        }
+        if self.lent {
+            self.lent_hup |= ready.hangup;
+            return Ok(Step::Continue);
         }
         if ready.readable || ready.hangup {
             return self.read_burst(buf, ready.hangup);
@@ -531,22 +624,15 @@ impl Actor {
     }
 
     fn feed(&mut self, bytes: &[u8]) {
-        let effects = super::lock(&self.emulator).process(bytes);
+        let (responses, events) = absorb(&self.emulator, bytes);
         // Answers to queries go back to the program; one that asks without ever reading
         // its input must not make us buffer without limit, so answers beyond the cap
         // are dropped (a terminal would block instead; we must not).
-        if !effects.responses.is_empty() && self.pending_len < MAX_PENDING_BYTES {
-            self.push_counted(effects.responses);
+        if !responses.is_empty() && self.pending_len < MAX_PENDING_BYTES {
+            self.push_counted(responses);
         }
-        for seq in effects.clipboard {
-            (self.notify)(PtyEvent::Clipboard(seq));
-        }
-        if effects.bell {
-            (self.notify)(PtyEvent::Bell);
-        }
-        if effects.title_changed {
-            let title = super::lock(&self.emulator).title().to_string();
-            (self.notify)(PtyEvent::Title(title));
+        for ev in events {
+            (self.notify)(ev);
         }
         self.mark_dirty();
     }

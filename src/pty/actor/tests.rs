@@ -264,3 +264,58 @@ fn input_sent_after_a_resize_reaches_the_program_after_it() {
         );
     }
 }
+
+fn wait_screen(emu: &SharedEmulator, text: &str) {
+    let deadline = Instant::now() + WAIT;
+    while !super::super::lock(emu).screen().contents().contains(text) {
+        assert!(
+            Instant::now() < deadline,
+            "{text:?} never reached the emulator"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn lent_reads_go_to_the_borrower_and_come_back_to_the_actor() {
+    let (handle, mut prog, rx, emu) = start();
+    prog.write_all(b"before ").unwrap();
+    wait_screen(&emu, "before");
+    let fd = handle.lend_reads(WAIT).expect("the actor lends its reads");
+    // (The announcement of "before", taken as a renderer would.)
+    assert!(matches!(rx.recv_timeout(WAIT).unwrap(), PtyEvent::Output));
+    assert!(handle.take_dirty());
+    // While lent, the actor leaves the program's output to the borrower, who takes it in
+    // with absorb, which announces it.
+    prog.write_all(b"lent ").unwrap();
+    let mut buf = [0u8; 64];
+    let deadline = Instant::now() + WAIT;
+    let n = loop {
+        match sys::read_nb(fd.as_fd(), &mut buf).unwrap() {
+            Some(n) => break n,
+            None => {
+                assert!(Instant::now() < deadline, "nothing to read while lent");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    };
+    assert_eq!(&buf[..n], b"lent ");
+    let events = handle.absorb(&emu, &buf[..n]);
+    assert!(events.iter().any(|e| matches!(e, PtyEvent::Output)));
+    assert!(rx.try_recv().is_err(), "the actor read nothing while lent");
+    wait_screen(&emu, "before lent");
+    // Given back: the actor reads again.
+    drop(fd);
+    handle.return_reads();
+    prog.write_all(b"after").unwrap();
+    wait_screen(&emu, "before lent after");
+}
+
+#[test]
+fn a_lend_that_is_not_awaited_is_taken_back() {
+    let (handle, mut prog, _rx, emu) = start();
+    // Given up on at once: whether or not the actor had lent by then, it reads again.
+    let _ = handle.lend_reads(Duration::ZERO);
+    prog.write_all(b"still read").unwrap();
+    wait_screen(&emu, "still read");
+}

@@ -72,6 +72,9 @@ impl Server {
     ) -> Result<Done, String> {
         let started = Instant::now();
         self.check_handoff(&req)?;
+        // The terminals' actors read them again before they are paused and moved.
+        self.lending_off = true;
+        self.unlend();
         let mut progress = Progress::default();
         // A bug in a step must still roll back (the server's own panic guard would leave
         // every pane paused).
@@ -90,6 +93,7 @@ impl Server {
             }
             Err(e) => {
                 self.roll_back(progress);
+                self.lending_off = false;
                 eprintln!("handoff: rolled back: {e}");
                 Err(e)
             }

@@ -1,0 +1,102 @@
+//! The pane being typed in is read by the server thread itself: its actor lends it the
+//! reading (`PtyHandle::lend_reads`), so a keystroke's echo is read, fed to the emulator
+//! and drawn in one wake-up of this thread — one hand-off fewer than through the pane's
+//! I/O thread, the same path tmux's single loop takes.
+//!
+//! Invariants: at most one terminal is lent, and only while a client is attached and no
+//! handoff runs; the duplicate we read from is dropped when the lending ends (so a closed
+//! terminal is really closed); a terminal that hung up is given back and never lent again
+//! (its actor sees the end and reports the exit).
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::Duration;
+
+use super::{Event, Server};
+use crate::model::ids::TerminalId;
+
+/// How long the actor may take to stop reading (it is normally asleep in `poll`; one that
+/// is busy with a burst of output is tried again after the next event).
+const LEND_TIMEOUT: Duration = Duration::from_millis(50);
+/// Bytes read per turn before other work gets its go.
+const READ_BURST: usize = 256 * 1024;
+
+pub(crate) struct Lent {
+    pub tid: TerminalId,
+    fd: OwnedFd,
+}
+
+impl Server {
+    /// Lends the focused terminal's reads to this thread (and gives back the previous
+    /// one's) when that changed.
+    pub(crate) fn update_lending(&mut self) {
+        let want = if self.clients.is_empty() || self.lending_off {
+            None
+        } else {
+            self.state.focused_terminal()
+        }
+        .filter(|t| Some(*t) != self.lend_refused && self.runtimes.get(*t).is_some());
+        if want == self.lent.as_ref().map(|l| l.tid) {
+            return;
+        }
+        self.unlend();
+        let Some(tid) = want else {
+            return;
+        };
+        if let Some(fd) = self
+            .runtimes
+            .get(tid)
+            .and_then(|rt| rt.handle.lend_reads(LEND_TIMEOUT))
+        {
+            self.lent = Some(Lent { tid, fd });
+        }
+    }
+
+    /// Gives the lent terminal's reads back to its actor.
+    pub(crate) fn unlend(&mut self) {
+        if let Some(l) = self.lent.take() {
+            if let Some(rt) = self.runtimes.get(l.tid) {
+                rt.handle.return_reads();
+            }
+        }
+    }
+
+    /// The lent terminal's descriptor, for the server's poll.
+    pub(crate) fn lent_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.lent.as_ref().map(|l| l.fd.as_fd())
+    }
+
+    /// Reads what the lent terminal's program wrote and handles it as its actor would.
+    pub(crate) fn read_lent(&mut self) {
+        let Some(lent) = self.lent.as_ref() else {
+            return;
+        };
+        let tid = lent.tid;
+        let Some(rt) = self.runtimes.get(tid) else {
+            return;
+        };
+        let mut events = Vec::new();
+        let mut ended = false;
+        let mut total = 0;
+        while total < READ_BURST {
+            match crate::sys::read_nb(lent.fd.as_fd(), &mut self.read_buf) {
+                Ok(Some(0)) | Err(_) => {
+                    ended = true;
+                    break;
+                }
+                Ok(Some(n)) => {
+                    total += n;
+                    events.extend(rt.handle.absorb(&rt.emulator, &self.read_buf[..n]));
+                }
+                Ok(None) => break,
+            }
+        }
+        if ended {
+            // The program is gone (or going): its actor sees the end and reports it.
+            self.unlend();
+            self.lend_refused = Some(tid);
+        }
+        for ev in events {
+            self.handle_guarded(Event::Pty(tid, ev));
+        }
+    }
+}
