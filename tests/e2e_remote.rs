@@ -42,6 +42,8 @@ fn remote_install_attach_reconnect_and_reattach() {
 
     // Cut the link the way a dead network ends ssh; the program keeps running remotely.
     t.line("sleep 2; echo while-$((1+1))-cut");
+    // (Keys still on their way when the link dies are lost, as with any ssh session.)
+    t.wait_text("sleep 2; echo while-$((1+1))-cut");
     sshd.kill_ssh_clients();
     t.wait_text("reconnecting to");
     t.wait_text("while-2-cut");
@@ -471,6 +473,7 @@ fn the_builtin_ssh_client_attaches_and_reconnects() {
     t.wait_text("via-42-builtin");
     // The network drops every connection: the client reconnects by itself.
     t.line("sleep 2; echo while-$((1+1))-cut");
+    t.wait_text("sleep 2; echo while-$((1+1))-cut");
     sshd.drop_connections();
     t.wait_text("reconnecting to");
     t.wait_text("while-2-cut");
