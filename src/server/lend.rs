@@ -51,6 +51,37 @@ impl Server {
         }
     }
 
+    /// Tells the terminals whether anybody sees them (output nobody sees is read in
+    /// batches; see `PtyHandle::set_background`), when that changed.
+    pub(crate) fn update_background(&mut self) {
+        let mut shown: Vec<TerminalId> = Vec::new();
+        if !self.clients.is_empty() {
+            if let Some(tab) = self.state.active_tab() {
+                let panes = if tab.zoomed {
+                    vec![tab.focused]
+                } else {
+                    tab.layout.panes()
+                };
+                shown.extend(
+                    panes
+                        .iter()
+                        .filter_map(|p| self.state.panes.get(p).map(|ps| ps.terminal)),
+                );
+            }
+        }
+        shown.sort_unstable();
+        if shown == self.shown && self.shown_count == self.runtimes.len() {
+            return;
+        }
+        for tid in self.runtimes.ids() {
+            if let Some(rt) = self.runtimes.get(tid) {
+                rt.handle.set_background(shown.binary_search(&tid).is_err());
+            }
+        }
+        self.shown = shown;
+        self.shown_count = self.runtimes.len();
+    }
+
     /// Gives the lent terminal's reads back to its actor.
     pub(crate) fn unlend(&mut self) {
         if let Some(l) = self.lent.take() {

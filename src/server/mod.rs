@@ -171,6 +171,10 @@ pub struct Server {
     pub(crate) lend_refused: Option<TerminalId>,
     /// No lending while a handoff moves the terminals.
     pub(crate) lending_off: bool,
+    /// The terminals on screen as last told to them, sorted, and how many there were in
+    /// all then (a new terminal is told too).
+    pub(crate) shown: Vec<TerminalId>,
+    pub(crate) shown_count: usize,
     pub(crate) persist: Option<persist::Persistence>,
     /// The client whose size the session uses: the most recently active one.
     active_client: Option<ClientId>,
@@ -225,6 +229,8 @@ impl Server {
             lent: None,
             lend_refused: None,
             lending_off: false,
+            shown: Vec::new(),
+            shown_count: 0,
             persist: None,
             active_client: None,
             size: (80, 24),
@@ -329,6 +335,7 @@ impl Server {
             if structural {
                 self.note_seen();
                 self.update_lending();
+                self.update_background();
                 self.publish_structure();
                 self.persist_note_change();
             }
@@ -519,6 +526,7 @@ impl Server {
             if self.tick() {
                 self.note_seen();
                 self.update_lending();
+                self.update_background();
                 self.publish_structure();
                 self.persist_note_change();
             }

@@ -135,9 +135,11 @@ pub fn poll_pty_and_wake(
         let remaining = match deadline {
             None => PollTimeout::NONE,
             Some(d) => {
+                // Rounded up: a deadline less than a millisecond away is slept to, not
+                // spun on.
                 let left = d.saturating_duration_since(Instant::now());
-                PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32)
-                    .unwrap_or(PollTimeout::MAX)
+                let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
             }
         };
         match poll(&mut fds, remaining) {

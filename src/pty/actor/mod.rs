@@ -33,6 +33,12 @@ const READ_BURST: usize = 1024 * 1024;
 const MAX_PENDING_BYTES: usize = 1024 * 1024;
 /// How long a closing terminal's child gets after SIGHUP before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
+/// A terminal nobody sees reads its output in batches: after a small read it waits this
+/// long before reading again, so a program printing a line at a time wakes us a few
+/// times a second, not once per line (its renderer looks at most 20 times a second).
+const BACKGROUND_READ_DELAY: Duration = Duration::from_millis(50);
+/// A read at least this big means bulk output: read on at once, never throttle it.
+const BACKGROUND_BULK: usize = 16 * 1024;
 
 /// What the actor tells its owner. Delivered through a callback so this module does not
 /// depend on the server's event types.
@@ -121,6 +127,8 @@ pub struct PtyHandle {
     dirty: Arc<AtomicBool>,
     /// Set: closing the terminal leaves its program running (another server owns it).
     preserve: Arc<AtomicBool>,
+    /// Set while nobody sees the terminal (see `BACKGROUND_READ_DELAY`).
+    background: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -171,6 +179,7 @@ impl PtyHandle {
         let (control_tx, control_rx) = mpsc::channel();
         let dirty = Arc::new(AtomicBool::new(false));
         let preserve = Arc::new(AtomicBool::new(parts.preserve));
+        let background = Arc::new(AtomicBool::new(false));
         let direct = Arc::new(Direct {
             fd: std::sync::Mutex::new(Some(sys::dup_cloexec(parts.master.as_fd())?)),
             // A paused terminal takes no direct writes (see `Control::Pause`).
@@ -197,6 +206,8 @@ impl PtyHandle {
             deferred_resizes: 0,
             lent: false,
             lent_hup: false,
+            background: background.clone(),
+            read_after: None,
         };
         if !parts.pending_input.is_empty() {
             actor.push_counted(parts.pending_input);
@@ -211,6 +222,7 @@ impl PtyHandle {
             waker,
             dirty,
             preserve,
+            background,
             thread: Some(thread),
         })
     }
@@ -365,6 +377,14 @@ impl PtyHandle {
         events
     }
 
+    /// Whether anybody sees the terminal: output nobody sees is read in batches.
+    pub fn set_background(&self, background: bool) {
+        if self.background.swap(background, Ordering::AcqRel) && !background {
+            // Shown again: whatever waits is read now, not after the delay.
+            self.waker.wake();
+        }
+    }
+
     /// Marks the output as seen by the renderer; the next output sends a new `Output`.
     pub fn take_dirty(&self) -> bool {
         self.dirty.swap(false, Ordering::AcqRel)
@@ -422,6 +442,9 @@ struct Actor {
     lent: bool,
     /// While lent, the terminal hung up: the borrower will see it and give it back.
     lent_hup: bool,
+    background: Arc<AtomicBool>,
+    /// In the background after a small read: the next read waits until then.
+    read_after: Option<Instant>,
 }
 
 /// Output of the program, into the emulator: the answers it wants written back to the
@@ -555,18 +578,32 @@ impl Actor {
                 break;
             }
         }
-        let hold = self
-            .hold_until
-            .map(|t| t.saturating_duration_since(Instant::now()));
+        let now = Instant::now();
+        let hold = self.hold_until.map(|t| t.saturating_duration_since(now));
         let want_write = hold.is_none() && !self.pending.is_empty();
+        // Reading waits out the background delay (a hangup still wakes us).
+        if !self.background.load(Ordering::Acquire) || self.read_after.is_some_and(|t| t <= now) {
+            self.read_after = None;
+        }
+        let rest = self.read_after.map(|t| t.saturating_duration_since(now));
+        let timeout = match (hold, rest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let ready = if !self.lent {
-            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, true, want_write, hold)?
+            sys::poll_pty_and_wake(
+                self.master.as_fd(),
+                &self.wake,
+                rest.is_none(),
+                want_write,
+                timeout,
+            )?
         } else if want_write && !self.lent_hup {
-            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, false, true, hold)?
+            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, false, true, timeout)?
         } else {
             // Lent and nothing to write: only our wake pipe matters (a hangup is the
             // borrower's to see).
-            sys::poll_wake(&self.wake, hold)?
+            sys::poll_wake(&self.wake, timeout)?
         };
         if ready.woken {
             self.wake.drain();
@@ -619,6 +656,9 @@ impl Actor {
                 None if hangup && total == 0 => return Ok(Step::Eof),
                 None => break,
             }
+        }
+        if total < BACKGROUND_BULK && self.background.load(Ordering::Acquire) {
+            self.read_after = Some(Instant::now() + BACKGROUND_READ_DELAY);
         }
         Ok(Step::Continue)
     }

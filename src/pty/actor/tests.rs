@@ -319,3 +319,36 @@ fn a_lend_that_is_not_awaited_is_taken_back() {
     prog.write_all(b"still read").unwrap();
     wait_screen(&emu, "still read");
 }
+
+#[test]
+fn a_terminal_nobody_sees_still_reads_everything_and_notices_the_end() {
+    let (handle, mut prog, rx, emu) = start();
+    handle.set_background(true);
+    // Small pieces, each read after the batching delay at the latest.
+    for word in ["one ", "two ", "three "] {
+        prog.write_all(word.as_bytes()).unwrap();
+        wait_screen(&emu, word.trim());
+    }
+    // Bulk output is never held back: all of it arrives.
+    let bulk = "x".repeat(200_000);
+    prog.write_all(bulk.as_bytes()).unwrap();
+    prog.write_all(b"\r\nend-of-bulk").unwrap();
+    wait_screen(&emu, "end-of-bulk");
+    // Shown again: read as it comes.
+    handle.set_background(false);
+    prog.write_all(b" shown").unwrap();
+    wait_screen(&emu, "end-of-bulk shown");
+    // In the background again, the end is noticed during a delay too.
+    handle.set_background(true);
+    prog.write_all(b" last").unwrap();
+    wait_screen(&emu, "shown last");
+    drop(prog);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(PtyEvent::Exited(_)) => break,
+            Ok(_) => continue,
+            Err(e) => panic!("no exit event: {e}"),
+        }
+    }
+}
