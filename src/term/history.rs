@@ -50,7 +50,7 @@ impl History {
         self.lines.get(i)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Line> {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Line> + Clone {
         self.lines.iter()
     }
 }

@@ -147,25 +147,7 @@ impl Image {
     /// `rows cols | title | history | bytes | tail`, each variable part length-prefixed
     /// (u32 BE); the history as a count, then per line a wrapped flag and its text.
     pub fn encode(&self) -> Vec<u8> {
-        let history: usize = self.history.iter().map(|l| l.text.len() + 5).sum();
-        let mut out = Vec::with_capacity(
-            20 + self.title.len() + history + self.bytes.len() + self.tail.len(),
-        );
-        out.extend_from_slice(&self.rows.to_be_bytes());
-        out.extend_from_slice(&self.cols.to_be_bytes());
-        let part = |out: &mut Vec<u8>, p: &[u8]| {
-            out.extend_from_slice(&(p.len() as u32).to_be_bytes());
-            out.extend_from_slice(p);
-        };
-        part(&mut out, self.title.as_bytes());
-        out.extend_from_slice(&(self.history.len() as u32).to_be_bytes());
-        for line in &self.history {
-            out.push(u8::from(line.wrapped));
-            part(&mut out, line.text.as_bytes());
-        }
-        part(&mut out, &self.bytes);
-        part(&mut out, &self.tail);
-        out
+        encode(self, &self.history)
     }
 
     pub fn decode(mut data: &[u8]) -> Result<Image, ImageError> {
@@ -222,6 +204,34 @@ impl Image {
     }
 }
 
+/// [`Image::encode`] of `image` with `history` in place of its own (which the emulator's
+/// export leaves empty, so its lines are written from where they are, not copied first).
+fn encode<'a, I>(image: &Image, history: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = &'a Line>,
+    I::IntoIter: ExactSizeIterator + Clone,
+{
+    let history = history.into_iter();
+    let size: usize = history.clone().map(|l| l.text.len() + 5).sum();
+    let mut out =
+        Vec::with_capacity(20 + image.title.len() + size + image.bytes.len() + image.tail.len());
+    out.extend_from_slice(&image.rows.to_be_bytes());
+    out.extend_from_slice(&image.cols.to_be_bytes());
+    let part = |out: &mut Vec<u8>, p: &[u8]| {
+        out.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        out.extend_from_slice(p);
+    };
+    part(&mut out, image.title.as_bytes());
+    out.extend_from_slice(&(history.len() as u32).to_be_bytes());
+    for line in history {
+        out.push(u8::from(line.wrapped));
+        part(&mut out, line.text.as_bytes());
+    }
+    part(&mut out, &image.bytes);
+    part(&mut out, &image.tail);
+    out
+}
+
 pub(super) fn cup(out: &mut String, row: usize, col: usize) {
     out.push_str(&format!("\x1b[{};{}H", row + 1, col + 1));
 }
@@ -232,6 +242,20 @@ impl Emulator {
     /// that is skipped when the program stopped inside an escape sequence, and then only
     /// the alternate screen is carried.
     pub fn image(&mut self) -> Image {
+        let mut image = self.screens_image();
+        image.history = self.history.iter().cloned().collect();
+        image
+    }
+
+    /// [`Emulator::image`], encoded, without copying the history first.
+    pub fn encoded_image(&mut self) -> (u16, u16, Vec<u8>) {
+        let image = self.screens_image();
+        let bytes = encode(&image, self.history.iter());
+        (image.rows, image.cols, bytes)
+    }
+
+    /// Everything of the image but the history (left empty).
+    fn screens_image(&mut self) -> Image {
         let (rows, cols) = self.size();
         let alt = self.screen().alternate_screen();
         let peek_primary = !alt || self.tracker.grounded();
@@ -264,7 +288,7 @@ impl Emulator {
             rows,
             cols,
             title: self.title().to_string(),
-            history: self.history.iter().cloned().collect(),
+            history: Vec::new(),
             bytes: out.into_bytes(),
             tail: if self.tracker.overflow {
                 Vec::new()
@@ -289,11 +313,12 @@ impl Emulator {
         }
     }
 
-    /// An emulator showing what `image` was taken from; `scrollback` lines of history.
-    pub fn from_image(image: &Image, scrollback: usize) -> Emulator {
+    /// An emulator showing what `image` was taken from; `scrollback` lines of history,
+    /// moved out of `image` (which keeps everything else).
+    pub fn from_image(image: &mut Image, scrollback: usize) -> Emulator {
         let mut e = Emulator::new(image.rows, image.cols, scrollback);
-        for line in &image.history {
-            e.history.push(line.clone());
+        for line in image.history.drain(..) {
+            e.history.push(line);
         }
         // Presentation only: whatever the replay would answer is not sent anywhere.
         let _ = e.process(&image.bytes);
@@ -358,9 +383,14 @@ mod tests {
 
     fn round_trip(e: &mut Emulator) -> Emulator {
         let image = e.image();
-        let decoded = Image::decode(&image.encode()).unwrap();
+        let mut decoded = Image::decode(&image.encode()).unwrap();
+        assert_eq!(
+            e.encoded_image().2,
+            image.encode(),
+            "encoded in place as through an Image"
+        );
         assert_eq!(decoded, image);
-        Emulator::from_image(&decoded, 1000)
+        Emulator::from_image(&mut decoded, 1000)
     }
 
     fn assert_same(a: &mut Emulator, b: &mut Emulator) {

@@ -236,8 +236,8 @@ impl Emulator {
         let (rows, cols) = self.size();
         let cap = self.history.capacity();
         let rebuilt = catch_unwind(AssertUnwindSafe(|| {
-            let image = self.image();
-            Emulator::from_image(&image, cap)
+            let mut image = self.image();
+            Emulator::from_image(&mut image, cap)
         }));
         let mut fresh = rebuilt.unwrap_or_else(|_| {
             let mut e = Emulator::new(rows, cols, cap);

@@ -246,10 +246,7 @@ impl Server {
             masters.push(p.master.as_fd());
         }
         // Images are the bulk of the work: taken on every core.
-        let encoded = super::parallel_map(&emulators, |e| {
-            let image = crate::pty::lock(e).image();
-            (image.rows, image.cols, image.encode())
-        });
+        let encoded = super::parallel_map(&emulators, |e| crate::pty::lock(e).encoded_image());
         let mut images = Vec::with_capacity(encoded.len());
         for ((pane, (rows, cols, image)), input) in panes.iter_mut().zip(encoded).zip(pending) {
             pane.rows = rows;

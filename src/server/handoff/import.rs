@@ -113,8 +113,8 @@ fn receive(
     let scrollback = crate::config::current().scrollback_lines;
     let built = super::parallel_map(&raw, |(rt, image, _)| {
         Image::decode(image)
-            .map(|i| {
-                let emulator = Emulator::from_image(&i, scrollback);
+            .map(|mut i| {
+                let emulator = Emulator::from_image(&mut i, scrollback);
                 (i, emulator)
             })
             .map_err(|e| format!("pane p{}: {e}", rt.pane))
