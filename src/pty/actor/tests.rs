@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
+use std::time::Instant;
 
 fn start() -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
     let (ours, theirs) = UnixStream::pair().unwrap();

@@ -1,0 +1,406 @@
+//! The actor's thread: the loop that owns a terminal's master — control messages, input
+//! written at an offset, output read and fed to the emulator, the program's end.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::pty::SharedEmulator;
+use crate::sys::{self, WakePipe};
+
+pub(super) struct Actor {
+    pub(super) direct: Arc<Direct>,
+    /// Inputs taken from the queue (or answers added) since `pending` was last empty:
+    /// what `direct.busy` is lowered by once they are all written.
+    pub(super) taken: usize,
+    pub(super) master: OwnedFd,
+    pub(super) program: Program,
+    pub(super) emulator: SharedEmulator,
+    pub(super) notify: Notify,
+    pub(super) wake: WakePipe,
+    pub(super) input: Receiver<Input>,
+    pub(super) control: Receiver<Control>,
+    /// Input not yet written; `offset` bytes of the front chunk are already written.
+    pub(super) pending: VecDeque<Chunk>,
+    pub(super) offset: usize,
+    /// Bytes in `pending` not yet written.
+    pub(super) pending_len: usize,
+    /// A submit's pause: nothing more is written before this instant.
+    pub(super) hold_until: Option<Instant>,
+    pub(super) dirty: Arc<AtomicBool>,
+    pub(super) preserve: Arc<AtomicBool>,
+    /// No reading or writing until `Resume`.
+    pub(super) paused: bool,
+    /// A size that arrived while paused, and how many did (each holds direct writes).
+    pub(super) deferred_resize: Option<(u16, u16)>,
+    pub(super) deferred_resizes: usize,
+    /// Someone else reads the terminal (the server, for the pane being typed in).
+    pub(super) lent: bool,
+    /// While lent, the terminal hung up: the borrower will see it and give it back.
+    pub(super) lent_hup: bool,
+    pub(super) background: Arc<AtomicBool>,
+    /// In the background after a small read: the next read waits until then.
+    pub(super) read_after: Option<Instant>,
+}
+
+/// Output of the program, into the emulator: the answers it wants written back to the
+/// program, and what to tell the server (clipboard, bell, title).
+pub(super) fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8>, Vec<PtyEvent>) {
+    let mut emu = crate::pty::lock(emulator);
+    let effects = emu.process(bytes);
+    let mut events: Vec<PtyEvent> = effects
+        .clipboard
+        .into_iter()
+        .map(PtyEvent::Clipboard)
+        .collect();
+    if effects.bell {
+        events.push(PtyEvent::Bell);
+    }
+    if effects.title_changed {
+        events.push(PtyEvent::Title(emu.title().to_string()));
+    }
+    (effects.responses, events)
+}
+
+enum Step {
+    Continue,
+    Eof,
+    Shutdown,
+}
+
+impl Actor {
+    pub(super) fn run(mut self) {
+        let mut buf = vec![0u8; READ_CHUNK];
+        let outcome = loop {
+            match self.step(&mut buf) {
+                Ok(Step::Continue) => {}
+                Ok(Step::Eof) => break Step::Eof,
+                Ok(Step::Shutdown) => break Step::Shutdown,
+                Err(_) => break Step::Eof,
+            }
+        };
+        // No more direct writes; and our master is then the last descriptor we hold.
+        *self.direct.fd.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        match outcome {
+            Step::Shutdown if self.preserve.load(Ordering::Acquire) => {}
+            Step::Shutdown => self.kill_child(),
+            _ => {
+                let code = self.reap();
+                (self.notify)(PtyEvent::Exited(code));
+            }
+        }
+    }
+
+    fn step(&mut self, buf: &mut [u8]) -> std::io::Result<Step> {
+        loop {
+            let control = if self.paused {
+                // Nothing but control messages while paused.
+                self.control.recv().map_err(|_| TryRecvError::Disconnected)
+            } else {
+                self.control.try_recv()
+            };
+            match control {
+                // While paused the terminal is not ours to change (it may be on loan to
+                // a handoff that is rolled back): the size is applied on resume.
+                Ok(Control::Resize { rows, cols }) if self.paused => {
+                    self.deferred_resize = Some((rows, cols));
+                    self.deferred_resizes += 1;
+                }
+                Ok(Control::Resize { rows, cols }) => {
+                    self.apply_resize(rows, cols);
+                    self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                }
+                Ok(Control::Pause(reply)) => match self.pause_report() {
+                    Ok(p) => {
+                        if !self.paused {
+                            // Direct writes wait too, until resumed.
+                            self.direct.busy.fetch_add(1, Ordering::AcqRel);
+                        }
+                        self.paused = true;
+                        let _ = reply.send(Ok(p));
+                    }
+                    // Not paused: carry on as if never asked.
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
+                    }
+                },
+                Ok(Control::Resume) => {
+                    if self.paused {
+                        self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                    }
+                    self.paused = false;
+                    if let Some((rows, cols)) = self.deferred_resize.take() {
+                        self.apply_resize(rows, cols);
+                    }
+                    self.direct
+                        .busy
+                        .fetch_sub(std::mem::take(&mut self.deferred_resizes), Ordering::AcqRel);
+                    // Output may have waited while we were paused.
+                    self.mark_dirty();
+                }
+                Ok(Control::Lend(reply)) => {
+                    let fd = if self.paused {
+                        None
+                    } else {
+                        sys::dup_cloexec(self.master.as_fd()).ok()
+                    };
+                    if fd.is_some() {
+                        self.lent = true;
+                        self.lent_hup = false;
+                    }
+                    let _ = reply.send(fd);
+                }
+                Ok(Control::Return) => self.lent = false,
+                Ok(Control::Shutdown) | Err(TryRecvError::Disconnected) => {
+                    return Ok(Step::Shutdown)
+                }
+                Err(TryRecvError::Empty) => break,
+            }
+        }
+        // Take input only while little is pending: when the program stops reading, the
+        // bounded channel fills and callers get `WouldBlock` instead of us buffering
+        // without limit. If the limit stopped us and everything was then written, take
+        // more now: no wake-up will come for input that is already queued.
+        loop {
+            while self.pending_len < MAX_PENDING_BYTES {
+                match self.input.try_recv() {
+                    Ok(input) => self.take_input(input),
+                    Err(_) => break,
+                }
+            }
+            let hit_limit = self.pending_len >= MAX_PENDING_BYTES;
+            self.flush()?;
+            if !(hit_limit && self.pending.is_empty()) {
+                break;
+            }
+        }
+        let now = Instant::now();
+        let hold = self.hold_until.map(|t| t.saturating_duration_since(now));
+        let want_write = hold.is_none() && !self.pending.is_empty();
+        // Reading waits out the background delay (a hangup still wakes us).
+        if !self.background.load(Ordering::Acquire) || self.read_after.is_some_and(|t| t <= now) {
+            self.read_after = None;
+        }
+        let rest = self.read_after.map(|t| t.saturating_duration_since(now));
+        let timeout = match (hold, rest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let ready = if !self.lent {
+            sys::poll_pty_and_wake(
+                self.master.as_fd(),
+                &self.wake,
+                rest.is_none(),
+                want_write,
+                timeout,
+            )?
+        } else if want_write && !self.lent_hup {
+            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, false, true, timeout)?
+        } else {
+            // Lent and nothing to write: only our wake pipe matters (a hangup is the
+            // borrower's to see).
+            sys::poll_wake(&self.wake, timeout)?
+        };
+        if ready.woken {
+            self.wake.drain();
+        }
+        if self.lent {
+            self.lent_hup |= ready.hangup;
+            return Ok(Step::Continue);
+        }
+        if ready.readable || ready.hangup {
+            return self.read_burst(buf, ready.hangup);
+        }
+        Ok(Step::Continue)
+    }
+
+    fn apply_resize(&mut self, rows: u16, cols: u16) {
+        let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
+        crate::pty::lock(&self.emulator).resize(rows, cols);
+        self.mark_dirty();
+    }
+
+    /// Takes everything queued into `pending` (kept, to go on after a rollback) and
+    /// reports a copy of it, pauses left out, with a duplicate of the master.
+    fn pause_report(&mut self) -> std::io::Result<Paused> {
+        let master = sys::dup_cloexec(self.master.as_fd())?;
+        while let Ok(input) = self.input.try_recv() {
+            self.take_input(input);
+        }
+        let mut pending_input = Vec::with_capacity(self.pending_len);
+        for (i, chunk) in self.pending.iter().enumerate() {
+            if let Chunk::Bytes(b) = chunk {
+                let from = if i == 0 { self.offset } else { 0 };
+                pending_input.extend_from_slice(&b[from..]);
+            }
+        }
+        Ok(Paused {
+            master,
+            pending_input,
+        })
+    }
+
+    fn read_burst(&mut self, buf: &mut [u8], hangup: bool) -> std::io::Result<Step> {
+        let mut total = 0;
+        while total < READ_BURST {
+            match sys::read_nb(self.master.as_fd(), buf)? {
+                Some(0) => return Ok(Step::Eof),
+                Some(n) => {
+                    total += n;
+                    self.feed(&buf[..n]);
+                }
+                None if hangup && total == 0 => return Ok(Step::Eof),
+                None => break,
+            }
+        }
+        if total < BACKGROUND_BULK && self.background.load(Ordering::Acquire) {
+            self.read_after = Some(Instant::now() + BACKGROUND_READ_DELAY);
+        }
+        Ok(Step::Continue)
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        let (responses, events) = absorb(&self.emulator, bytes);
+        // Answers to queries go back to the program; one that asks without ever reading
+        // its input must not make us buffer without limit, so answers beyond the cap
+        // are dropped (a terminal would block instead; we must not).
+        if !responses.is_empty() && self.pending_len < MAX_PENDING_BYTES {
+            self.push_counted(responses);
+        }
+        for ev in events {
+            (self.notify)(ev);
+        }
+        self.mark_dirty();
+    }
+
+    fn take_input(&mut self, input: Input) {
+        self.taken += 1;
+        match input {
+            Input::Bytes(chunk) => self.push_pending(chunk),
+            Input::Submit { text, enter, delay } => {
+                self.push_pending(text);
+                self.pending.push_back(Chunk::Pause(delay));
+                self.push_pending(enter);
+            }
+        }
+    }
+
+    /// Bytes of our own (answers, handed-over input) ahead of later direct writes.
+    pub(super) fn push_counted(&mut self, chunk: Vec<u8>) {
+        self.direct.busy.fetch_add(1, Ordering::AcqRel);
+        self.taken += 1;
+        self.push_pending(chunk);
+    }
+
+    fn push_pending(&mut self, chunk: Vec<u8>) {
+        self.pending_len += chunk.len();
+        self.pending.push_back(Chunk::Bytes(chunk));
+    }
+
+    fn mark_dirty(&self) {
+        if !self.dirty.swap(true, Ordering::AcqRel) {
+            (self.notify)(PtyEvent::Output);
+        }
+    }
+
+    /// Writes as much pending input as the PTY takes without blocking.
+    fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(t) = self.hold_until {
+            if Instant::now() < t {
+                return Ok(());
+            }
+            self.hold_until = None;
+        }
+        if self.pending.is_empty() {
+            self.release_taken();
+            return Ok(());
+        }
+        let direct = self.direct.clone();
+        let _writing = direct.fd.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(front) = self.pending.front() {
+            let front = match front {
+                Chunk::Bytes(b) => b,
+                Chunk::Pause(d) => {
+                    self.hold_until = Some(Instant::now() + *d);
+                    self.pending.pop_front();
+                    break;
+                }
+            };
+            match sys::write_nb(self.master.as_fd(), &front[self.offset..])? {
+                None => break,
+                Some(n) => {
+                    self.offset += n;
+                    self.pending_len -= n;
+                    if self.offset >= front.len() {
+                        self.pending.pop_front();
+                        self.offset = 0;
+                    }
+                }
+            }
+        }
+        if self.pending.is_empty() {
+            self.release_taken();
+        }
+        Ok(())
+    }
+
+    /// Everything taken so far is written: direct writes may go again (unless more is
+    /// queued, which keeps `busy` up by itself).
+    fn release_taken(&mut self) {
+        if self.taken > 0 {
+            self.direct.busy.fetch_sub(self.taken, Ordering::AcqRel);
+            self.taken = 0;
+        }
+    }
+
+    /// After EOF: the program has usually exited, but it may have closed its terminal
+    /// and kept running. Give it the grace period, then end it like a closed pane, so
+    /// this thread (and a `server stop` joining it) never waits forever.
+    fn reap(&mut self) -> Option<i32> {
+        if self.preserve.load(Ordering::Acquire) {
+            return None;
+        }
+        let deadline = Instant::now() + KILL_GRACE;
+        loop {
+            match self.program.try_wait() {
+                Some(code) => return code,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                None => break,
+            }
+        }
+        let pid = self.program.pid()?;
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGHUP);
+        std::thread::sleep(Duration::from_millis(100));
+        if self.program.try_wait().is_none() {
+            sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        self.program.wait()
+    }
+
+    /// Closing the master hangs up the terminal (SIGHUP to its session); a program that
+    /// ignores it is killed after a grace period. Our own children are always reaped.
+    fn kill_child(mut self) {
+        let pid = self.program.pid();
+        drop(self.master);
+        let Some(pid) = pid else {
+            return;
+        };
+        if self.program.try_wait().is_some() {
+            return;
+        }
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGHUP);
+        let deadline = Instant::now() + KILL_GRACE;
+        while Instant::now() < deadline {
+            if self.program.try_wait().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+        self.program.wait();
+    }
+}
