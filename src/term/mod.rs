@@ -268,6 +268,11 @@ impl Emulator {
         for line in std::mem::take(&mut self.parser.callbacks_mut().dropped) {
             self.history.push(line);
         }
+        // vt100 counts the rows it would have kept even with no room for them, and a
+        // screen that grows later would pull that many blank rows down from the top.
+        if !self.parser.screen().alternate_screen() {
+            self.parser.screen_mut().clear_scrollback();
+        }
     }
 
     /// The live screen (what the program sees and queries).
@@ -343,6 +348,14 @@ impl Emulator {
 
     pub fn resize(&mut self, rows: u16, cols: u16) {
         if self.size() != (rows.max(1), cols.max(1)) {
+            // The primary screen's count of scrolled rows (see `drain`), also while the
+            // alternate one shows (switched there and back, which changes nothing; not
+            // inside a sequence the program has only half written).
+            if self.parser.screen().alternate_screen() && self.tracker.grounded() {
+                self.parser.process(b"\x1b[?47l");
+                self.parser.screen_mut().clear_scrollback();
+                self.parser.process(b"\x1b[?47h");
+            }
             self.parser.set_size(nz(rows), nz(cols));
             // A shorter screen pushes rows into scrollback.
             self.drain();
@@ -536,6 +549,31 @@ mod tests {
             e.process(std::slice::from_ref(b));
         }
         assert!(e.screen().contents().contains("ok"));
+    }
+
+    #[test]
+    fn a_screen_that_grows_keeps_its_rows_at_the_top() {
+        let mut e = Emulator::new(5, 20, 100);
+        for i in 0..10 {
+            e.process(format!("line{i}\r\n").as_bytes());
+        }
+        e.process(b"$ ");
+        e.resize(3, 20);
+        e.resize(8, 20);
+        let rows: Vec<String> = e.screen().rows(0, 20).take(3).collect();
+        assert_eq!(rows, ["line8", "line9", "$ "]);
+        assert_eq!(e.screen().cursor_position(), (2, 2));
+        // The same with a full-screen program showing when the size changes.
+        let mut e = Emulator::new(5, 20, 100);
+        for i in 0..10 {
+            e.process(format!("line{i}\r\n").as_bytes());
+        }
+        e.process(b"\x1b[?1049hfull");
+        e.resize(3, 20);
+        e.resize(8, 20);
+        e.process(b"\x1b[?1049l");
+        let first = e.screen().rows(0, 20).next().unwrap_or_default();
+        assert!(first.starts_with("line"), "{first:?}");
     }
 
     #[test]
