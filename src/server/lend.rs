@@ -9,20 +9,27 @@
 //! (its actor sees the end and reports the exit).
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Event, Server};
 use crate::model::ids::TerminalId;
 
-/// How long the actor may take to stop reading (it is normally asleep in `poll`; one that
-/// is busy with a burst of output is tried again after the next event).
-const LEND_TIMEOUT: Duration = Duration::from_millis(50);
-/// Bytes read per turn before other work gets its go.
-const READ_BURST: usize = 256 * 1024;
+/// How long the actor may take to stop reading. It is normally asleep in `poll` and
+/// answers at once; one busy with a burst of output is left alone for `LEND_BACKOFF`.
+const LEND_TIMEOUT: Duration = Duration::from_millis(5);
+/// No lending for this long after an actor did not answer, or after the lent terminal
+/// poured out bulk output (its actor takes that, in parallel with this thread).
+const LEND_BACKOFF: Duration = Duration::from_secs(1);
+/// Bytes read per turn before other work (other clients' keys, frames) gets its go.
+const READ_BURST: usize = 16 * 1024;
+/// Turns in a row that read a whole `READ_BURST`: bulk output, given back to the actor.
+const BULK_TURNS: u8 = 4;
 
 pub(crate) struct Lent {
     pub tid: TerminalId,
     fd: OwnedFd,
+    /// Turns in a row that read a whole `READ_BURST`.
+    full_turns: u8,
 }
 
 impl Server {
@@ -34,7 +41,8 @@ impl Server {
         } else {
             self.state.focused_terminal()
         }
-        .filter(|t| Some(*t) != self.lend_refused && self.runtimes.get(*t).is_some());
+        .filter(|t| Some(*t) != self.lend_refused && self.runtimes.get(*t).is_some())
+        .filter(|_| self.lend_after.is_none_or(|t| Instant::now() >= t));
         if want == self.lent.as_ref().map(|l| l.tid) {
             return;
         }
@@ -42,12 +50,19 @@ impl Server {
         let Some(tid) = want else {
             return;
         };
-        if let Some(fd) = self
+        match self
             .runtimes
             .get(tid)
             .and_then(|rt| rt.handle.lend_reads(LEND_TIMEOUT))
         {
-            self.lent = Some(Lent { tid, fd });
+            Some(fd) => {
+                self.lent = Some(Lent {
+                    tid,
+                    fd,
+                    full_turns: 0,
+                })
+            }
+            None => self.lend_after = Some(Instant::now() + LEND_BACKOFF),
         }
     }
 
@@ -98,7 +113,7 @@ impl Server {
 
     /// Reads what the lent terminal's program wrote and handles it as its actor would.
     pub(crate) fn read_lent(&mut self) {
-        let Some(lent) = self.lent.as_ref() else {
+        let Some(lent) = self.lent.as_mut() else {
             return;
         };
         let tid = lent.tid;
@@ -121,10 +136,19 @@ impl Server {
                 Ok(None) => break,
             }
         }
+        lent.full_turns = if total >= READ_BURST {
+            lent.full_turns.saturating_add(1)
+        } else {
+            0
+        };
+        let bulk = lent.full_turns >= BULK_TURNS;
         if ended {
             // The program is gone (or going): its actor sees the end and reports it.
             self.unlend();
             self.lend_refused = Some(tid);
+        } else if bulk {
+            self.unlend();
+            self.lend_after = Some(Instant::now() + LEND_BACKOFF);
         }
         for ev in events {
             self.handle_guarded(Event::Pty(tid, ev));

@@ -171,6 +171,11 @@ pub struct Server {
     pub(crate) lend_refused: Option<TerminalId>,
     /// No lending while a handoff moves the terminals.
     pub(crate) lending_off: bool,
+    /// No lending before then (an actor that did not answer, bulk output).
+    pub(crate) lend_after: Option<Instant>,
+    /// Output was taken in since the last timer turn (it may have changed agent states,
+    /// so the structure is looked at after it).
+    output_taken: bool,
     /// The terminals on screen as last told to them, sorted, and how many there were in
     /// all then (a new terminal is told too).
     pub(crate) shown: Vec<TerminalId>,
@@ -229,6 +234,8 @@ impl Server {
             lent: None,
             lend_refused: None,
             lending_off: false,
+            lend_after: None,
+            output_taken: false,
             shown: Vec::new(),
             shown_count: 0,
             persist: None,
@@ -472,6 +479,7 @@ impl Server {
     /// New output in a terminal was taken in (once per dirty flag): waits on it are checked,
     /// subscribers told, agents without hooks marked working.
     pub(crate) fn output_seen(&mut self, tid: TerminalId) {
+        self.output_taken = true;
         if self.api.waits.iter().any(|w| w.terminal == tid) {
             self.recheck_waits(Some(tid));
         }
@@ -596,7 +604,7 @@ impl Server {
             self.last_frame = now;
             changed |= self.render();
         }
-        changed
+        changed || std::mem::take(&mut self.output_taken)
     }
 
     pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {
@@ -626,6 +634,8 @@ impl Server {
             .clone()
             .unwrap_or_else(|| "server stopped".into());
         eprintln!("herdr server: stopping: {why}");
+        // Our copy of a lent terminal must not keep it open while its program is hung up.
+        self.unlend();
         if self.handed_off {
             // The socket, the files and every program belong to the new server now; the
             // runtimes are set to preserve, so dropping them only closes our copies.

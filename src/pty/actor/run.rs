@@ -219,8 +219,10 @@ impl Actor {
     }
 
     fn apply_resize(&mut self, rows: u16, cols: u16) {
-        let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
+        // The emulator first: the program redraws on SIGWINCH, and that output (read here
+        // or by the server, when lent) must meet the new size.
         crate::pty::lock(&self.emulator).resize(rows, cols);
+        let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
         self.mark_dirty();
     }
 
