@@ -266,11 +266,14 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     stdout.write_all(ENTER)?;
     stdout.flush()?;
 
+    // The terminal goes first: nothing else may be sent on a link before it (the server
+    // reads the descriptor's message right after its reply).
+    let (keys, keys_wake) = Keys::new()?;
+    keys.hand_over(first.tty);
     let writer: SharedWriter = Arc::new(Mutex::new(Some(first.writer)));
     let quit = Arc::new(AtomicBool::new(false));
     transport.cancel_on(quit.clone());
-    let keys = spawn_input_thread(writer.clone(), quit.clone())?;
-    keys.hand_over(first.tty);
+    spawn_input_thread(writer.clone(), quit.clone(), &keys, keys_wake)?;
     spawn_resize_thread(writer.clone())?;
     let watched: SharedWatch = Arc::new(Mutex::new(Watch {
         breaker: first.watchdog,
@@ -337,8 +340,8 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
                     breaker: link.watchdog,
                     heard: Some(std::time::Instant::now()),
                 };
-                *lock(&writer) = Some(link.writer);
                 keys.hand_over(link.tty);
+                *lock(&writer) = Some(link.writer);
                 reader = Some(link.reader);
             }
             Err(e) => {
@@ -453,6 +456,16 @@ struct Keys {
 }
 
 impl Keys {
+    /// Keys read here for now; the wake pipe is the input thread's.
+    fn new() -> std::io::Result<(Keys, crate::sys::WakePipe)> {
+        let wake = crate::sys::WakePipe::new()?;
+        let keys = Keys {
+            server_reads: Arc::new(AtomicBool::new(false)),
+            waker: wake.waker(),
+        };
+        Ok((keys, wake))
+    }
+
     fn hand_over(&self, tty: Option<TtyHandover>) {
         let Some(tty) = tty else {
             return;
@@ -471,12 +484,12 @@ impl Keys {
     }
 }
 
-fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::Result<Keys> {
-    let wake = crate::sys::WakePipe::new()?;
-    let keys = Keys {
-        server_reads: Arc::new(AtomicBool::new(false)),
-        waker: wake.waker(),
-    };
+fn spawn_input_thread(
+    writer: SharedWriter,
+    quit: Arc<AtomicBool>,
+    keys: &Keys,
+    wake: crate::sys::WakePipe,
+) -> std::io::Result<()> {
     let server_reads = keys.server_reads.clone();
     std::thread::Builder::new()
         .name("herdr-stdin".into())
@@ -514,7 +527,7 @@ fn spawn_input_thread(writer: SharedWriter, quit: Arc<AtomicBool>) -> std::io::R
                 }
             }
         })?;
-    Ok(keys)
+    Ok(())
 }
 
 fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {

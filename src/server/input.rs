@@ -94,6 +94,20 @@ impl Server {
             }
         }
         if !typed.is_empty() {
+            // Keys and size changes no longer travel together (the client reports the
+            // size on its connection): a key typed after a resize must meet the new size,
+            // so the terminal's own size is looked at first.
+            if let Some(tty) = self.clients.get(&id).and_then(|c| c.tty.clone()) {
+                use std::os::fd::AsFd;
+                let size = crate::sys::get_winsize(tty.as_fd())
+                    .ok()
+                    .filter(|(r, c)| *r > 0 && *c > 0)
+                    .map(|(r, c)| super::panes::sane_size((c, r)));
+                let known = self.clients.get(&id).map(|c| c.size);
+                if let Some((cols, rows)) = size.filter(|s| Some(*s) != known) {
+                    self.handle_guarded(Event::ClientMsg(id, ClientMsg::Resize(cols, rows)));
+                }
+            }
             self.handle_guarded(Event::ClientMsg(id, ClientMsg::Input(typed)));
         }
         if gone {
