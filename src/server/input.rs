@@ -78,35 +78,36 @@ impl Server {
     /// Reads the keys typed into a client's terminal (a bounded amount per turn). A
     /// terminal that is gone ends that client.
     fn read_tty(&mut self, id: ClientId) {
+        use std::os::fd::AsFd;
+        let Some((tty, known)) = self
+            .clients
+            .get(&id)
+            .and_then(|c| Some((c.tty.clone()?, c.size)))
+        else {
+            return;
+        };
         let mut gone = false;
         let mut typed = Vec::new();
-        if let Some(tty) = self.clients.get(&id).and_then(|c| c.tty.clone()) {
-            use std::os::fd::AsFd;
-            for _ in 0..16 {
-                match crate::sys::read_nb(tty.as_fd(), &mut self.read_buf) {
-                    Ok(Some(0)) | Err(_) => {
-                        gone = true;
-                        break;
-                    }
-                    Ok(Some(n)) => typed.extend_from_slice(&self.read_buf[..n]),
-                    Ok(None) => break,
+        for _ in 0..16 {
+            match crate::sys::read_nb(tty.as_fd(), &mut self.read_buf) {
+                Ok(Some(0)) | Err(_) => {
+                    gone = true;
+                    break;
                 }
+                Ok(Some(n)) => typed.extend_from_slice(&self.read_buf[..n]),
+                Ok(None) => break,
             }
         }
         if !typed.is_empty() {
             // Keys and size changes no longer travel together (the client reports the
             // size on its connection): a key typed after a resize must meet the new size,
             // so the terminal's own size is looked at first.
-            if let Some(tty) = self.clients.get(&id).and_then(|c| c.tty.clone()) {
-                use std::os::fd::AsFd;
-                let size = crate::sys::get_winsize(tty.as_fd())
-                    .ok()
-                    .filter(|(r, c)| *r > 0 && *c > 0)
-                    .map(|(r, c)| super::panes::sane_size((c, r)));
-                let known = self.clients.get(&id).map(|c| c.size);
-                if let Some((cols, rows)) = size.filter(|s| Some(*s) != known) {
-                    self.handle_guarded(Event::ClientMsg(id, ClientMsg::Resize(cols, rows)));
-                }
+            let size = crate::sys::get_winsize(tty.as_fd())
+                .ok()
+                .filter(|(r, c)| *r > 0 && *c > 0)
+                .map(|(r, c)| super::panes::sane_size((c, r)));
+            if let Some((cols, rows)) = size.filter(|s| *s != known) {
+                self.handle_guarded(Event::ClientMsg(id, ClientMsg::Resize(cols, rows)));
             }
             self.handle_guarded(Event::ClientMsg(id, ClientMsg::Input(typed)));
         }

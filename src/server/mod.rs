@@ -575,7 +575,6 @@ impl Server {
                     .is_some_and(|rt| rt.handle.take_dirty());
                 if taken {
                     self.output_seen(tid);
-                    changed = true;
                 }
             }
         }
@@ -602,9 +601,10 @@ impl Server {
         if matches!(self.frame_due, Some(d) if d <= now) {
             self.frame_due = None;
             self.last_frame = now;
-            changed |= self.render();
+            self.render();
         }
-        changed || std::mem::take(&mut self.output_taken)
+        // (Output taken in anywhere: here or by an event since the last turn.)
+        changed | std::mem::take(&mut self.output_taken)
     }
 
     pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {

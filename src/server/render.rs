@@ -6,9 +6,7 @@ use crate::render::diff::{self, Frame};
 use crate::render::ui::{self, Overlay};
 
 impl Server {
-    /// Draws every client's frame; whether output was taken in (which can change agent
-    /// states, so the structure).
-    pub(super) fn render(&mut self) -> bool {
+    pub(super) fn render(&mut self) {
         // Output that arrived after its notification was handled is only seen here (the
         // dirty flag was still set, so no new event came): waits and subscribers hear of it.
         let mut fresh = Vec::new();
@@ -21,7 +19,6 @@ impl Server {
                 fresh.push(t);
             }
         }
-        let seen = !fresh.is_empty();
         for t in fresh {
             self.output_seen(t);
         }
@@ -30,7 +27,6 @@ impl Server {
         for id in ids {
             self.render_client(id, message.as_deref());
         }
-        seen
     }
 
     /// One client's frame. While its layout is unchanged, the next frame is built in the

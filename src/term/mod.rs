@@ -551,12 +551,18 @@ mod tests {
         assert!(e.screen().contents().contains("ok"));
     }
 
-    #[test]
-    fn a_screen_that_grows_keeps_its_rows_at_the_top() {
+    /// A 5x20 emulator that printed ten numbered lines.
+    fn scrolled() -> Emulator {
         let mut e = Emulator::new(5, 20, 100);
         for i in 0..10 {
             e.process(format!("line{i}\r\n").as_bytes());
         }
+        e
+    }
+
+    #[test]
+    fn a_screen_that_grows_keeps_its_rows_at_the_top() {
+        let mut e = scrolled();
         e.process(b"$ ");
         e.resize(3, 20);
         e.resize(8, 20);
@@ -564,10 +570,7 @@ mod tests {
         assert_eq!(rows, ["line8", "line9", "$ "]);
         assert_eq!(e.screen().cursor_position(), (2, 2));
         // The same with a full-screen program showing when the size changes.
-        let mut e = Emulator::new(5, 20, 100);
-        for i in 0..10 {
-            e.process(format!("line{i}\r\n").as_bytes());
-        }
+        let mut e = scrolled();
         e.process(b"\x1b[?1049hfull");
         e.resize(3, 20);
         e.resize(8, 20);
