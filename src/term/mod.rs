@@ -6,8 +6,9 @@
 //! terminal must say back to the program is returned, never written from here.
 
 mod damage;
-mod history;
+pub(crate) mod history;
 mod image;
+pub mod vt;
 
 use std::num::NonZeroU16;
 

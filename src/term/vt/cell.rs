@@ -1,0 +1,209 @@
+//! One cell of the screen and the pen it was drawn with, kept small: the text inline
+//! (a character and the marks combined with it), colours and attributes in bytes.
+
+use unicode_width::UnicodeWidthStr as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Color {
+    #[default]
+    Default,
+    Idx(u8),
+    Rgb(u8, u8, u8),
+}
+
+pub(super) const BOLD: u8 = 1;
+pub(super) const DIM: u8 = 2;
+pub(super) const ITALIC: u8 = 4;
+pub(super) const UNDERLINE: u8 = 8;
+pub(super) const INVERSE: u8 = 16;
+
+/// The drawing attributes a cell takes from the pen that drew or erased it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Pen {
+    pub fg: Color,
+    pub bg: Color,
+    pub flags: u8,
+}
+
+impl Pen {
+    pub const DEFAULT: Pen = Pen {
+        fg: Color::Default,
+        bg: Color::Default,
+        flags: 0,
+    };
+
+    pub fn bold(&self) -> bool {
+        self.flags & BOLD != 0
+    }
+    pub fn dim(&self) -> bool {
+        self.flags & DIM != 0
+    }
+    pub fn italic(&self) -> bool {
+        self.flags & ITALIC != 0
+    }
+    pub fn underline(&self) -> bool {
+        self.flags & UNDERLINE != 0
+    }
+    pub fn inverse(&self) -> bool {
+        self.flags & INVERSE != 0
+    }
+}
+
+/// Bytes of text a cell holds: a character and the marks combined with it.
+const TEXT: usize = 22;
+const WIDE: u8 = 0x80;
+const WIDE_CONT: u8 = 0x40;
+const LEN: u8 = 0x1f;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell {
+    text: [u8; TEXT],
+    /// Length of `text`, with the WIDE and WIDE_CONT flags in its high bits.
+    len: u8,
+    pen: Pen,
+}
+
+impl Default for Cell {
+    fn default() -> Cell {
+        Cell::EMPTY
+    }
+}
+
+impl Cell {
+    pub const EMPTY: Cell = Cell {
+        text: [0; TEXT],
+        len: 0,
+        pen: Pen::DEFAULT,
+    };
+
+    fn n(&self) -> usize {
+        usize::from(self.len & LEN)
+    }
+
+    /// The text of the cell ("" for an empty one).
+    pub fn contents(&self) -> &str {
+        std::str::from_utf8(&self.text[..self.n()]).unwrap_or("")
+    }
+
+    /// The cell's text as one ASCII byte, when it is one.
+    pub(super) fn ascii(&self) -> Option<u8> {
+        (self.len & LEN == 1).then_some(self.text[0])
+    }
+
+    pub fn has_contents(&self) -> bool {
+        self.len & LEN != 0
+    }
+    pub fn is_wide(&self) -> bool {
+        self.len & WIDE != 0
+    }
+    pub fn is_wide_continuation(&self) -> bool {
+        self.len & WIDE_CONT != 0
+    }
+    pub fn pen(&self) -> Pen {
+        self.pen
+    }
+    pub fn fgcolor(&self) -> Color {
+        self.pen.fg
+    }
+    pub fn bgcolor(&self) -> Color {
+        self.pen.bg
+    }
+    pub fn bold(&self) -> bool {
+        self.pen.bold()
+    }
+    pub fn dim(&self) -> bool {
+        self.pen.dim()
+    }
+    pub fn italic(&self) -> bool {
+        self.pen.italic()
+    }
+    pub fn underline(&self) -> bool {
+        self.pen.underline()
+    }
+    pub fn inverse(&self) -> bool {
+        self.pen.inverse()
+    }
+
+    /// Sets the cell to one ASCII character (the common case, kept short).
+    #[inline]
+    pub(super) fn set_ascii(&mut self, b: u8, pen: Pen) {
+        self.text[0] = b;
+        self.len = 1;
+        self.pen = pen;
+    }
+
+    pub(super) fn set(&mut self, c: char, wide: bool, pen: Pen) {
+        let n = c.encode_utf8(&mut self.text).len() as u8;
+        self.len = n | if wide { WIDE } else { 0 };
+        self.pen = pen;
+    }
+
+    /// Combines `c` with the cell's character, if there is room left (else the mark
+    /// is dropped). A mark on an empty cell combines with a blank.
+    pub(super) fn append(&mut self, c: char) {
+        let mut n = self.n();
+        // Room for one more character of any length.
+        if n >= TEXT - 4 {
+            return;
+        }
+        if n == 0 {
+            self.text[0] = b' ';
+            n = 1;
+        }
+        n += c.encode_utf8(&mut self.text[n..]).len();
+        self.len = (self.len & !LEN) | n as u8;
+        // Emoji presentation can make a narrow character wide.
+        if c == '\u{fe0f}' {
+            let wide = self.contents().width() > 1;
+            self.set_wide(wide);
+        }
+    }
+
+    pub(super) fn set_wide(&mut self, wide: bool) {
+        if wide {
+            self.len |= WIDE;
+        } else {
+            self.len &= !WIDE;
+        }
+    }
+
+    pub(super) fn set_wide_continuation(&mut self, on: bool) {
+        if on {
+            self.len |= WIDE_CONT;
+        } else {
+            self.len &= !WIDE_CONT;
+        }
+    }
+
+    /// Empties the cell, giving it `pen`.
+    pub(super) fn clear(&mut self, pen: Pen) {
+        self.len = 0;
+        self.pen = pen;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_is_small() {
+        assert!(std::mem::size_of::<Cell>() <= 32);
+    }
+
+    #[test]
+    fn marks_combine_and_emoji_presentation_widens() {
+        let mut c = Cell::EMPTY;
+        c.set('e', false, Pen::DEFAULT);
+        c.append('\u{301}');
+        assert_eq!(c.contents(), "e\u{301}");
+        assert!(!c.is_wide());
+        c.set('\u{2764}', false, Pen::DEFAULT);
+        c.append('\u{fe0f}');
+        assert!(c.is_wide());
+        for _ in 0..20 {
+            c.append('\u{301}');
+        }
+        assert!(c.contents().len() <= TEXT);
+    }
+}

@@ -1,0 +1,307 @@
+//! Screens and rows as text: plain, as a history line, and as the escape sequences that
+//! redraw them exactly (for a live handoff's image).
+
+use super::cell::{Cell, Color, Pen};
+use super::grid::Row;
+use super::{
+    Line, MouseProtocolEncoding, MouseProtocolMode, Screen, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE,
+};
+
+pub(super) fn push_num(out: &mut String, n: u16) {
+    let mut buf = [0u8; 5];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &b in &buf[i..] {
+        out.push(char::from(b));
+    }
+}
+
+/// The SGR sequence that sets exactly `pen`, from any other.
+pub fn sgr(pen: Pen, out: &mut String) {
+    out.push_str("\x1b[0");
+    for (on, code) in [
+        (pen.bold(), ";1"),
+        (pen.dim(), ";2"),
+        (pen.italic(), ";3"),
+        (pen.underline(), ";4"),
+        (pen.inverse(), ";7"),
+    ] {
+        if on {
+            out.push_str(code);
+        }
+    }
+    // The 16 basic colours in their short forms (30–37, 90–97; 40–47, 100–107).
+    for (color, base, low, high) in [(pen.fg, 38, 30, 90), (pen.bg, 48, 40, 100)] {
+        match color {
+            Color::Default => {}
+            Color::Idx(i) => {
+                out.push(';');
+                match i {
+                    0..8 => push_num(out, low + u16::from(i)),
+                    8..16 => push_num(out, high + u16::from(i) - 8),
+                    _ => {
+                        push_num(out, base);
+                        out.push_str(";5;");
+                        push_num(out, u16::from(i));
+                    }
+                }
+            }
+            Color::Rgb(r, g, b) => {
+                out.push(';');
+                push_num(out, base);
+                out.push_str(";2");
+                for v in [r, g, b] {
+                    out.push(';');
+                    push_num(out, u16::from(v));
+                }
+            }
+        }
+    }
+    out.push('m');
+}
+
+fn push_cell(out: &mut String, cell: &Cell) {
+    match cell.ascii() {
+        Some(b) => out.push(char::from(b)),
+        None => out.push_str(cell.contents()),
+    }
+}
+
+/// A row leaving the screen, as a history line: its text from the default pen, SGR
+/// where the pen changes, an empty cell as a blank; trailing blank default cells cut.
+pub(super) fn line(row: &Row) -> Line {
+    let cells = row.used_cells();
+    let mut out = String::with_capacity(cells.len() + 8);
+    let mut pen = Pen::DEFAULT;
+    let mut end = 0;
+    for cell in cells {
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        let p = cell.pen();
+        if p != pen {
+            sgr(p, &mut out);
+            pen = p;
+        }
+        if cell.has_contents() {
+            push_cell(&mut out, cell);
+        } else {
+            out.push(' ');
+        }
+        if cell.has_contents() || p != Pen::DEFAULT {
+            end = out.len();
+        }
+    }
+    out.truncate(end);
+    Line {
+        text: out.into_boxed_str(),
+        wrapped: false,
+    }
+}
+
+/// Cells `start..start + width` of `row`, drawn exactly from the default pen at the
+/// row's first column: empty cells are skipped (CUF) or erased with their pen (ECH),
+/// so they stay empty; trailing empty default cells are left out.
+pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
+    let cells = row.used_cells();
+    let end = usize::from(start.saturating_add(width)).min(cells.len());
+    let cells = cells.get(usize::from(start)..end).unwrap_or(&[]);
+    let mut pen = Pen::DEFAULT;
+    // Empty default cells not yet skipped.
+    let mut gap: u16 = 0;
+    let mut i = 0;
+    while i < cells.len() {
+        let cell = &cells[i];
+        if cell.is_wide_continuation() {
+            i += 1;
+            continue;
+        }
+        let p = cell.pen();
+        if !cell.has_contents() && p == Pen::DEFAULT {
+            gap += 1;
+            i += 1;
+            continue;
+        }
+        if gap > 0 {
+            out.push_str("\x1b[");
+            push_num(out, gap);
+            out.push('C');
+            gap = 0;
+        }
+        if p != pen {
+            sgr(p, out);
+            pen = p;
+        }
+        if cell.has_contents() {
+            push_cell(out, cell);
+            i += 1;
+        } else {
+            let run = cells[i..]
+                .iter()
+                .take_while(|c| !c.has_contents() && !c.is_wide_continuation() && c.pen() == p)
+                .count() as u16;
+            out.push_str("\x1b[");
+            push_num(out, run);
+            out.push_str("X\x1b[");
+            push_num(out, run);
+            out.push('C');
+            i += usize::from(run);
+        }
+    }
+}
+
+/// Plain text of cells `start..start + width`: empty cells as blanks, trailing empty
+/// cells left out.
+fn write_plain(out: &mut String, row: &Row, start: u16, width: u16) {
+    let cells = row.used_cells();
+    let end = usize::from(start.saturating_add(width)).min(cells.len());
+    let cells = cells.get(usize::from(start)..end).unwrap_or(&[]);
+    let last = cells
+        .iter()
+        .rposition(Cell::has_contents)
+        .map_or(0, |i| i + 1);
+    for cell in &cells[..last] {
+        if cell.is_wide_continuation() {
+            continue;
+        }
+        if cell.has_contents() {
+            push_cell(out, cell);
+        } else {
+            out.push(' ');
+        }
+    }
+}
+
+impl Screen {
+    /// The shown screen's rows as plain text (columns `start..start + width`).
+    pub fn rows(&self, start: u16, width: u16) -> impl Iterator<Item = String> + '_ {
+        self.grid().rows().map(move |row| {
+            let mut s = String::new();
+            write_plain(&mut s, row, start, width);
+            s
+        })
+    }
+
+    /// The shown screen's rows, each as sequences that draw it exactly from the default
+    /// pen at its first column.
+    pub fn rows_formatted(&self, start: u16, width: u16) -> impl Iterator<Item = String> + '_ {
+        self.grid().rows().map(move |row| {
+            let mut s = String::new();
+            write_exact(&mut s, row, start, width);
+            s
+        })
+    }
+
+    /// The shown screen as plain text: a wrapped row runs on into the next, the others
+    /// end with a newline; trailing empty rows are left out.
+    pub fn contents(&self) -> String {
+        let mut out = String::new();
+        let cols = self.size().1;
+        for row in self.grid().rows() {
+            write_plain(&mut out, row, 0, cols);
+            if !row.wrapped() {
+                out.push('\n');
+            }
+        }
+        let trimmed = out.trim_end_matches('\n').len();
+        out.truncate(trimmed);
+        out
+    }
+
+    /// Sequences that, on a cleared screen of this size, redraw the shown screen and
+    /// put the cursor and pen back.
+    pub fn contents_formatted(&self) -> String {
+        let mut out = String::from("\x1b[H\x1b[J");
+        let cols = self.size().1;
+        let mut prev_wrapped = false;
+        for (i, row) in self.grid().rows().enumerate() {
+            out.push_str("\x1b[0m");
+            if !prev_wrapped {
+                cup(&mut out, i as u16, 0);
+            }
+            write_exact(&mut out, row, 0, cols);
+            prev_wrapped = row.wrapped();
+        }
+        out.push_str("\x1b[0m");
+        out.push_str(&self.cursor_state_formatted());
+        out.push_str(&self.attributes_formatted());
+        out
+    }
+
+    /// Moves the cursor where it is (a pending wrap is made again by redrawing the last
+    /// cell) and shows or hides it.
+    pub fn cursor_state_formatted(&self) -> String {
+        let mut out = String::new();
+        let (row, col) = self.cursor_position();
+        let cols = self.size().1;
+        if col >= cols {
+            cup(&mut out, row, cols - 1);
+            if let Some(cell) = self.cell(row, cols - 1) {
+                sgr(cell.pen(), &mut out);
+                if cell.has_contents() {
+                    push_cell(&mut out, cell);
+                } else {
+                    out.push(' ');
+                }
+            }
+        } else {
+            cup(&mut out, row, col);
+        }
+        out.push_str(if self.hide_cursor() {
+            "\x1b[?25l"
+        } else {
+            "\x1b[?25h"
+        });
+        out
+    }
+
+    /// The pen, as SGR.
+    pub fn attributes_formatted(&self) -> String {
+        let mut out = String::new();
+        sgr(self.pen, &mut out);
+        out
+    }
+
+    /// The input modes that are on, as the sequences that set them.
+    pub fn input_mode_formatted(&self) -> String {
+        let mut out = String::new();
+        if self.modes & APP_KEYPAD != 0 {
+            out.push_str("\x1b=");
+        }
+        if self.modes & APP_CURSOR != 0 {
+            out.push_str("\x1b[?1h");
+        }
+        if self.modes & BRACKETED_PASTE != 0 {
+            out.push_str("\x1b[?2004h");
+        }
+        out.push_str(match self.mouse_mode {
+            MouseProtocolMode::None => "",
+            MouseProtocolMode::Press => "\x1b[?9h",
+            MouseProtocolMode::PressRelease => "\x1b[?1000h",
+            MouseProtocolMode::ButtonMotion => "\x1b[?1002h",
+            MouseProtocolMode::AnyMotion => "\x1b[?1003h",
+        });
+        out.push_str(match self.mouse_encoding {
+            MouseProtocolEncoding::Default => "",
+            MouseProtocolEncoding::Utf8 => "\x1b[?1005h",
+            MouseProtocolEncoding::Sgr => "\x1b[?1006h",
+        });
+        out
+    }
+}
+
+pub(super) fn cup(out: &mut String, row: u16, col: u16) {
+    out.push_str("\x1b[");
+    push_num(out, row.saturating_add(1));
+    out.push(';');
+    push_num(out, col.saturating_add(1));
+    out.push('H');
+}

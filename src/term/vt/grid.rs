@@ -1,0 +1,569 @@
+//! A screen's rows and cursor: the operations escape sequences are made of. The cursor's
+//! column may equal the width: a character was printed in the last column and the next
+//! one wraps.
+
+use std::collections::VecDeque;
+
+use super::cell::{Cell, Pen};
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub(super) cells: Vec<Cell>,
+    /// The row's text continues on the next row (it was wrapped at the right margin).
+    pub(super) wrapped: bool,
+    /// The grid's `seq` when a cell of this row last changed.
+    pub(super) changed: u64,
+    /// Cells from here on are empty with the default pen.
+    used: u16,
+}
+
+impl Row {
+    fn new(cols: u16) -> Row {
+        Row {
+            cells: vec![Cell::EMPTY; usize::from(cols)],
+            wrapped: false,
+            changed: 0,
+            used: 0,
+        }
+    }
+
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// The cells that may be other than empty with the default pen.
+    pub(super) fn used_cells(&self) -> &[Cell] {
+        &self.cells[..usize::from(self.used).min(self.cells.len())]
+    }
+
+    /// The cell at `col`, to change.
+    #[inline]
+    pub(super) fn cell_mut(&mut self, col: usize) -> &mut Cell {
+        if col >= usize::from(self.used) {
+            self.used = col as u16 + 1;
+        }
+        &mut self.cells[col]
+    }
+
+    pub fn wrapped(&self) -> bool {
+        self.wrapped
+    }
+
+    fn reset(&mut self) {
+        let used = usize::from(self.used).min(self.cells.len());
+        self.cells[..used].fill(Cell::EMPTY);
+        self.used = 0;
+        self.wrapped = false;
+    }
+
+    fn clear(&mut self, pen: Pen) {
+        for c in &mut self.cells {
+            c.clear(pen);
+        }
+        self.used = if pen == Pen::DEFAULT {
+            0
+        } else {
+            self.cells.len() as u16
+        };
+        self.wrapped = false;
+    }
+
+    /// Empties the other half of a wide character at `col`, if it is one.
+    fn clear_wide(&mut self, col: usize) {
+        let cell = self.cells[col];
+        let other = if cell.is_wide() {
+            if col + 1 >= self.cells.len() {
+                self.cells[col].clear(cell.pen());
+                return;
+            }
+            col + 1
+        } else if cell.is_wide_continuation() && col > 0 {
+            col - 1
+        } else {
+            return;
+        };
+        let pen = self.cells[other].pen();
+        self.cells[other].clear(pen);
+    }
+
+    fn erase(&mut self, col: usize, pen: Pen) {
+        let wide = self.cells[col].is_wide();
+        self.clear_wide(col);
+        self.cell_mut(col).clear(pen);
+        if col == self.cells.len().saturating_sub(if wide { 2 } else { 1 }) {
+            self.wrapped = false;
+        }
+    }
+
+    fn truncated(&mut self) {
+        self.wrapped = false;
+        if let Some(last) = self.cells.last_mut() {
+            if last.is_wide() {
+                let pen = last.pen();
+                last.clear(pen);
+            }
+        }
+    }
+
+    fn resize(&mut self, cols: u16) {
+        let cols = usize::from(cols);
+        if cols < self.cells.len() {
+            self.cells.truncate(cols);
+            self.used = self.used.min(cols as u16);
+            self.truncated();
+        } else if cols > self.cells.len() {
+            self.cells.resize(cols, Cell::EMPTY);
+            self.wrapped = false;
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub row: u16,
+    pub col: u16,
+}
+
+#[derive(Debug, Clone)]
+pub struct Grid {
+    rows: VecDeque<Row>,
+    height: u16,
+    width: u16,
+    pub(super) pos: Pos,
+    saved_pos: Pos,
+    saved_origin: bool,
+    origin: bool,
+    top: u16,
+    bottom: u16,
+    /// Stamp for changes made now (the emulator's content sequence).
+    pub(super) seq: u64,
+    /// The `seq` when rows last moved or changed all at once.
+    pub(super) all_changed: u64,
+}
+
+impl Grid {
+    pub fn new(rows: u16, cols: u16) -> Grid {
+        Grid {
+            rows: (0..rows).map(|_| Row::new(cols)).collect(),
+            height: rows,
+            width: cols,
+            pos: Pos::default(),
+            saved_pos: Pos::default(),
+            saved_origin: false,
+            origin: false,
+            top: 0,
+            bottom: rows - 1,
+            seq: 0,
+            all_changed: 0,
+        }
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        (self.height, self.width)
+    }
+
+    pub fn row(&self, row: u16) -> Option<&Row> {
+        self.rows.get(usize::from(row))
+    }
+
+    pub fn rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter()
+    }
+
+    pub fn cell(&self, row: u16, col: u16) -> Option<&Cell> {
+        self.rows.get(usize::from(row))?.cells.get(usize::from(col))
+    }
+
+    /// The row `row`, marked as changed.
+    pub(super) fn row_mut(&mut self, row: u16) -> &mut Row {
+        let seq = self.seq;
+        let r = &mut self.rows[usize::from(row)];
+        r.changed = seq;
+        r
+    }
+
+    pub(super) fn cursor_row_mut(&mut self) -> &mut Row {
+        self.row_mut(self.pos.row)
+    }
+
+    fn moved_all(&mut self) {
+        self.all_changed = self.seq;
+    }
+
+    /// Resizes; rows pushed off the top of a shorter screen go to `dropped` (and are
+    /// passed there formatted by `keep`).
+    pub fn set_size(&mut self, rows: u16, cols: u16, mut keep: impl FnMut(&Row)) {
+        if (rows, cols) == (self.height, self.width) {
+            return;
+        }
+        self.moved_all();
+        self.top = 0;
+        self.bottom = self.height - 1;
+        if rows < self.height {
+            // Rows below the cursor go first; then rows leave at the top.
+            let below = self.height - self.pos.row - 1;
+            let pushed = (self.height - rows).saturating_sub(below);
+            self.scroll_up(pushed, Some(&mut keep));
+            self.rows.truncate(usize::from(rows));
+            self.pos.row = self.pos.row.saturating_sub(pushed);
+            self.saved_pos.row = self.saved_pos.row.saturating_sub(pushed).min(rows - 1);
+        } else {
+            let width = self.width;
+            self.rows.resize_with(usize::from(rows), || Row::new(width));
+        }
+        if let Some(last) = self.rows.back_mut() {
+            last.wrapped = false;
+        }
+        for row in &mut self.rows {
+            row.resize(cols);
+        }
+        self.pos.col = self.pos.col.min(cols - 1);
+        self.saved_pos.col = self.saved_pos.col.min(cols - 1);
+        self.height = rows;
+        self.width = cols;
+        self.top = 0;
+        self.bottom = rows - 1;
+    }
+
+    pub fn clear(&mut self) {
+        self.moved_all();
+        for row in &mut self.rows {
+            row.reset();
+        }
+        self.pos = Pos::default();
+        self.saved_pos = Pos::default();
+        (self.top, self.bottom) = (0, self.height - 1);
+        self.origin = false;
+        self.saved_origin = false;
+    }
+
+    pub fn set_pos(&mut self, mut pos: Pos) {
+        if self.origin {
+            pos.row = pos.row.saturating_add(self.top);
+        }
+        self.pos = pos;
+        self.clamp_top(self.origin);
+        self.clamp_bottom(self.origin);
+        self.col_clamp();
+    }
+
+    pub fn save_cursor(&mut self) {
+        self.saved_pos = self.pos;
+        self.saved_origin = self.origin;
+    }
+
+    pub fn restore_cursor(&mut self) {
+        self.pos = self.saved_pos;
+        self.origin = self.saved_origin;
+    }
+
+    pub fn set_origin_mode(&mut self, on: bool) {
+        self.origin = on;
+        self.set_pos(Pos::default());
+    }
+
+    pub fn set_scroll_region(&mut self, top: u16, bottom: u16) {
+        let bottom = bottom.min(self.height - 1);
+        if top < bottom {
+            (self.top, self.bottom) = (top, bottom);
+        } else {
+            (self.top, self.bottom) = (0, self.height - 1);
+        }
+        self.pos = Pos {
+            row: self.top,
+            col: 0,
+        };
+    }
+
+    fn in_region(&self) -> bool {
+        (self.top..=self.bottom).contains(&self.pos.row)
+    }
+
+    fn clamp_top(&mut self, to_region: bool) -> u16 {
+        if to_region && self.pos.row < self.top {
+            let n = self.top - self.pos.row;
+            self.pos.row = self.top;
+            n
+        } else {
+            0
+        }
+    }
+
+    fn clamp_bottom(&mut self, to_region: bool) -> u16 {
+        let bottom = if to_region {
+            self.bottom
+        } else {
+            self.height - 1
+        };
+        if self.pos.row > bottom {
+            let n = self.pos.row - bottom;
+            self.pos.row = bottom;
+            n
+        } else {
+            0
+        }
+    }
+
+    fn col_clamp(&mut self) {
+        self.pos.col = self.pos.col.min(self.width - 1);
+    }
+
+    pub fn row_inc_clamp(&mut self, n: u16) {
+        let inside = self.in_region();
+        self.pos.row = self.pos.row.saturating_add(n);
+        self.clamp_bottom(inside);
+    }
+
+    /// Moves down `n` rows, scrolling the region up when the cursor leaves it at the
+    /// bottom; returns how many rows scrolled.
+    pub fn row_inc_scroll(&mut self, n: u16, keep: Option<&mut dyn FnMut(&Row)>) -> u16 {
+        let inside = self.in_region();
+        self.pos.row = self.pos.row.saturating_add(n);
+        let over = self.clamp_bottom(inside);
+        if inside && over > 0 {
+            self.scroll_up(over, keep);
+            over
+        } else {
+            0
+        }
+    }
+
+    pub fn row_dec_clamp(&mut self, n: u16) {
+        let inside = self.in_region();
+        self.pos.row = self.pos.row.saturating_sub(n);
+        self.clamp_top(inside);
+    }
+
+    pub fn row_dec_scroll(&mut self, n: u16) {
+        let inside = self.in_region();
+        let extra = n.saturating_sub(self.pos.row);
+        self.pos.row = self.pos.row.saturating_sub(n);
+        let over = self.clamp_top(inside);
+        self.scroll_down(over + extra);
+    }
+
+    pub fn row_set(&mut self, row: u16) {
+        self.pos.row = row.min(self.height - 1);
+    }
+
+    /// Moves right; at most to the pending-wrap column just past the last.
+    pub fn col_inc(&mut self, n: u16) {
+        self.pos.col = self.pos.col.saturating_add(n).min(self.width);
+    }
+
+    pub fn col_inc_clamp(&mut self, n: u16) {
+        self.col_inc(n);
+        self.col_clamp();
+    }
+
+    pub fn col_dec(&mut self, n: u16) {
+        self.pos.col = self.pos.col.saturating_sub(n);
+    }
+
+    pub fn col_tab(&mut self) {
+        self.pos.col -= self.pos.col % 8;
+        self.pos.col = self.pos.col.saturating_add(8);
+        self.col_clamp();
+    }
+
+    pub fn col_set(&mut self, col: u16) {
+        self.pos.col = col;
+        self.col_clamp();
+    }
+
+    /// Before a character `width` columns wide: wraps to the next row if it does not
+    /// fit, marking the row left as wrapped when `wrap`.
+    pub fn col_wrap(&mut self, width: u16, wrap: bool, keep: Option<&mut dyn FnMut(&Row)>) {
+        if self.pos.col <= self.width - width {
+            return;
+        }
+        let mut prev = self.pos;
+        self.pos.col = 0;
+        let scrolled = self.row_inc_scroll(1, keep);
+        if prev.row == 0 && scrolled > 0 {
+            return;
+        }
+        prev.row -= scrolled;
+        let now = self.pos.row;
+        self.row_mut(prev.row).wrapped = wrap && prev.row + 1 == now;
+    }
+
+    /// Scrolls the region up `n` rows. Rows leaving the top of the screen (a region that
+    /// starts at the top) are shown to `keep` first.
+    pub fn scroll_up(&mut self, n: u16, mut keep: Option<&mut dyn FnMut(&Row)>) {
+        let (top, bottom) = (usize::from(self.top), usize::from(self.bottom));
+        let n = usize::from(n).min(bottom - top + 1);
+        if n == 0 {
+            return;
+        }
+        self.moved_all();
+        let keep_rows = top == 0;
+        if top == 0 && bottom + 1 == self.rows.len() {
+            // The whole screen: rows leave at the front and come back empty at the back.
+            for _ in 0..n {
+                let Some(mut row) = self.rows.pop_front() else {
+                    break;
+                };
+                if let Some(k) = keep.as_mut() {
+                    k(&row);
+                }
+                row.reset();
+                self.rows.push_back(row);
+            }
+            return;
+        }
+        let rows = self.rows.make_contiguous();
+        let region = &mut rows[top..=bottom];
+        for row in &mut region[..n] {
+            if keep_rows {
+                if let Some(k) = keep.as_mut() {
+                    k(row);
+                }
+            }
+            row.reset();
+        }
+        region.rotate_left(n);
+    }
+
+    pub fn scroll_down(&mut self, n: u16) {
+        let (top, bottom) = (usize::from(self.top), usize::from(self.bottom));
+        let n = usize::from(n).min(bottom - top + 1);
+        if n == 0 {
+            return;
+        }
+        self.moved_all();
+        let rows = self.rows.make_contiguous();
+        let region = &mut rows[top..=bottom];
+        region.rotate_right(n);
+        for row in &mut region[..n] {
+            row.reset();
+        }
+        rows[bottom].wrapped = false;
+    }
+
+    pub fn insert_lines(&mut self, n: u16) {
+        if n == 0 || !self.in_region() {
+            return;
+        }
+        self.moved_all();
+        let (from, bottom) = (usize::from(self.pos.row), usize::from(self.bottom));
+        let rows = self.rows.make_contiguous();
+        let region = &mut rows[from..=bottom];
+        let n = usize::from(n).min(region.len());
+        region.rotate_right(n);
+        for row in &mut region[..n] {
+            row.reset();
+        }
+        rows[bottom].wrapped = false;
+    }
+
+    pub fn delete_lines(&mut self, n: u16) {
+        if !self.in_region() {
+            return;
+        }
+        self.moved_all();
+        let (from, bottom) = (usize::from(self.pos.row), usize::from(self.bottom));
+        let rows = self.rows.make_contiguous();
+        let region = &mut rows[from..=bottom];
+        let n = usize::from(n).min(region.len());
+        for row in &mut region[..n] {
+            row.reset();
+        }
+        region.rotate_left(n);
+    }
+
+    pub fn erase_all(&mut self, pen: Pen) {
+        self.moved_all();
+        for row in &mut self.rows {
+            row.clear(pen);
+        }
+    }
+
+    pub fn erase_all_forward(&mut self, pen: Pen) {
+        self.moved_all();
+        let from = usize::from(self.pos.row) + 1;
+        for row in self.rows.iter_mut().skip(from) {
+            row.clear(pen);
+        }
+        self.erase_row_forward(pen);
+    }
+
+    pub fn erase_all_backward(&mut self, pen: Pen) {
+        self.moved_all();
+        let to = usize::from(self.pos.row);
+        for row in self.rows.iter_mut().take(to) {
+            row.clear(pen);
+        }
+        self.erase_row_backward(pen);
+    }
+
+    pub fn erase_row(&mut self, pen: Pen) {
+        self.cursor_row_mut().clear(pen);
+    }
+
+    pub fn erase_row_forward(&mut self, pen: Pen) {
+        let (from, width) = (usize::from(self.pos.col), usize::from(self.width));
+        let row = self.cursor_row_mut();
+        for col in from..width {
+            row.erase(col, pen);
+        }
+    }
+
+    pub fn erase_row_backward(&mut self, pen: Pen) {
+        let to = usize::from(self.pos.col.min(self.width - 1));
+        let row = self.cursor_row_mut();
+        for col in 0..=to {
+            row.erase(col, pen);
+        }
+    }
+
+    pub fn erase_cells(&mut self, n: u16, pen: Pen) {
+        let from = usize::from(self.pos.col);
+        let to = usize::from(self.pos.col.saturating_add(n).min(self.width));
+        let row = self.cursor_row_mut();
+        for col in from..to {
+            row.erase(col, pen);
+        }
+    }
+
+    pub fn insert_cells(&mut self, n: u16) {
+        let at = usize::from(self.pos.col);
+        let row = self.cursor_row_mut();
+        let n = usize::from(n).min(row.cells.len().saturating_sub(at));
+        if n == 0 {
+            row.wrapped = false;
+            return;
+        }
+        let cont = row.cells[at].is_wide_continuation();
+        if cont {
+            row.cells[at].set_wide_continuation(false);
+        }
+        let cells = &mut row.cells[at..];
+        cells.rotate_right(n);
+        cells[..n].fill(Cell::EMPTY);
+        if usize::from(row.used) > at {
+            row.used = (usize::from(row.used) + n).min(row.cells.len()) as u16;
+        }
+        if cont {
+            row.cells[at].set_wide_continuation(true);
+        }
+        row.truncated();
+    }
+
+    pub fn delete_cells(&mut self, n: u16) {
+        let start = usize::from(self.pos.col);
+        let end = usize::from(self.pos.col.saturating_add(n).min(self.width));
+        let row = self.cursor_row_mut();
+        row.wrapped = false;
+        if start >= end {
+            return;
+        }
+        row.clear_wide(start);
+        if end - 1 != start {
+            row.clear_wide(end - 1);
+        }
+        let cells = &mut row.cells[start..];
+        cells[..end - start].fill(Cell::EMPTY);
+        cells.rotate_left(end - start);
+    }
+}

@@ -1,0 +1,435 @@
+//! herdr's terminal emulator: a `vte` parser driving two grids of compact cells (the
+//! primary and the alternate screen). It behaves as the `vt100` crate does for the
+//! sequences that crate knows — the tests feed both random output and compare every
+//! cell — and is several times faster: a printed ASCII character is one cell write, a
+//! full-screen scroll moves no rows, and each row that leaves the top of the primary
+//! screen is formatted once, straight from its cells, for the history.
+
+mod cell;
+mod format;
+mod grid;
+mod perform;
+#[cfg(test)]
+mod tests;
+
+use unicode_width::UnicodeWidthChar as _;
+
+pub use cell::{Cell, Color, Pen};
+pub use grid::Row;
+use grid::{Grid, Pos};
+
+use super::{Effects, Line};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MouseProtocolMode {
+    #[default]
+    None,
+    Press,
+    PressRelease,
+    ButtonMotion,
+    AnyMotion,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MouseProtocolEncoding {
+    #[default]
+    Default,
+    Utf8,
+    Sgr,
+}
+
+const APP_KEYPAD: u8 = 1;
+const APP_CURSOR: u8 = 2;
+const HIDE_CURSOR: u8 = 4;
+const BRACKETED_PASTE: u8 = 8;
+
+/// What a program drew: both screens, the cursor, the pen and the modes.
+#[derive(Debug, Clone)]
+pub struct Screen {
+    primary: Grid,
+    alternate: Grid,
+    /// The alternate screen is shown.
+    alt: bool,
+    pen: Pen,
+    saved_pen: Pen,
+    modes: u8,
+    mouse_mode: MouseProtocolMode,
+    mouse_encoding: MouseProtocolEncoding,
+    last_char: Option<char>,
+    /// The `seq` when the shown screen was switched.
+    switched: u64,
+}
+
+impl Screen {
+    fn new(rows: u16, cols: u16) -> Screen {
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        Screen {
+            primary: Grid::new(rows, cols),
+            alternate: Grid::new(rows, cols),
+            alt: false,
+            pen: Pen::DEFAULT,
+            saved_pen: Pen::DEFAULT,
+            modes: 0,
+            mouse_mode: MouseProtocolMode::None,
+            mouse_encoding: MouseProtocolEncoding::Default,
+            last_char: None,
+            switched: 0,
+        }
+    }
+
+    fn grid(&self) -> &Grid {
+        if self.alt {
+            &self.alternate
+        } else {
+            &self.primary
+        }
+    }
+
+    fn grid_mut(&mut self) -> &mut Grid {
+        if self.alt {
+            &mut self.alternate
+        } else {
+            &mut self.primary
+        }
+    }
+
+    /// (rows, cols).
+    pub fn size(&self) -> (u16, u16) {
+        self.primary.size()
+    }
+
+    pub fn cell(&self, row: u16, col: u16) -> Option<&Cell> {
+        self.grid().cell(row, col)
+    }
+
+    pub fn row(&self, row: u16) -> Option<&Row> {
+        self.grid().row(row)
+    }
+
+    pub fn row_wrapped(&self, row: u16) -> bool {
+        self.grid().row(row).is_some_and(Row::wrapped)
+    }
+
+    /// (row, col); the column equals the width after a character was printed in the
+    /// last column (the next one wraps).
+    pub fn cursor_position(&self) -> (u16, u16) {
+        let p = self.grid().pos;
+        (p.row, p.col)
+    }
+
+    pub fn alternate_screen(&self) -> bool {
+        self.alt
+    }
+    pub fn application_keypad(&self) -> bool {
+        self.modes & APP_KEYPAD != 0
+    }
+    pub fn application_cursor(&self) -> bool {
+        self.modes & APP_CURSOR != 0
+    }
+    pub fn hide_cursor(&self) -> bool {
+        self.modes & HIDE_CURSOR != 0
+    }
+    pub fn bracketed_paste(&self) -> bool {
+        self.modes & BRACKETED_PASTE != 0
+    }
+    pub fn mouse_protocol_mode(&self) -> MouseProtocolMode {
+        self.mouse_mode
+    }
+    pub fn mouse_protocol_encoding(&self) -> MouseProtocolEncoding {
+        self.mouse_encoding
+    }
+    pub fn pen(&self) -> Pen {
+        self.pen
+    }
+
+    fn set_mode(&mut self, mode: u8, on: bool) {
+        if on {
+            self.modes |= mode;
+        } else {
+            self.modes &= !mode;
+        }
+    }
+
+    /// The rows of the shown screen changed since `seq`, or None if they all may have.
+    pub fn rows_changed_since(&self, seq: u64) -> Option<Vec<u16>> {
+        let g = self.grid();
+        if g.all_changed > seq || self.switched > seq {
+            return None;
+        }
+        Some(
+            g.rows()
+                .enumerate()
+                .filter(|(_, r)| r.changed > seq)
+                .map(|(i, _)| i as u16)
+                .collect(),
+        )
+    }
+
+    fn stamp(&mut self, seq: u64) {
+        self.primary.seq = seq;
+        self.alternate.seq = seq;
+    }
+
+    fn set_size(&mut self, rows: u16, cols: u16, dropped: &mut Vec<Line>) {
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        self.primary
+            .set_size(rows, cols, |row| dropped.push(format::line(row)));
+        self.alternate.set_size(rows, cols, |_| {});
+    }
+
+    fn enter_alternate(&mut self) {
+        if !self.alt {
+            self.alt = true;
+            self.switched = self.primary.seq;
+        }
+    }
+
+    fn exit_alternate(&mut self) {
+        if self.alt {
+            self.alt = false;
+            self.switched = self.primary.seq;
+        }
+    }
+
+    fn save_cursor(&mut self) {
+        self.grid_mut().save_cursor();
+        self.saved_pen = self.pen;
+    }
+
+    fn restore_cursor(&mut self) {
+        self.grid_mut().restore_cursor();
+        self.pen = self.saved_pen;
+    }
+
+    /// How wide `c` is drawn, or None if it is not drawn at all.
+    fn width_of(&self, c: char) -> Option<u16> {
+        let width = match c.width() {
+            Some(w) => w as u16,
+            None if u32::from(c) < 256 => return None,
+            None => 1,
+        }
+        .min(2);
+        let g = self.grid();
+        if width > g.size().1 || (width == 0 && g.pos.col == 0) {
+            return None;
+        }
+        Some(width)
+    }
+}
+
+/// The shown grid and, for the primary screen, where its rows that scroll off go.
+macro_rules! grid_and_keep {
+    ($screen:expr, $dropped:expr, $g:ident, $keep:ident) => {
+        let alt = $screen.alt;
+        let $g = if alt {
+            &mut $screen.alternate
+        } else {
+            &mut $screen.primary
+        };
+        let mut push =
+            |row: &$crate::term::vt::Row| $dropped.push($crate::term::vt::format::line(row));
+        let $keep: Option<&mut dyn FnMut(&$crate::term::vt::Row)> =
+            if alt { None } else { Some(&mut push) };
+    };
+}
+pub(crate) use grid_and_keep;
+
+/// The emulator proper: parser, screens, and what the program asked of its terminal.
+pub struct Terminal {
+    parser: vte::Parser,
+    state: State,
+}
+
+struct State {
+    screen: Screen,
+    /// Rows scrolled off the top of the primary screen, formatted, oldest first.
+    dropped: Vec<Line>,
+    title: String,
+    effects: Effects,
+}
+
+impl Terminal {
+    pub fn new(rows: u16, cols: u16) -> Terminal {
+        Terminal {
+            parser: vte::Parser::new(),
+            state: State {
+                screen: Screen::new(rows, cols),
+                dropped: Vec::new(),
+                title: String::new(),
+                effects: Effects::default(),
+            },
+        }
+    }
+
+    /// Takes in output; changes are stamped with `seq`.
+    pub fn process(&mut self, bytes: &[u8], seq: u64) {
+        self.state.screen.stamp(seq);
+        self.parser.advance(&mut self.state, bytes);
+    }
+
+    pub fn screen(&self) -> &Screen {
+        &self.state.screen
+    }
+
+    pub fn set_size(&mut self, rows: u16, cols: u16, seq: u64) {
+        self.state.screen.stamp(seq);
+        let State {
+            screen, dropped, ..
+        } = &mut self.state;
+        screen.set_size(rows, cols, dropped);
+    }
+
+    /// The rows that scrolled off the primary screen since the last call.
+    pub fn take_dropped(&mut self) -> Vec<Line> {
+        std::mem::take(&mut self.state.dropped)
+    }
+
+    pub fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.state.effects)
+    }
+
+    pub fn title(&self) -> &str {
+        &self.state.title
+    }
+
+    pub fn set_title(&mut self, title: String) {
+        self.state.title = title;
+    }
+
+    /// Looks at the primary screen while the alternate one is shown.
+    pub fn with_primary<T>(&self, f: impl FnOnce(&Screen) -> T) -> T {
+        let mut s = self.state.screen.clone();
+        s.alt = false;
+        f(&s)
+    }
+}
+
+impl State {
+    /// Draws `c` at the cursor, wrapping and scrolling as needed.
+    fn text(&mut self, c: char) {
+        let screen = &mut self.screen;
+        let pen = screen.pen;
+        // ASCII in the middle of a row: one cell write.
+        if c.is_ascii_graphic() || c == ' ' {
+            let g = screen.grid_mut();
+            let Pos { row, col } = g.pos;
+            let (_, cols) = g.size();
+            if col < cols {
+                let r = g.row_mut(row);
+                let col = usize::from(col);
+                let prev_wide = col > 0 && r.cells[col - 1].is_wide();
+                if !prev_wide && !r.cells[col].is_wide() {
+                    r.cell_mut(col).set_ascii(c as u8, pen);
+                    g.pos.col += 1;
+                    screen.last_char = Some(c);
+                    return;
+                }
+            }
+        }
+        let Some(width) = screen.width_of(c) else {
+            return;
+        };
+        let mut base;
+        let was_wide;
+        if width > 0 {
+            let wrap = {
+                let g = screen.grid();
+                let (_, cols) = g.size();
+                g.pos.col + width > cols && {
+                    let last = g.cell(g.pos.row, cols - 1).copied().unwrap_or_default();
+                    last.has_contents() || last.is_wide_continuation()
+                }
+            };
+            {
+                grid_and_keep!(screen, self.dropped, g, keep);
+                g.col_wrap(width, wrap, keep);
+            }
+            let g = screen.grid_mut();
+            base = g.pos;
+            let r = g.row_mut(base.row);
+            let cell = r.cell_mut(usize::from(base.col));
+            was_wide = cell.is_wide();
+            cell.set(c, width > 1, pen);
+            screen.last_char = Some(c);
+            screen.grid_mut().col_inc(width);
+        } else {
+            let g = screen.grid_mut();
+            base = Pos {
+                row: g.pos.row,
+                col: g.pos.col - 1,
+            };
+            if g.cell(base.row, base.col)
+                .is_some_and(Cell::is_wide_continuation)
+            {
+                base.col -= 1;
+            }
+            let r = g.row_mut(base.row);
+            let cell = r.cell_mut(usize::from(base.col));
+            was_wide = cell.is_wide();
+            cell.append(c);
+            if !was_wide && cell.is_wide() {
+                {
+                    grid_and_keep!(screen, self.dropped, g, keep);
+                    g.col_wrap(1, false, keep);
+                }
+                let g = screen.grid_mut();
+                let now = g.pos;
+                if now.col == 0 {
+                    // The widened character moves to the start of the next row.
+                    let moved = g.cell(base.row, base.col).copied().unwrap_or_default();
+                    let text = moved.contents().to_string();
+                    let target = g.row_mut(now.row).cell_mut(0);
+                    let mut chars = text.chars();
+                    if let Some(first) = chars.next() {
+                        target.set(first, false, pen);
+                        for m in chars {
+                            target.append(m);
+                        }
+                    }
+                    g.row_mut(base.row)
+                        .cell_mut(usize::from(base.col))
+                        .clear(pen);
+                    g.col_inc(2);
+                    base = now;
+                } else {
+                    g.col_inc(1);
+                }
+            }
+        }
+        let g = screen.grid_mut();
+        let is_wide = g.cell(base.row, base.col).is_some_and(Cell::is_wide);
+        cleanup(g, base, was_wide, is_wide, pen);
+    }
+}
+
+/// After drawing at `base`: mends the wide characters around it that the drawing broke.
+fn cleanup(g: &mut Grid, base: Pos, was_wide: bool, is_wide: bool, pen: Pen) {
+    let (_, cols) = g.size();
+    let col = usize::from(base.col);
+    let r = g.row_mut(base.row);
+    if col > 0 && r.cells[col - 1].is_wide() {
+        let p = r.cells[col - 1].pen();
+        r.cells[col - 1].clear(p);
+    }
+    let n = r.cells.len();
+    if was_wide && !is_wide && col + 1 < n {
+        r.cell_mut(col + 1).set(' ', false, pen);
+    }
+    if !was_wide && is_wide {
+        if col + 1 >= n {
+            return;
+        }
+        let next = r.cell_mut(col + 1);
+        let next_was_wide = next.is_wide();
+        next.clear(Pen::DEFAULT);
+        next.set_wide_continuation(true);
+        if next_was_wide {
+            if col + 2 < n {
+                r.cell_mut(col + 2).clear(pen);
+            }
+            if col + 2 == usize::from(cols) - 1 {
+                r.wrapped = false;
+            }
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! What each control, escape and control sequence does; and the replies the terminal
+//! owes the program (device status, attributes, colour queries), the title, bells and
+//! OSC 52 clipboard writes.
+
+use super::grid::Pos;
+use super::{cell, format};
+use super::{
+    grid_and_keep, Color, MouseProtocolEncoding as Enc, MouseProtocolMode as Mouse, Pen, Screen,
+    State, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE, HIDE_CURSOR,
+};
+
+const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+const CLIPBOARD_SELECTOR: &[u8] = b"cpqs01234567";
+
+/// The first parameter, `default` when absent or zero.
+fn param(params: &vte::Params, i: usize, default: u16) -> u16 {
+    match params.iter().nth(i).and_then(|p| p.first().copied()) {
+        None | Some(0) => default,
+        Some(n) => n,
+    }
+}
+
+impl State {
+    fn lf(&mut self) {
+        grid_and_keep!(self.screen, self.dropped, g, keep);
+        g.row_inc_scroll(1, keep);
+    }
+
+    fn set_title(&mut self, title: &[u8]) {
+        let title: String = String::from_utf8_lossy(title)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(256)
+            .collect();
+        if title != self.title {
+            self.title = title;
+            self.effects.title_changed = true;
+        }
+    }
+
+    fn reply(&mut self, bytes: &[u8]) {
+        self.effects.responses.extend_from_slice(bytes);
+    }
+
+    fn decset(&mut self, params: &vte::Params, on: bool) {
+        for p in params.iter() {
+            let s = &mut self.screen;
+            match p {
+                [1] => s.set_mode(APP_CURSOR, on),
+                [6] => s.grid_mut().set_origin_mode(on),
+                [9] => mouse(s, Mouse::Press, on),
+                [25] => s.set_mode(HIDE_CURSOR, !on),
+                [47] if on => s.enter_alternate(),
+                [47] => s.exit_alternate(),
+                [1000] => mouse(s, Mouse::PressRelease, on),
+                [1002] => mouse(s, Mouse::ButtonMotion, on),
+                [1003] => mouse(s, Mouse::AnyMotion, on),
+                [1005] => encoding(s, Enc::Utf8, on),
+                [1006] => encoding(s, Enc::Sgr, on),
+                [1049] if on => {
+                    s.save_cursor();
+                    s.alternate.clear();
+                    s.enter_alternate();
+                }
+                [1049] => {
+                    s.exit_alternate();
+                    s.restore_cursor();
+                }
+                [2004] => s.set_mode(BRACKETED_PASTE, on),
+                _ => {}
+            }
+        }
+    }
+
+    fn sgr(&mut self, params: &vte::Params) {
+        let pen = &mut self.screen.pen;
+        if params.is_empty() {
+            *pen = Pen::DEFAULT;
+            return;
+        }
+        let mut it = params.iter();
+        // A colour given in the following parameters (38;5;n or 38;2;r;g;b).
+        fn next_u8<'a>(it: &mut impl Iterator<Item = &'a [u16]>) -> Option<u8> {
+            match it.next()? {
+                [n] => u8::try_from(*n).ok(),
+                _ => None,
+            }
+        }
+        fn color<'a>(it: &mut impl Iterator<Item = &'a [u16]>) -> Option<Color> {
+            match it.next()? {
+                [2] => Some(Color::Rgb(next_u8(it)?, next_u8(it)?, next_u8(it)?)),
+                [5] => Some(Color::Idx(next_u8(it)?)),
+                _ => None,
+            }
+        }
+        let u = |n: &u16| u8::try_from(*n).ok();
+        while let Some(p) = it.next() {
+            let flag = |pen: &mut Pen, f: u8, on: bool| {
+                if on {
+                    pen.flags |= f;
+                } else {
+                    pen.flags &= !f;
+                }
+            };
+            match p {
+                [0] => *pen = Pen::DEFAULT,
+                [1] => {
+                    flag(pen, cell::BOLD, true);
+                    flag(pen, cell::DIM, false);
+                }
+                [2] => {
+                    flag(pen, cell::DIM, true);
+                    flag(pen, cell::BOLD, false);
+                }
+                [3] => flag(pen, cell::ITALIC, true),
+                [4] => flag(pen, cell::UNDERLINE, true),
+                [7] => flag(pen, cell::INVERSE, true),
+                [22] => flag(pen, cell::BOLD | cell::DIM, false),
+                [23] => flag(pen, cell::ITALIC, false),
+                [24] => flag(pen, cell::UNDERLINE, false),
+                [27] => flag(pen, cell::INVERSE, false),
+                [n @ 30..=37] => pen.fg = Color::Idx((n - 30) as u8),
+                [38, 2, r, g, b] => match (u(r), u(g), u(b)) {
+                    (Some(r), Some(g), Some(b)) => pen.fg = Color::Rgb(r, g, b),
+                    _ => return,
+                },
+                [38, 5, i] => match u(i) {
+                    Some(i) => pen.fg = Color::Idx(i),
+                    None => return,
+                },
+                [38] => match color(&mut it) {
+                    Some(c) => pen.fg = c,
+                    None => return,
+                },
+                [39] => pen.fg = Color::Default,
+                [n @ 40..=47] => pen.bg = Color::Idx((n - 40) as u8),
+                [48, 2, r, g, b] => match (u(r), u(g), u(b)) {
+                    (Some(r), Some(g), Some(b)) => pen.bg = Color::Rgb(r, g, b),
+                    _ => return,
+                },
+                [48, 5, i] => match u(i) {
+                    Some(i) => pen.bg = Color::Idx(i),
+                    None => return,
+                },
+                [48] => match color(&mut it) {
+                    Some(c) => pen.bg = c,
+                    None => return,
+                },
+                [49] => pen.bg = Color::Default,
+                [n @ 90..=97] => pen.fg = Color::Idx((n - 82) as u8),
+                [n @ 100..=107] => pen.bg = Color::Idx((n - 92) as u8),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn mouse(s: &mut Screen, mode: Mouse, on: bool) {
+    if on {
+        s.mouse_mode = mode;
+    } else if s.mouse_mode == mode {
+        s.mouse_mode = Mouse::None;
+    }
+}
+
+fn encoding(s: &mut Screen, enc: Enc, on: bool) {
+    if on {
+        s.mouse_encoding = enc;
+    } else if s.mouse_encoding == enc {
+        s.mouse_encoding = Enc::Default;
+    }
+}
+
+impl vte::Perform for State {
+    fn print(&mut self, c: char) {
+        if c != '\u{fffd}' && !('\u{80}'..'\u{a0}').contains(&c) {
+            self.text(c);
+        }
+    }
+
+    fn execute(&mut self, b: u8) {
+        match b {
+            7 => self.effects.bell = true,
+            8 => self.screen.grid_mut().col_dec(1),
+            9 => self.screen.grid_mut().col_tab(),
+            10..=12 => self.lf(),
+            13 => self.screen.grid_mut().col_set(0),
+            _ => {}
+        }
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, b: u8) {
+        if !intermediates.is_empty() {
+            return;
+        }
+        let s = &mut self.screen;
+        match b {
+            b'7' => s.save_cursor(),
+            b'8' => s.restore_cursor(),
+            b'=' => s.set_mode(APP_KEYPAD, true),
+            b'>' => s.set_mode(APP_KEYPAD, false),
+            b'M' => s.grid_mut().row_dec_scroll(1),
+            b'c' => {
+                let (rows, cols) = s.size();
+                let seq = s.primary.seq;
+                *s = Screen::new(rows, cols);
+                s.stamp(seq);
+                s.primary.all_changed = seq;
+                s.switched = seq;
+            }
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, c: char) {
+        let p1 = |default| param(params, 0, default);
+        match intermediates.first() {
+            None => {
+                let pen = self.screen.pen;
+                let g = self.screen.grid_mut();
+                match c {
+                    '@' => g.insert_cells(p1(1)),
+                    'A' => g.row_dec_clamp(p1(1)),
+                    'B' => g.row_inc_clamp(p1(1)),
+                    'C' => g.col_inc_clamp(p1(1)),
+                    'D' => g.col_dec(p1(1)),
+                    'E' => {
+                        g.col_set(0);
+                        g.row_inc_clamp(p1(1));
+                    }
+                    'F' => {
+                        g.col_set(0);
+                        g.row_dec_clamp(p1(1));
+                    }
+                    'G' | '`' => g.col_set(p1(1) - 1),
+                    'H' | 'f' => g.set_pos(Pos {
+                        row: p1(1) - 1,
+                        col: param(params, 1, 1) - 1,
+                    }),
+                    'J' => match p1(0) {
+                        0 => g.erase_all_forward(pen),
+                        1 => g.erase_all_backward(pen),
+                        2 => g.erase_all(pen),
+                        _ => {}
+                    },
+                    'K' => match p1(0) {
+                        0 => g.erase_row_forward(pen),
+                        1 => g.erase_row_backward(pen),
+                        2 => g.erase_row(pen),
+                        _ => {}
+                    },
+                    'L' => g.insert_lines(p1(1)),
+                    'M' => g.delete_lines(p1(1)),
+                    'P' => g.delete_cells(p1(1)),
+                    'S' => {
+                        grid_and_keep!(self.screen, self.dropped, g, keep);
+                        g.scroll_up(p1(1), keep);
+                    }
+                    'T' => g.scroll_down(p1(1)),
+                    'X' => g.erase_cells(p1(1), pen),
+                    'b' => {
+                        if let Some(last) = self.screen.last_char {
+                            for _ in 0..p1(1) {
+                                self.text(last);
+                            }
+                        }
+                    }
+                    'd' => g.row_set(p1(1) - 1),
+                    'm' => self.sgr(params),
+                    'r' => {
+                        let rows = g.size().0;
+                        g.set_scroll_region(p1(1) - 1, param(params, 1, rows) - 1);
+                    }
+                    'n' => match param(params, 0, 0) {
+                        6 => {
+                            let Pos { row, col } = g.pos;
+                            let mut reply = String::from("\x1b[");
+                            format::push_num(&mut reply, row.saturating_add(1));
+                            reply.push(';');
+                            format::push_num(&mut reply, col.saturating_add(1));
+                            reply.push('R');
+                            self.reply(reply.as_bytes());
+                        }
+                        // Status report: "terminal OK".
+                        5 => self.reply(b"\x1b[0n"),
+                        _ => {}
+                    },
+                    // DA1: a VT220-class terminal with ANSI colour.
+                    'c' if param(params, 0, 0) == 0 => self.reply(b"\x1b[?62;22c"),
+                    _ => {}
+                }
+            }
+            Some(b'?') => match c {
+                'J' | 'K' => {
+                    let pen = self.screen.pen;
+                    let g = self.screen.grid_mut();
+                    match (c, p1(0)) {
+                        ('J', 0) => g.erase_all_forward(pen),
+                        ('J', 1) => g.erase_all_backward(pen),
+                        ('J', 2) => g.erase_all(pen),
+                        ('K', 0) => g.erase_row_forward(pen),
+                        ('K', 1) => g.erase_row_backward(pen),
+                        ('K', 2) => g.erase_row(pen),
+                        _ => {}
+                    }
+                }
+                'h' => self.decset(params, true),
+                'l' => self.decset(params, false),
+                _ => {}
+            },
+            // DA2: secondary device attributes.
+            Some(b'>') if c == 'c' && param(params, 0, 0) == 0 => self.reply(b"\x1b[>1;10;0c"),
+            _ => {}
+        }
+    }
+
+    fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
+        match params {
+            // OSC 0 sets the icon name and the title.
+            [b"0", s] => self.set_title(s),
+            // The icon name counts as the title only when none is set.
+            [b"1", s] if self.title.is_empty() => self.set_title(s),
+            [b"2", s] => self.set_title(s),
+            [b"52", ty, data]
+                if ty.iter().all(|c| CLIPBOARD_SELECTOR.contains(c))
+                    && *data != b"?"
+                    && data.iter().all(|c| BASE64.contains(c))
+                    // Bounded: a runaway program cannot make us buffer unbounded data.
+                    && data.len() <= 1 << 20 =>
+            {
+                let mut seq = b"\x1b]52;".to_vec();
+                seq.extend_from_slice(ty);
+                seq.push(b';');
+                seq.extend_from_slice(data);
+                seq.push(0x07);
+                self.effects.clipboard.push(seq);
+            }
+            // Colour queries (vim and agents ask for the background to pick a theme):
+            // answered with the defaults we draw with.
+            [b"10", b"?"] => self.reply(b"\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\"),
+            [b"11", b"?"] => self.reply(b"\x1b]11;rgb:0000/0000/0000\x1b\\"),
+            _ => {}
+        }
+    }
+}
