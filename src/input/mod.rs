@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn sgr_reports_round_trip_through_the_parser() {
-        use vt100::{MouseProtocolEncoding as Enc, MouseProtocolMode as Mode};
+        use crate::term::vt::{MouseProtocolEncoding as Enc, MouseProtocolMode as Mode};
         let mut rng = Lcg(99);
         let kinds = [MouseKind::Press, MouseKind::Release, MouseKind::Drag];
         let buttons = [MouseButton::Left, MouseButton::Middle, MouseButton::Right];

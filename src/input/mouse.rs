@@ -10,7 +10,7 @@
 //!   (for events a terminal can actually report).
 
 use super::keys::Mods;
-use vt100::{MouseProtocolEncoding, MouseProtocolMode};
+use crate::term::vt::{MouseProtocolEncoding, MouseProtocolMode};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MouseButton {

@@ -1,9 +1,10 @@
 //! Drawing one pane's emulator screen into a frame, redrawing only the rows that changed
 //! since the last frame drawn from the same cache.
 //!
-//! vt100 gives cells one lookup at a time, which costs far more than comparing a row's
-//! formatted text; so each row's formatted form is remembered, and a row whose form is
-//! unchanged keeps the cells already in the frame. Invariant: a cache is only used with
+//! The emulator says which rows changed since a content sequence; when it cannot (the
+//! first frame, a new size, the view scrolled back), each row's formatted form is
+//! compared with the one remembered, and a row whose form is unchanged keeps the cells
+//! already in the frame. Invariant: a cache is only used with
 //! the frame it was filled for (the caller clears it whenever it starts a frame afresh).
 
 use std::collections::HashMap;
@@ -41,11 +42,12 @@ pub struct PaneCursor {
     pub app_keypad: bool,
 }
 
-pub fn vt_color(c: vt100::Color) -> Color {
+pub fn vt_color(c: crate::term::vt::Color) -> Color {
+    use crate::term::vt::Color as Vt;
     match c {
-        vt100::Color::Default => Color::Reset,
-        vt100::Color::Idx(i) => Color::Indexed(i),
-        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+        Vt::Default => Color::Reset,
+        Vt::Idx(i) => Color::Indexed(i),
+        Vt::Rgb(r, g, b) => Color::Rgb(r, g, b),
     }
 }
 
@@ -120,7 +122,7 @@ pub fn draw_pane(
     }
 }
 
-fn draw_row(buf: &mut Buffer, rect: Rect, screen: &vt100::Screen, row: u16) {
+fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
     let y = rect.y + row;
     let mut col = 0;
     while col < rect.width {

@@ -298,7 +298,7 @@ impl Server {
             }
             None => return,
         };
-        if mode != vt100::MouseProtocolMode::None && !self.scroll.contains_key(&tid) {
+        if mode != crate::term::vt::MouseProtocolMode::None && !self.scroll.contains_key(&tid) {
             if let Some(bytes) = encode_for_pane(&ev, x, y, mode, enc) {
                 self.write_terminal(tid, bytes);
             }

@@ -5,9 +5,8 @@
 //! sequence the program had only half written, which the new emulator takes in before
 //! the rest arrives.
 //!
-//! Not carried (vt100 keeps them private): the scroll region, origin mode, the last
-//! character printed (for REP), and the cursor
-//! and pen saved by DECSC (on entering the alternate screen, the cursor is saved where
+//! Not carried: the scroll region, origin mode, the last character printed (for REP),
+//! and the cursor and pen saved by DECSC (on entering the alternate screen, the cursor is saved where
 //! the shell left it, the pen as default). Full-screen programs set the scroll region
 //! again before they use it and reset the pen when they leave.
 
@@ -31,7 +30,7 @@ enum Seq {
 const MAX_TAIL: usize = 2 << 20;
 
 /// Follows the escape-sequence structure of the output (the parts of the state machine
-/// vt100's parser uses that decide where a sequence ends), keeping the bytes of the one
+/// the emulator's parser uses that decide where a sequence ends), keeping the bytes of the one
 /// in progress.
 #[derive(Debug, Default)]
 pub(super) struct Tracker {
@@ -46,33 +45,44 @@ impl Tracker {
         let mut i = 0;
         while i < bytes.len() {
             if self.state == Seq::Ground {
-                // Fast path: plain text.
-                match bytes[i..].iter().position(|&b| b == 0x1b || b >= 0xc0) {
+                // Plain text up to the next escape. Without one, only a character cut off
+                // at the end is left unfinished, and it starts in the last 3 bytes.
+                match memchr::memchr(0x1b, &bytes[i..]) {
                     Some(n) => i += n,
-                    None => break,
+                    None => {
+                        let from = bytes.len().saturating_sub(3).max(i);
+                        for &b in &bytes[from..] {
+                            self.take(b);
+                        }
+                        return;
+                    }
                 }
             }
-            let b = bytes[i];
-            let before = self.state;
-            self.state = step(before, b);
-            if self.state == Seq::Ground {
-                self.tail.clear();
-                self.overflow = false;
-            } else if before == Seq::Ground || b == 0x1b {
-                self.tail.clear();
-                self.overflow = false;
-                self.tail.push(b);
-            } else if executed_inside(before, b) {
-                // Already carried out by the parser: replaying it would do it twice.
-            } else if self.tail.len() < MAX_TAIL {
-                self.tail.push(b);
-            } else {
-                self.overflow = true;
-            }
+            self.take(bytes[i]);
             i += 1;
         }
     }
 
+    fn take(&mut self, b: u8) {
+        let before = self.state;
+        self.state = step(before, b);
+        if self.state == Seq::Ground {
+            self.tail.clear();
+            self.overflow = false;
+        } else if before == Seq::Ground || b == 0x1b {
+            self.tail.clear();
+            self.overflow = false;
+            self.tail.push(b);
+        } else if executed_inside(before, b) {
+            // Already carried out by the parser: replaying it would do it twice.
+        } else if self.tail.len() < MAX_TAIL {
+            self.tail.push(b);
+        } else {
+            self.overflow = true;
+        }
+    }
+
+    #[cfg(test)]
     pub(super) fn grounded(&self) -> bool {
         self.state == Seq::Ground
     }
@@ -237,10 +247,8 @@ pub(super) fn cup(out: &mut String, row: usize, col: usize) {
 }
 
 impl Emulator {
-    /// The whole state as an [`Image`]. Takes `&mut self` to look at the primary screen
-    /// while the alternate one is shown (switched there and back, which changes nothing);
-    /// that is skipped when the program stopped inside an escape sequence, and then only
-    /// the alternate screen is carried.
+    /// The whole state as an [`Image`]. Takes `&mut self` to move rows a resize pushed
+    /// off the screen into the history first.
     pub fn image(&mut self) -> Image {
         let mut image = self.screens_image();
         image.history = self.history.iter().cloned().collect();
@@ -258,30 +266,20 @@ impl Emulator {
     fn screens_image(&mut self) -> Image {
         let (rows, cols) = self.size();
         let alt = self.screen().alternate_screen();
-        let peek_primary = !alt || self.tracker.grounded();
         let mut out = String::new();
-        let alt_part = alt.then(|| self.screen().contents_formatted());
-        if alt && peek_primary {
-            self.parser.process(b"\x1b[?47l");
-        }
-        if peek_primary {
-            // Rows a resize pushed off the primary screen meanwhile join the history.
-            self.drain();
-            self.primary_image(&mut out);
+        self.drain();
+        self.term.with_primary(|primary| {
+            primary_image(primary, &mut out);
             // (Placing the cursor may redraw a cell, assuming the default pen.)
             out.push_str("\x1b[0m");
-            out.push_str(&self.screen().cursor_state_formatted());
-        }
-        if alt && peek_primary {
-            self.parser.process(b"\x1b[?47h");
-        }
-        let screen = self.parser.screen();
-        match alt_part {
-            Some(part) => {
-                out.push_str("\x1b[0m\x1b[?1049h");
-                out.push_str(&part);
-            }
-            None => out.push_str(&screen.attributes_formatted()),
+            out.push_str(&primary.cursor_state_formatted());
+        });
+        let screen = self.term.screen();
+        if alt {
+            out.push_str("\x1b[0m\x1b[?1049h");
+            out.push_str(&screen.contents_formatted());
+        } else {
+            out.push_str(&screen.attributes_formatted());
         }
         out.push_str(&screen.input_mode_formatted());
         Image {
@@ -298,21 +296,6 @@ impl Emulator {
         }
     }
 
-    /// The active (primary) screen's rows, each at its own row; a row continuing a
-    /// wrapped one flows on from it, keeping the wrap.
-    fn primary_image(&mut self, out: &mut String) {
-        let cols = self.size().1;
-        let screen = self.parser.screen();
-        for (i, text) in screen.rows_formatted(0, cols).enumerate() {
-            // Each row is formatted from the default pen.
-            out.push_str("\x1b[0m");
-            if i == 0 || !screen.row_wrapped((i - 1) as u16) {
-                cup(out, i, 0);
-            }
-            out.push_str(&text);
-        }
-    }
-
     /// An emulator showing what `image` was taken from; `scrollback` lines of history,
     /// moved out of `image` (which keeps everything else).
     pub fn from_image(image: &mut Image, scrollback: usize) -> Emulator {
@@ -323,8 +306,24 @@ impl Emulator {
         // Presentation only: whatever the replay would answer is not sent anywhere.
         let _ = e.process(&image.bytes);
         let _ = e.process(&image.tail);
-        e.parser.callbacks_mut().title = image.title.clone();
+        e.term.set_title(image.title.clone());
         e
+    }
+}
+
+/// The primary screen's rows, each at its own row; a row continuing a wrapped one flows
+/// on from it, keeping the wrap.
+fn primary_image(screen: &super::vt::Screen, out: &mut String) {
+    let cols = screen.size().1;
+    for (i, text) in screen.rows_formatted(0, cols).enumerate() {
+        // Each row is formatted from the default pen.
+        out.push_str("\x1b[0m");
+        if i == 0 || !screen.row_wrapped((i - 1) as u16) {
+            cup(out, i, 0);
+        } else {
+            out.push_str(super::vt::WRAP);
+        }
+        out.push_str(&text);
     }
 }
 

@@ -1,23 +1,20 @@
-//! The terminal emulator of one pane: a `vt100` parser plus the few things a real terminal
-//! does that vt100 leaves to its embedder — answering queries (DSR, DA, colour queries),
-//! remembering the window title, and passing OSC 52 clipboard writes and bells on.
+//! The terminal emulator of one pane: herdr's own emulator ([`vt`]) plus what a pane
+//! keeps around it — the compact history of lines scrolled off, the view scrolled back
+//! into it, and where the output stands between escape sequences (for handoff images).
 //!
 //! Invariant: `process` never blocks and never panics on any byte sequence; everything the
 //! terminal must say back to the program is returned, never written from here.
 
-mod damage;
 pub(crate) mod history;
 mod image;
 pub mod vt;
-
-use std::num::NonZeroU16;
 
 pub use history::Line;
 pub use image::{Image, ImageError};
 
 /// Output is taken in slices of this many bytes; the rows a slice scrolled off the screen
 /// are moved to the compact history after it.
-const SLICE: usize = 4096;
+const SLICE: usize = 64 << 10;
 
 /// Side effects of feeding bytes, for the pane's I/O actor to carry out.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -30,111 +27,8 @@ pub struct Effects {
     pub title_changed: bool,
 }
 
-#[derive(Default)]
-struct Hooks {
-    title: String,
-    effects: Effects,
-    /// Rows scrolled off the top of the primary screen since the history last took them,
-    /// oldest first, in vt100's basic formatting (text, and SGR where the pen changes).
-    /// vt100 keeps no scrollback of its own: each row is formatted once, as it leaves.
-    dropped: Vec<Line>,
-}
-
-impl vt100::Callbacks for Hooks {
-    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
-        if alternate_screen {
-            return;
-        }
-        let mut text = String::new();
-        let mut state = vt100::capture::BasicFormattedCaptureState::new();
-        if row.write_formatted_basic(&mut text, &mut state).is_ok() {
-            self.dropped.push(Line {
-                text: text.into_boxed_str(),
-                wrapped: false,
-            });
-        }
-    }
-
-    fn audible_bell(&mut self, _: &mut vt100::Screen) {
-        self.effects.bell = true;
-    }
-
-    fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
-        let title: String = String::from_utf8_lossy(title)
-            .chars()
-            .filter(|c| !c.is_control())
-            .take(256)
-            .collect();
-        if title != self.title {
-            self.title = title;
-            self.effects.title_changed = true;
-        }
-    }
-
-    fn set_window_icon_name(&mut self, screen: &mut vt100::Screen, name: &[u8]) {
-        // OSC 0 sets both; treat the icon name as the title only when none was set.
-        if self.title.is_empty() {
-            self.set_window_title(screen, name);
-        }
-    }
-
-    fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, ty: &[u8], data: &[u8]) {
-        // Bounded so a runaway program cannot make us buffer unbounded clipboard data.
-        if data.len() > 1 << 20 {
-            return;
-        }
-        let mut seq = b"\x1b]52;".to_vec();
-        seq.extend_from_slice(ty);
-        seq.push(b';');
-        seq.extend_from_slice(data);
-        seq.push(0x07);
-        self.effects.clipboard.push(seq);
-    }
-
-    fn unhandled_csi(
-        &mut self,
-        screen: &mut vt100::Screen,
-        i1: Option<u8>,
-        _i2: Option<u8>,
-        params: &[&[u16]],
-        c: char,
-    ) {
-        let first = params.first().and_then(|p| p.first()).copied().unwrap_or(0);
-        match (i1, c, first) {
-            // DSR: cursor position report.
-            (None, 'n', 6) => {
-                let (row, col) = screen.cursor_position();
-                let reply = format!("\x1b[{};{}R", row + 1, col + 1);
-                self.effects.responses.extend_from_slice(reply.as_bytes());
-            }
-            // DSR: status report, "terminal OK".
-            (None, 'n', 5) => self.effects.responses.extend_from_slice(b"\x1b[0n"),
-            // DA1: a VT220-class terminal with ANSI colour.
-            (None, 'c', 0) => self.effects.responses.extend_from_slice(b"\x1b[?62;22c"),
-            // DA2: secondary device attributes.
-            (Some(b'>'), 'c', 0) => self.effects.responses.extend_from_slice(b"\x1b[>1;10;0c"),
-            _ => {}
-        }
-    }
-
-    fn unhandled_osc(&mut self, _: &mut vt100::Screen, params: &[&[u8]]) {
-        // Colour queries (OSC 10/11 with "?"): programs such as vim and agents ask for the
-        // background to pick a theme; answer with the defaults we draw with.
-        if params.len() == 2 && params[1] == b"?" {
-            let reply: Option<&[u8]> = match params[0] {
-                b"10" => Some(b"\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\"),
-                b"11" => Some(b"\x1b]11;rgb:0000/0000/0000\x1b\\"),
-                _ => None,
-            };
-            if let Some(reply) = reply {
-                self.effects.responses.extend_from_slice(reply);
-            }
-        }
-    }
-}
-
 pub struct Emulator {
-    parser: vt100::Parser<Hooks>,
+    term: vt::Terminal,
     /// Bumped on every `process`; lets renderers skip unchanged panes.
     seq: u64,
     /// Bytes the program wrote, all told (a resize or a scroll changes nothing here).
@@ -147,93 +41,54 @@ pub struct Emulator {
     offset: usize,
     /// The screen shown while scrolled back, rebuilt when the offset or content changes.
     view: Option<View>,
-    /// Which rows changed at which `seq`.
-    damage: damage::Damage,
+    /// The `seq` when what is shown changed as a whole (the view was scrolled).
+    everything: u64,
 }
 
 struct View {
     seq: u64,
     offset: usize,
-    parser: vt100::Parser,
-}
-
-fn nz(v: u16) -> NonZeroU16 {
-    NonZeroU16::new(v.max(1)).unwrap_or(NonZeroU16::MIN)
+    term: vt::Terminal,
 }
 
 impl Emulator {
     pub fn new(rows: u16, cols: u16, scrollback: usize) -> Emulator {
         Emulator {
-            parser: vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Hooks::default()),
+            term: vt::Terminal::new(rows.max(1), cols.max(1)),
             seq: 0,
             written: 0,
             tracker: Default::default(),
             history: history::History::new(scrollback),
             offset: 0,
             view: None,
-            damage: damage::Damage::new(rows.max(1)),
+            everything: 0,
         }
     }
 
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
         self.seq = self.seq.wrapping_add(1);
-        // Small output that starts between sequences (typing, a prompt, a program's
-        // partial redraw) is followed row by row; the rest changes everything.
-        if bytes.len() <= SLICE && self.tracker.grounded() {
-            self.process_tracked(bytes);
-        } else {
-            for slice in bytes.chunks(SLICE) {
-                self.feed(slice);
-                self.tracker.feed(slice);
-                self.drain();
-            }
-            self.damage.everything(self.seq);
-        }
-        self.written = self.written.wrapping_add(bytes.len() as u64);
-        std::mem::take(&mut self.parser.callbacks_mut().effects)
-    }
-
-    /// Feeds `bytes` token by token, noting the rows each one changes.
-    fn process_tracked(&mut self, bytes: &[u8]) {
-        use damage::Effect;
-        let (seq, cols) = (self.seq, self.size().1);
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let (row, col) = self.parser.screen().cursor_position();
-            let token = damage::next_token(rest);
-            let (now, later) = rest.split_at(token.len);
-            if !self.feed(now) {
-                self.damage.everything(seq);
+        for slice in bytes.chunks(SLICE) {
+            if !self.feed(slice) {
                 break;
             }
-            match token.effect {
-                Effect::Nothing => {}
-                Effect::CursorRow => self.damage.row(row, seq),
-                // Bytes bound the columns text takes (a mark that widens the character
-                // before it included): short of the margin, it cannot wrap.
-                Effect::Text if usize::from(col) + now.len() < usize::from(cols) => {
-                    self.damage.row(row, seq)
-                }
-                Effect::LineFeed if self.parser.screen().cursor_position().0 != row => {}
-                Effect::Text | Effect::LineFeed | Effect::Everything => self.damage.everything(seq),
-            }
-            rest = later;
+            self.tracker.feed(slice);
+            self.drain();
         }
-        self.tracker.feed(bytes);
-        self.drain();
+        self.written = self.written.wrapping_add(bytes.len() as u64);
+        self.term.take_effects()
     }
 
-    /// Feeds the parser; false if it panicked. vt100 asserts things some output breaks (an
-    /// emoji widened by a variation selector at the right margin of the bottom row, then
-    /// overwritten): that must not take the pane with it. The emulator is rebuilt from an
-    /// image of itself, and the rest of `bytes` is lost.
+    /// Feeds the emulator; false if it panicked, which is a bug, but must not take the
+    /// pane with it: the emulator is rebuilt from an image of itself, and the rest of
+    /// `bytes` is lost.
     fn feed(&mut self, bytes: &[u8]) -> bool {
         use std::panic::{catch_unwind, AssertUnwindSafe};
-        if catch_unwind(AssertUnwindSafe(|| self.parser.process(bytes))).is_ok() {
+        let seq = self.seq;
+        if catch_unwind(AssertUnwindSafe(|| self.term.process(bytes, seq))).is_ok() {
             return true;
         }
         eprintln!("herdr: the terminal emulator failed on a program's output; it was rebuilt from its screen");
-        let effects = std::mem::take(&mut self.parser.callbacks_mut().effects);
+        let effects = self.term.take_effects();
         let (rows, cols) = self.size();
         let cap = self.history.capacity();
         let rebuilt = catch_unwind(AssertUnwindSafe(|| {
@@ -247,8 +102,8 @@ impl Emulator {
         });
         fresh.seq = self.seq;
         fresh.written = self.written;
-        fresh.damage.resize(rows.max(1), self.seq);
-        fresh.parser.callbacks_mut().effects = effects;
+        fresh.everything = self.seq;
+        fresh.term.restore_effects(effects);
         *self = fresh;
         false
     }
@@ -256,7 +111,10 @@ impl Emulator {
     /// The screen rows changed since `seq` (an earlier [`Emulator::seq`]) in the live
     /// screen; None when that may be any of them.
     pub fn rows_changed_since(&self, seq: u64) -> Option<Vec<u16>> {
-        self.damage.since(seq)
+        if self.everything > seq {
+            return None;
+        }
+        self.term.screen().rows_changed_since(seq)
     }
 
     /// How many bytes the program has written so far (to tell its output from redraws).
@@ -266,33 +124,28 @@ impl Emulator {
 
     /// Moves the rows that scrolled off the screen to the compact history.
     fn drain(&mut self) {
-        for line in std::mem::take(&mut self.parser.callbacks_mut().dropped) {
+        for line in self.term.take_dropped() {
             self.history.push(line);
-        }
-        // vt100 counts the rows it would have kept even with no room for them, and a
-        // screen that grows later would pull that many blank rows down from the top.
-        if !self.parser.screen().alternate_screen() {
-            self.parser.screen_mut().clear_scrollback();
         }
     }
 
     /// The live screen (what the program sees and queries).
-    pub fn screen(&self) -> &vt100::Screen {
-        self.parser.screen()
+    pub fn screen(&self) -> &vt::Screen {
+        self.term.screen()
     }
 
     /// The screen to draw: the live one, or the scrolled-back view of history.
-    pub fn display(&mut self) -> &vt100::Screen {
+    pub fn display(&mut self) -> &vt::Screen {
         if self.offset == 0 {
-            return self.parser.screen();
+            return self.term.screen();
         }
         let fresh = matches!(&self.view, Some(v) if v.seq == self.seq && v.offset == self.offset);
         if !fresh {
             self.view = Some(self.build_view());
         }
         match &self.view {
-            Some(v) => v.parser.screen(),
-            None => self.parser.screen(),
+            Some(v) => v.term.screen(),
+            None => self.term.screen(),
         }
     }
 
@@ -300,15 +153,15 @@ impl Emulator {
         let (rows, cols) = self.size();
         let h = self.history.len();
         let top = h - self.offset.min(h);
-        let screen = self.parser.screen();
+        let screen = self.term.screen();
         let lines: Vec<std::borrow::Cow<str>> = (0..usize::from(rows))
             .map(|i| match self.history.get(top + i) {
                 Some(line) => std::borrow::Cow::Borrowed(&*line.text),
-                None => history::format_row(screen, (top + i - h) as u16, cols).into(),
+                None => screen.line((top + i - h) as u16).into(),
             })
             .collect();
-        // A line kept while the pane was wider runs on into the rows below (vt100 always
-        // wraps); those rows are cleared before their own line, and spare rows below the
+        // A line kept while the pane was wider runs on into the rows below (the
+        // emulator always wraps); those rows are cleared before their own line, and spare rows below the
         // view keep the last lines' overflow from scrolling it. (Bytes over columns is an
         // upper bound of the rows a line can take.)
         let spare = lines
@@ -325,12 +178,12 @@ impl Emulator {
             out.push_str(line);
         }
         out.push_str("\x1b[0m\x1b[?25l");
-        let mut parser = vt100::Parser::new(nz(rows.saturating_add(spare)), nz(cols), 0);
-        parser.process(out.as_bytes());
+        let mut term = vt::Terminal::new(rows.saturating_add(spare), cols);
+        term.process(out.as_bytes(), 0);
         View {
             seq: self.seq,
             offset: self.offset,
-            parser,
+            term,
         }
     }
 
@@ -339,43 +192,33 @@ impl Emulator {
     }
 
     pub fn title(&self) -> &str {
-        &self.parser.callbacks().title
+        self.term.title()
     }
 
     pub fn size(&self) -> (u16, u16) {
-        let (r, c) = self.parser.screen().size();
-        (r.get(), c.get())
+        self.term.screen().size()
     }
 
     pub fn resize(&mut self, rows: u16, cols: u16) {
         if self.size() != (rows.max(1), cols.max(1)) {
-            // The primary screen's count of scrolled rows (see `drain`), also while the
-            // alternate one shows (switched there and back, which changes nothing; not
-            // inside a sequence the program has only half written).
-            if self.parser.screen().alternate_screen() && self.tracker.grounded() {
-                self.parser.process(b"\x1b[?47l");
-                self.parser.screen_mut().clear_scrollback();
-                self.parser.process(b"\x1b[?47h");
-            }
-            self.parser.set_size(nz(rows), nz(cols));
-            // A shorter screen pushes rows into scrollback.
-            self.drain();
             self.seq = self.seq.wrapping_add(1);
-            self.damage.resize(rows.max(1), self.seq);
+            self.term.set_size(rows, cols, self.seq);
+            // A shorter screen pushes rows into history.
+            self.drain();
         }
     }
 
     /// Scrolls the view back `rows` lines into history (0 = live view); clamped. The
     /// alternate screen (full-screen programs) has no history to scroll into.
     pub fn set_scrollback(&mut self, rows: usize) {
-        let max = if self.parser.screen().alternate_screen() {
+        let max = if self.term.screen().alternate_screen() {
             0
         } else {
             self.history.len()
         };
         self.offset = rows.min(max);
         self.seq = self.seq.wrapping_add(1);
-        self.damage.everything(self.seq);
+        self.everything = self.seq;
     }
 
     pub fn scrollback(&self) -> usize {
@@ -411,13 +254,13 @@ impl Emulator {
     fn lines(&self, start: usize, end: usize, ansi: bool) -> Vec<String> {
         let h = self.history.len();
         let cols = self.size().1;
-        let screen = self.parser.screen();
+        let screen = self.term.screen();
         let plain = (!ansi && end > h).then(|| self.screen_plain(cols));
         (start..end)
             .map(|i| match self.history.get(i) {
                 Some(line) if ansi => line.text.to_string(),
                 Some(line) => history::plain(&line.text),
-                None if ansi => history::format_row(screen, (i - h) as u16, cols),
+                None if ansi => screen.line((i - h) as u16),
                 None => plain
                     .as_ref()
                     .and_then(|p| p.get(i - h).cloned())
@@ -428,7 +271,7 @@ impl Emulator {
 
     /// The screen's rows as plain text, trailing blanks trimmed.
     fn screen_plain(&self, cols: u16) -> Vec<String> {
-        self.parser
+        self.term
             .screen()
             .rows(0, cols)
             .map(|r| r.trim_end().to_string())
@@ -505,17 +348,16 @@ mod tests {
         e.set_scrollback(2);
         let view = e.display();
         // Each line at its own row, the wide one cut at the right edge, nothing shifted.
-        assert_eq!(view.size().1.get(), 8);
+        assert_eq!(view.size().1, 8);
         let rows: Vec<String> = view.rows(0, 8).take(3).collect();
         assert_eq!(rows[0], "01234567");
         assert_eq!(rows[1].trim_end(), "short");
     }
 
     #[test]
-    fn no_line_is_lost_when_one_slice_scrolls_more_than_vt100_keeps() {
+    fn no_line_is_lost_when_one_slice_scrolls_many_rows() {
         let mut e = Emulator::new(3, 20, 20_000);
-        // 6000 numbered lines, then one sequence scrolling 9000 more rows: all within a
-        // few bytes, far beyond vt100's own transient scrollback.
+        // 6000 numbered lines in one slice, then one sequence scrolling the screen.
         let mut out = String::new();
         for i in 0..6000 {
             out.push_str(&format!("{i}\r\n"));
@@ -533,15 +375,15 @@ mod tests {
     }
 
     #[test]
-    fn output_that_breaks_vt100_leaves_a_working_emulator() {
-        // A heart widened by VS16 at the right margin of the bottom row, then overwritten:
-        // vt100 0.18 panics on an assertion.
+    fn output_that_broke_vt100_leaves_a_working_emulator() {
+        // A heart widened by VS16 at the right margin of the bottom row, then overwritten
+        // (vt100 0.18, the emulator herdr used before its own, panicked on this).
         let mut e = Emulator::new(3, 4, 100);
         e.process(b"top\r\n");
         e.process("\x1b[3;1Habc\u{2764}\u{fe0f}".as_bytes());
         e.process(b"\x1b[2;4Hx");
         e.process(b"\x1b[1;1Hok");
-        assert_eq!(e.screen().size(), (nz(3), nz(4)));
+        assert_eq!(e.screen().size(), (3, 4));
         let first = e.screen().rows(0, 4).next().unwrap_or_default();
         assert!(first.starts_with("ok"), "{first:?}");
         // Byte by byte too (a fresh emulator each time the rebuilt one is fed).

@@ -186,7 +186,7 @@ impl Server {
         let rows: Vec<String> = {
             let emu = crate::pty::lock(&rt.emulator);
             let screen = emu.screen();
-            screen.rows(0, screen.size().1.get()).collect()
+            screen.rows(0, screen.size().1).collect()
         };
         Some(rules.classify(&rows).filter(|s| *s != "idle"))
     }

@@ -49,6 +49,45 @@ impl Pen {
     }
 }
 
+/// A pen packed in a word, as cells keep it: colours in 26 bits each (a 2-bit kind and
+/// 24 bits of index or RGB), then the attribute flags. Copied and compared at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Ink(u64);
+
+impl Ink {
+    pub const DEFAULT: Ink = Ink(0);
+
+    pub fn pen(self) -> Pen {
+        fn color(v: u64) -> Color {
+            match v >> 24 {
+                1 => Color::Idx(v as u8),
+                2 => Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8),
+                _ => Color::Default,
+            }
+        }
+        Pen {
+            fg: color(self.0 & 0x3ff_ffff),
+            bg: color((self.0 >> 26) & 0x3ff_ffff),
+            flags: (self.0 >> 52) as u8,
+        }
+    }
+}
+
+impl Pen {
+    pub fn ink(&self) -> Ink {
+        fn bits(c: Color) -> u64 {
+            match c {
+                Color::Default => 0,
+                Color::Idx(i) => 1 << 24 | u64::from(i),
+                Color::Rgb(r, g, b) => {
+                    2 << 24 | u64::from(r) << 16 | u64::from(g) << 8 | u64::from(b)
+                }
+            }
+        }
+        Ink(bits(self.fg) | bits(self.bg) << 26 | u64::from(self.flags) << 52)
+    }
+}
+
 /// Bytes of text a cell holds: a character and the marks combined with it.
 const TEXT: usize = 22;
 const WIDE: u8 = 0x80;
@@ -60,7 +99,7 @@ pub struct Cell {
     text: [u8; TEXT],
     /// Length of `text`, with the WIDE and WIDE_CONT flags in its high bits.
     len: u8,
-    pen: Pen,
+    ink: Ink,
 }
 
 impl Default for Cell {
@@ -73,7 +112,7 @@ impl Cell {
     pub const EMPTY: Cell = Cell {
         text: [0; TEXT],
         len: 0,
-        pen: Pen::DEFAULT,
+        ink: Ink::DEFAULT,
     };
 
     fn n(&self) -> usize {
@@ -83,6 +122,11 @@ impl Cell {
     /// The text of the cell ("" for an empty one).
     pub fn contents(&self) -> &str {
         std::str::from_utf8(&self.text[..self.n()]).unwrap_or("")
+    }
+
+    /// The cell's text, as bytes (UTF-8).
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.text[..self.n()]
     }
 
     /// The cell's text as one ASCII byte, when it is one.
@@ -100,42 +144,45 @@ impl Cell {
         self.len & WIDE_CONT != 0
     }
     pub fn pen(&self) -> Pen {
-        self.pen
+        self.ink.pen()
+    }
+    pub fn ink(&self) -> Ink {
+        self.ink
     }
     pub fn fgcolor(&self) -> Color {
-        self.pen.fg
+        self.pen().fg
     }
     pub fn bgcolor(&self) -> Color {
-        self.pen.bg
+        self.pen().bg
     }
     pub fn bold(&self) -> bool {
-        self.pen.bold()
+        self.pen().bold()
     }
     pub fn dim(&self) -> bool {
-        self.pen.dim()
+        self.pen().dim()
     }
     pub fn italic(&self) -> bool {
-        self.pen.italic()
+        self.pen().italic()
     }
     pub fn underline(&self) -> bool {
-        self.pen.underline()
+        self.pen().underline()
     }
     pub fn inverse(&self) -> bool {
-        self.pen.inverse()
+        self.pen().inverse()
     }
 
     /// Sets the cell to one ASCII character (the common case, kept short).
     #[inline]
-    pub(super) fn set_ascii(&mut self, b: u8, pen: Pen) {
+    pub(super) fn set_ascii(&mut self, b: u8, ink: Ink) {
         self.text[0] = b;
         self.len = 1;
-        self.pen = pen;
+        self.ink = ink;
     }
 
-    pub(super) fn set(&mut self, c: char, wide: bool, pen: Pen) {
+    pub(super) fn set(&mut self, c: char, wide: bool, ink: Ink) {
         let n = c.encode_utf8(&mut self.text).len() as u8;
         self.len = n | if wide { WIDE } else { 0 };
-        self.pen = pen;
+        self.ink = ink;
     }
 
     /// Combines `c` with the cell's character, if there is room left (else the mark
@@ -175,16 +222,33 @@ impl Cell {
         }
     }
 
-    /// Empties the cell, giving it `pen`.
-    pub(super) fn clear(&mut self, pen: Pen) {
+    /// Empties the cell, giving it `ink`.
+    pub(super) fn clear(&mut self, ink: Ink) {
         self.len = 0;
-        self.pen = pen;
+        self.ink = ink;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ink_keeps_every_pen() {
+        for fg in [
+            Color::Default,
+            Color::Idx(0),
+            Color::Idx(255),
+            Color::Rgb(1, 2, 255),
+        ] {
+            for bg in [Color::Default, Color::Idx(9), Color::Rgb(255, 0, 7)] {
+                for flags in [0, BOLD | INVERSE, 31] {
+                    let pen = Pen { fg, bg, flags };
+                    assert_eq!(pen.ink().pen(), pen);
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_cell_is_small() {
@@ -194,11 +258,11 @@ mod tests {
     #[test]
     fn marks_combine_and_emoji_presentation_widens() {
         let mut c = Cell::EMPTY;
-        c.set('e', false, Pen::DEFAULT);
+        c.set('e', false, Ink::DEFAULT);
         c.append('\u{301}');
         assert_eq!(c.contents(), "e\u{301}");
         assert!(!c.is_wide());
-        c.set('\u{2764}', false, Pen::DEFAULT);
+        c.set('\u{2764}', false, Ink::DEFAULT);
         c.append('\u{fe0f}');
         assert!(c.is_wide());
         for _ in 0..20 {

@@ -1,13 +1,35 @@
 //! Screens and rows as text: plain, as a history line, and as the escape sequences that
 //! redraw them exactly (for a live handoff's image).
 
-use super::cell::{Cell, Color, Pen};
+use super::cell::{Cell, Color, Ink, Pen};
 use super::grid::Row;
 use super::{
     Line, MouseProtocolEncoding, MouseProtocolMode, Screen, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE,
 };
 
-pub(super) fn push_num(out: &mut String, n: u16) {
+/// Where formatted text goes: a `String`, or bytes checked to be UTF-8 once at the end.
+pub(super) trait Sink {
+    fn put(&mut self, s: &str);
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, s: &str) {
+        self.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// After a wrapped row is drawn (the cursor waits past its last cell), wraps to the next
+/// row and leaves its first cell empty: a blank wraps, is stepped back over and erased.
+/// Whatever the next row starts with (text or a gap) is then drawn at its first column.
+pub const WRAP: &str = " \x08\x1b[X";
+
+pub(super) fn push_num(out: &mut impl Sink, n: u16) {
     let mut buf = [0u8; 5];
     let mut i = buf.len();
     let mut n = n;
@@ -19,14 +41,12 @@ pub(super) fn push_num(out: &mut String, n: u16) {
             break;
         }
     }
-    for &b in &buf[i..] {
-        out.push(char::from(b));
-    }
+    out.put(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
 }
 
 /// The SGR sequence that sets exactly `pen`, from any other.
-pub fn sgr(pen: Pen, out: &mut String) {
-    out.push_str("\x1b[0");
+pub fn sgr(pen: Pen, out: &mut impl Sink) {
+    out.put("\x1b[0");
     for (on, code) in [
         (pen.bold(), ";1"),
         (pen.dim(), ";2"),
@@ -35,7 +55,7 @@ pub fn sgr(pen: Pen, out: &mut String) {
         (pen.inverse(), ";7"),
     ] {
         if on {
-            out.push_str(code);
+            out.put(code);
         }
     }
     // The 16 basic colours in their short forms (30–37, 90–97; 40–47, 100–107).
@@ -43,29 +63,29 @@ pub fn sgr(pen: Pen, out: &mut String) {
         match color {
             Color::Default => {}
             Color::Idx(i) => {
-                out.push(';');
+                out.put(";");
                 match i {
                     0..8 => push_num(out, low + u16::from(i)),
                     8..16 => push_num(out, high + u16::from(i) - 8),
                     _ => {
                         push_num(out, base);
-                        out.push_str(";5;");
+                        out.put(";5;");
                         push_num(out, u16::from(i));
                     }
                 }
             }
             Color::Rgb(r, g, b) => {
-                out.push(';');
+                out.put(";");
                 push_num(out, base);
-                out.push_str(";2");
+                out.put(";2");
                 for v in [r, g, b] {
-                    out.push(';');
+                    out.put(";");
                     push_num(out, u16::from(v));
                 }
             }
         }
     }
-    out.push('m');
+    out.put("m");
 }
 
 fn push_cell(out: &mut String, cell: &Cell) {
@@ -77,32 +97,32 @@ fn push_cell(out: &mut String, cell: &Cell) {
 
 /// A row leaving the screen, as a history line: its text from the default pen, SGR
 /// where the pen changes, an empty cell as a blank; trailing blank default cells cut.
-pub(super) fn line(row: &Row) -> Line {
-    let cells = row.used_cells();
-    let mut out = String::with_capacity(cells.len() + 8);
-    let mut pen = Pen::DEFAULT;
+pub(super) fn line(row: &Row, out: &mut Vec<u8>) -> Line {
+    out.clear();
+    let mut ink = Ink::DEFAULT;
     let mut end = 0;
-    for cell in cells {
+    for cell in row.used_cells() {
         if cell.is_wide_continuation() {
             continue;
         }
-        let p = cell.pen();
-        if p != pen {
-            sgr(p, &mut out);
-            pen = p;
+        if cell.ink() != ink {
+            ink = cell.ink();
+            sgr(ink.pen(), out);
         }
-        if cell.has_contents() {
-            push_cell(&mut out, cell);
-        } else {
-            out.push(' ');
+        match cell.ascii() {
+            Some(b) => out.push(b),
+            None if cell.has_contents() => out.extend_from_slice(cell.bytes()),
+            None => {
+                out.push(b' ');
+                if ink == Ink::DEFAULT {
+                    continue;
+                }
+            }
         }
-        if cell.has_contents() || p != Pen::DEFAULT {
-            end = out.len();
-        }
+        end = out.len();
     }
-    out.truncate(end);
     Line {
-        text: out.into_boxed_str(),
+        text: std::str::from_utf8(&out[..end]).unwrap_or_default().into(),
         wrapped: false,
     }
 }
@@ -114,7 +134,7 @@ pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
     let cells = row.used_cells();
     let end = usize::from(start.saturating_add(width)).min(cells.len());
     let cells = cells.get(usize::from(start)..end).unwrap_or(&[]);
-    let mut pen = Pen::DEFAULT;
+    let mut ink = Ink::DEFAULT;
     // Empty default cells not yet skipped.
     let mut gap: u16 = 0;
     let mut i = 0;
@@ -124,8 +144,8 @@ pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
             i += 1;
             continue;
         }
-        let p = cell.pen();
-        if !cell.has_contents() && p == Pen::DEFAULT {
+        let p = cell.ink();
+        if !cell.has_contents() && p == Ink::DEFAULT {
             gap += 1;
             i += 1;
             continue;
@@ -136,9 +156,9 @@ pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
             out.push('C');
             gap = 0;
         }
-        if p != pen {
-            sgr(p, out);
-            pen = p;
+        if p != ink {
+            sgr(p.pen(), out);
+            ink = p;
         }
         if cell.has_contents() {
             push_cell(out, cell);
@@ -146,7 +166,7 @@ pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
         } else {
             let run = cells[i..]
                 .iter()
-                .take_while(|c| !c.has_contents() && !c.is_wide_continuation() && c.pen() == p)
+                .take_while(|c| !c.has_contents() && !c.is_wide_continuation() && c.ink() == p)
                 .count() as u16;
             out.push_str("\x1b[");
             push_num(out, run);
@@ -181,6 +201,14 @@ fn write_plain(out: &mut String, row: &Row, start: u16, width: u16) {
 }
 
 impl Screen {
+    /// Row `row` of the shown screen as a history line would keep it.
+    pub fn line(&self, row: u16) -> String {
+        self.grid()
+            .row(row)
+            .map(|r| line(r, &mut Vec::new()).text.into_string())
+            .unwrap_or_default()
+    }
+
     /// The shown screen's rows as plain text (columns `start..start + width`).
     pub fn rows(&self, start: u16, width: u16) -> impl Iterator<Item = String> + '_ {
         self.grid().rows().map(move |row| {
@@ -224,7 +252,9 @@ impl Screen {
         let mut prev_wrapped = false;
         for (i, row) in self.grid().rows().enumerate() {
             out.push_str("\x1b[0m");
-            if !prev_wrapped {
+            if prev_wrapped {
+                out.push_str(WRAP);
+            } else {
                 cup(&mut out, i as u16, 0);
             }
             write_exact(&mut out, row, 0, cols);
@@ -243,13 +273,22 @@ impl Screen {
         let (row, col) = self.cursor_position();
         let cols = self.size().1;
         if col >= cols {
-            cup(&mut out, row, cols - 1);
-            if let Some(cell) = self.cell(row, cols - 1) {
-                sgr(cell.pen(), &mut out);
+            // The last character again: a wide one starts a column earlier.
+            let last = match self.cell(row, cols - 1) {
+                Some(c) if c.is_wide_continuation() && cols > 1 => cols - 2,
+                _ => cols - 1,
+            };
+            cup(&mut out, row, last);
+            if let Some(cell) = self.cell(row, last) {
                 if cell.has_contents() {
+                    sgr(cell.pen(), &mut out);
                     push_cell(&mut out, cell);
                 } else {
-                    out.push(' ');
+                    // A blank, then erased again behind the saved cursor (DECSC keeps
+                    // the pending wrap).
+                    out.push_str(" \x1b7\x08");
+                    sgr(cell.pen(), &mut out);
+                    out.push_str("\x1b[X\x1b8");
                 }
             }
         } else {

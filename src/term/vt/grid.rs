@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::cell::{Cell, Pen};
+use super::cell::{Cell, Ink};
 
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -56,11 +56,11 @@ impl Row {
         self.wrapped = false;
     }
 
-    fn clear(&mut self, pen: Pen) {
+    fn clear(&mut self, pen: Ink) {
         for c in &mut self.cells {
             c.clear(pen);
         }
-        self.used = if pen == Pen::DEFAULT {
+        self.used = if pen == Ink::DEFAULT {
             0
         } else {
             self.cells.len() as u16
@@ -73,7 +73,7 @@ impl Row {
         let cell = self.cells[col];
         let other = if cell.is_wide() {
             if col + 1 >= self.cells.len() {
-                self.cells[col].clear(cell.pen());
+                self.cells[col].clear(cell.ink());
                 return;
             }
             col + 1
@@ -82,11 +82,11 @@ impl Row {
         } else {
             return;
         };
-        let pen = self.cells[other].pen();
+        let pen = self.cells[other].ink();
         self.cells[other].clear(pen);
     }
 
-    fn erase(&mut self, col: usize, pen: Pen) {
+    fn erase(&mut self, col: usize, pen: Ink) {
         let wide = self.cells[col].is_wide();
         self.clear_wide(col);
         self.cell_mut(col).clear(pen);
@@ -99,7 +99,7 @@ impl Row {
         self.wrapped = false;
         if let Some(last) = self.cells.last_mut() {
             if last.is_wide() {
-                let pen = last.pen();
+                let pen = last.ink();
                 last.clear(pen);
             }
         }
@@ -472,14 +472,14 @@ impl Grid {
         region.rotate_left(n);
     }
 
-    pub fn erase_all(&mut self, pen: Pen) {
+    pub fn erase_all(&mut self, pen: Ink) {
         self.moved_all();
         for row in &mut self.rows {
             row.clear(pen);
         }
     }
 
-    pub fn erase_all_forward(&mut self, pen: Pen) {
+    pub fn erase_all_forward(&mut self, pen: Ink) {
         self.moved_all();
         let from = usize::from(self.pos.row) + 1;
         for row in self.rows.iter_mut().skip(from) {
@@ -488,7 +488,7 @@ impl Grid {
         self.erase_row_forward(pen);
     }
 
-    pub fn erase_all_backward(&mut self, pen: Pen) {
+    pub fn erase_all_backward(&mut self, pen: Ink) {
         self.moved_all();
         let to = usize::from(self.pos.row);
         for row in self.rows.iter_mut().take(to) {
@@ -497,11 +497,11 @@ impl Grid {
         self.erase_row_backward(pen);
     }
 
-    pub fn erase_row(&mut self, pen: Pen) {
+    pub fn erase_row(&mut self, pen: Ink) {
         self.cursor_row_mut().clear(pen);
     }
 
-    pub fn erase_row_forward(&mut self, pen: Pen) {
+    pub fn erase_row_forward(&mut self, pen: Ink) {
         let (from, width) = (usize::from(self.pos.col), usize::from(self.width));
         let row = self.cursor_row_mut();
         for col in from..width {
@@ -509,7 +509,7 @@ impl Grid {
         }
     }
 
-    pub fn erase_row_backward(&mut self, pen: Pen) {
+    pub fn erase_row_backward(&mut self, pen: Ink) {
         let to = usize::from(self.pos.col.min(self.width - 1));
         let row = self.cursor_row_mut();
         for col in 0..=to {
@@ -517,7 +517,7 @@ impl Grid {
         }
     }
 
-    pub fn erase_cells(&mut self, n: u16, pen: Pen) {
+    pub fn erase_cells(&mut self, n: u16, pen: Ink) {
         let from = usize::from(self.pos.col);
         let to = usize::from(self.pos.col.saturating_add(n).min(self.width));
         let row = self.cursor_row_mut();

@@ -14,7 +14,8 @@ mod tests;
 
 use unicode_width::UnicodeWidthChar as _;
 
-pub use cell::{Cell, Color, Pen};
+pub use cell::{Cell, Color, Ink, Pen};
+pub use format::WRAP;
 pub use grid::Row;
 use grid::{Grid, Pos};
 
@@ -51,6 +52,8 @@ pub struct Screen {
     /// The alternate screen is shown.
     alt: bool,
     pen: Pen,
+    /// `pen`, packed as cells keep it.
+    ink: Ink,
     saved_pen: Pen,
     modes: u8,
     mouse_mode: MouseProtocolMode,
@@ -68,6 +71,7 @@ impl Screen {
             alternate: Grid::new(rows, cols),
             alt: false,
             pen: Pen::DEFAULT,
+            ink: Ink::DEFAULT,
             saved_pen: Pen::DEFAULT,
             modes: 0,
             mouse_mode: MouseProtocolMode::None,
@@ -142,6 +146,11 @@ impl Screen {
         self.pen
     }
 
+    fn set_pen(&mut self, pen: Pen) {
+        self.pen = pen;
+        self.ink = pen.ink();
+    }
+
     fn set_mode(&mut self, mode: u8, on: bool) {
         if on {
             self.modes |= mode;
@@ -172,8 +181,10 @@ impl Screen {
 
     fn set_size(&mut self, rows: u16, cols: u16, dropped: &mut Vec<Line>) {
         let (rows, cols) = (rows.max(1), cols.max(1));
-        self.primary
-            .set_size(rows, cols, |row| dropped.push(format::line(row)));
+        let mut scratch = Vec::new();
+        self.primary.set_size(rows, cols, |row| {
+            dropped.push(format::line(row, &mut scratch))
+        });
         self.alternate.set_size(rows, cols, |_| {});
     }
 
@@ -198,7 +209,7 @@ impl Screen {
 
     fn restore_cursor(&mut self) {
         self.grid_mut().restore_cursor();
-        self.pen = self.saved_pen;
+        self.set_pen(self.saved_pen);
     }
 
     /// How wide `c` is drawn, or None if it is not drawn at all.
@@ -219,15 +230,17 @@ impl Screen {
 
 /// The shown grid and, for the primary screen, where its rows that scroll off go.
 macro_rules! grid_and_keep {
-    ($screen:expr, $dropped:expr, $g:ident, $keep:ident) => {
+    ($screen:expr, $dropped:expr, $scratch:expr, $g:ident, $keep:ident) => {
         let alt = $screen.alt;
         let $g = if alt {
             &mut $screen.alternate
         } else {
             &mut $screen.primary
         };
-        let mut push =
-            |row: &$crate::term::vt::Row| $dropped.push($crate::term::vt::format::line(row));
+        let (dropped, scratch) = (&mut $dropped, &mut $scratch);
+        let mut push = |row: &$crate::term::vt::Row| {
+            dropped.push($crate::term::vt::format::line(row, scratch))
+        };
         let $keep: Option<&mut dyn FnMut(&$crate::term::vt::Row)> =
             if alt { None } else { Some(&mut push) };
     };
@@ -244,6 +257,8 @@ struct State {
     screen: Screen,
     /// Rows scrolled off the top of the primary screen, formatted, oldest first.
     dropped: Vec<Line>,
+    /// Where a row is formatted before it is kept.
+    scratch: Vec<u8>,
     title: String,
     effects: Effects,
 }
@@ -255,6 +270,7 @@ impl Terminal {
             state: State {
                 screen: Screen::new(rows, cols),
                 dropped: Vec::new(),
+                scratch: Vec::new(),
                 title: String::new(),
                 effects: Effects::default(),
             },
@@ -296,19 +312,26 @@ impl Terminal {
         self.state.title = title;
     }
 
-    /// Looks at the primary screen while the alternate one is shown.
-    pub fn with_primary<T>(&self, f: impl FnOnce(&Screen) -> T) -> T {
-        let mut s = self.state.screen.clone();
-        s.alt = false;
-        f(&s)
+    /// Effects taken before they could be returned, given back to be returned later.
+    pub fn restore_effects(&mut self, effects: Effects) {
+        self.state.effects = effects;
+    }
+
+    /// Looks at the primary screen, also while the alternate one is shown.
+    pub fn with_primary<T>(&mut self, f: impl FnOnce(&Screen) -> T) -> T {
+        let alt = std::mem::replace(&mut self.state.screen.alt, false);
+        let out = f(&self.state.screen);
+        self.state.screen.alt = alt;
+        out
     }
 }
 
 impl State {
     /// Draws `c` at the cursor, wrapping and scrolling as needed.
+    #[inline]
     fn text(&mut self, c: char) {
         let screen = &mut self.screen;
-        let pen = screen.pen;
+        let pen = screen.ink;
         // ASCII in the middle of a row: one cell write.
         if c.is_ascii_graphic() || c == ' ' {
             let g = screen.grid_mut();
@@ -326,6 +349,15 @@ impl State {
                 }
             }
         }
+        self.text_slow(c);
+    }
+
+    /// [`State::text`] for all but a printable ASCII character drawn clear of the right
+    /// margin and of wide characters.
+    #[inline(never)]
+    fn text_slow(&mut self, c: char) {
+        let screen = &mut self.screen;
+        let pen = screen.ink;
         let Some(width) = screen.width_of(c) else {
             return;
         };
@@ -341,7 +373,7 @@ impl State {
                 }
             };
             {
-                grid_and_keep!(screen, self.dropped, g, keep);
+                grid_and_keep!(screen, self.dropped, self.scratch, g, keep);
                 g.col_wrap(width, wrap, keep);
             }
             let g = screen.grid_mut();
@@ -369,7 +401,7 @@ impl State {
             cell.append(c);
             if !was_wide && cell.is_wide() {
                 {
-                    grid_and_keep!(screen, self.dropped, g, keep);
+                    grid_and_keep!(screen, self.dropped, self.scratch, g, keep);
                     g.col_wrap(1, false, keep);
                 }
                 let g = screen.grid_mut();
@@ -403,12 +435,12 @@ impl State {
 }
 
 /// After drawing at `base`: mends the wide characters around it that the drawing broke.
-fn cleanup(g: &mut Grid, base: Pos, was_wide: bool, is_wide: bool, pen: Pen) {
+fn cleanup(g: &mut Grid, base: Pos, was_wide: bool, is_wide: bool, pen: Ink) {
     let (_, cols) = g.size();
     let col = usize::from(base.col);
     let r = g.row_mut(base.row);
     if col > 0 && r.cells[col - 1].is_wide() {
-        let p = r.cells[col - 1].pen();
+        let p = r.cells[col - 1].ink();
         r.cells[col - 1].clear(p);
     }
     let n = r.cells.len();
@@ -421,7 +453,7 @@ fn cleanup(g: &mut Grid, base: Pos, was_wide: bool, is_wide: bool, pen: Pen) {
         }
         let next = r.cell_mut(col + 1);
         let next_was_wide = next.is_wide();
-        next.clear(Pen::DEFAULT);
+        next.clear(Ink::DEFAULT);
         next.set_wide_continuation(true);
         if next_was_wide {
             if col + 2 < n {

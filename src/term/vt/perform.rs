@@ -22,7 +22,7 @@ fn param(params: &vte::Params, i: usize, default: u16) -> u16 {
 
 impl State {
     fn lf(&mut self) {
-        grid_and_keep!(self.screen, self.dropped, g, keep);
+        grid_and_keep!(self.screen, self.dropped, self.scratch, g, keep);
         g.row_inc_scroll(1, keep);
     }
 
@@ -73,7 +73,12 @@ impl State {
     }
 
     fn sgr(&mut self, params: &vte::Params) {
-        let pen = &mut self.screen.pen;
+        let mut pen = self.screen.pen;
+        Self::sgr_on(&mut pen, params);
+        self.screen.set_pen(pen);
+    }
+
+    fn sgr_on(pen: &mut Pen, params: &vte::Params) {
         if params.is_empty() {
             *pen = Pen::DEFAULT;
             return;
@@ -216,7 +221,7 @@ impl vte::Perform for State {
         let p1 = |default| param(params, 0, default);
         match intermediates.first() {
             None => {
-                let pen = self.screen.pen;
+                let pen = self.screen.ink;
                 let g = self.screen.grid_mut();
                 match c {
                     '@' => g.insert_cells(p1(1)),
@@ -253,7 +258,7 @@ impl vte::Perform for State {
                     'M' => g.delete_lines(p1(1)),
                     'P' => g.delete_cells(p1(1)),
                     'S' => {
-                        grid_and_keep!(self.screen, self.dropped, g, keep);
+                        grid_and_keep!(self.screen, self.dropped, self.scratch, g, keep);
                         g.scroll_up(p1(1), keep);
                     }
                     'T' => g.scroll_down(p1(1)),
@@ -292,7 +297,7 @@ impl vte::Perform for State {
             }
             Some(b'?') => match c {
                 'J' | 'K' => {
-                    let pen = self.screen.pen;
+                    let pen = self.screen.ink;
                     let g = self.screen.grid_mut();
                     match (c, p1(0)) {
                         ('J', 0) => g.erase_all_forward(pen),
