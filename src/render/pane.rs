@@ -148,24 +148,21 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
         if let Some(c) = buf.cell_mut((x, y)) {
             let sym = cell.contents();
             c.set_symbol(if sym.is_empty() { " " } else { sym });
+            let pen = cell.pen();
             let mut m = Modifier::empty();
-            if cell.bold() {
-                m |= Modifier::BOLD;
+            for (on, flag) in [
+                (pen.bold(), Modifier::BOLD),
+                (pen.dim(), Modifier::DIM),
+                (pen.italic(), Modifier::ITALIC),
+                (pen.underline(), Modifier::UNDERLINED),
+                (pen.inverse(), Modifier::REVERSED),
+            ] {
+                if on {
+                    m |= flag;
+                }
             }
-            if cell.dim() {
-                m |= Modifier::DIM;
-            }
-            if cell.italic() {
-                m |= Modifier::ITALIC;
-            }
-            if cell.underline() {
-                m |= Modifier::UNDERLINED;
-            }
-            if cell.inverse() {
-                m |= Modifier::REVERSED;
-            }
-            c.fg = vt_color(cell.fgcolor());
-            c.bg = vt_color(cell.bgcolor());
+            c.fg = vt_color(pen.fg);
+            c.bg = vt_color(pen.bg);
             c.modifier = m;
         }
         if wide {

@@ -5,25 +5,71 @@
 
 use std::collections::VecDeque;
 
-/// One line of history. `text` is self-contained: it starts from the default pen and
-/// moves the cursor only rightwards within its row (CUF), so it can be drawn at any row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
-    pub text: Box<str>,
-    /// The line continued on the next one (it was wrapped at the right margin).
-    pub wrapped: bool,
+/// Lines packed end to end in one string: no allocation per line, and a block of them
+/// moves (to another process, in a live handoff) as one copy. Each line is
+/// self-contained: it starts from the default pen and moves the cursor only rightwards
+/// within its row (CUF), so it can be drawn at any row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lines {
+    text: String,
+    /// Where each line ends in `text`.
+    ends: Vec<usize>,
 }
 
+impl Lines {
+    pub fn push(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.ends.push(self.text.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of text, all lines told.
+    pub fn bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..end)
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+        (0..self.len()).map(|i| self.get(i).unwrap_or(""))
+    }
+
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+}
+
+/// Lines go into blocks of about this many bytes; memory is given back a block at a time.
+const BLOCK: usize = 32 << 10;
+
+/// The last `cap` lines scrolled off the screen, oldest first.
 #[derive(Debug)]
 pub struct History {
-    lines: VecDeque<Line>,
+    blocks: VecDeque<Lines>,
+    /// Lines of the first block already dropped.
+    skip: usize,
+    len: usize,
     cap: usize,
 }
 
 impl History {
     pub fn new(cap: usize) -> History {
         History {
-            lines: VecDeque::new(),
+            blocks: VecDeque::new(),
+            skip: 0,
+            len: 0,
             cap,
         }
     }
@@ -33,27 +79,99 @@ impl History {
     }
 
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.len
     }
 
-    pub fn push(&mut self, line: Line) {
+    pub fn push(&mut self, line: &str) {
         if self.cap == 0 {
             return;
         }
-        if self.lines.len() == self.cap {
-            self.lines.pop_front();
+        match self.blocks.back_mut() {
+            Some(b) if b.bytes() + line.len() <= BLOCK || b.is_empty() => b.push(line),
+            _ => {
+                let mut b = Lines::default();
+                b.text.reserve(BLOCK);
+                b.push(line);
+                self.blocks.push_back(b);
+            }
         }
-        self.lines.push_back(line);
+        self.len += 1;
+        if self.len > self.cap {
+            self.drop_first();
+        }
     }
 
-    pub fn get(&self, i: usize) -> Option<&Line> {
-        self.lines.get(i)
+    /// Takes a block of lines as they are (the last `cap` of them are kept).
+    pub fn append(&mut self, lines: Lines) {
+        if self.cap == 0 || lines.is_empty() {
+            return;
+        }
+        self.len += lines.len();
+        self.blocks.push_back(lines);
+        while self.len > self.cap {
+            self.drop_first();
+        }
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Line> + Clone {
-        self.lines.iter()
+    fn drop_first(&mut self) {
+        self.skip += 1;
+        self.len -= 1;
+        if self.blocks.front().is_some_and(|b| self.skip >= b.len()) {
+            self.blocks.pop_front();
+            self.skip = 0;
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<&str> {
+        if i >= self.len {
+            return None;
+        }
+        let mut i = i + self.skip;
+        for b in &self.blocks {
+            if i < b.len() {
+                return b.get(i);
+            }
+            i -= b.len();
+        }
+        None
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+        let skip = self.skip;
+        let lines = self
+            .blocks
+            .iter()
+            .enumerate()
+            .flat_map(move |(n, b)| b.iter().skip(if n == 0 { skip } else { 0 }));
+        Counted {
+            inner: lines,
+            left: self.len,
+        }
     }
 }
+
+/// An iterator that knows how many items it has left.
+#[derive(Clone)]
+struct Counted<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<'a, I: Iterator<Item = &'a str>> Iterator for Counted<I> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let item = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a str>> ExactSizeIterator for Counted<I> {}
 
 /// `text` as plain characters: SGR and erase sequences dropped, cursor-forward moves
 /// turned into the blanks they skip; trailing blanks trimmed.
@@ -120,15 +238,42 @@ mod tests {
     }
 
     #[test]
-    fn history_is_bounded() {
+    fn history_is_bounded_and_keeps_the_newest_lines_in_order() {
         let mut h = History::new(2);
         for i in 0..5 {
-            h.push(Line {
-                text: i.to_string().into(),
-                wrapped: false,
-            });
+            h.push(&i.to_string());
         }
         assert_eq!(h.len(), 2);
-        assert_eq!(&*h.get(0).unwrap().text, "3");
+        assert_eq!(h.get(0), Some("3"));
+        assert_eq!(h.iter().collect::<Vec<_>>(), ["3", "4"]);
+        // Across blocks: long lines fill several, and old blocks are let go.
+        let mut h = History::new(1000);
+        let long = "x".repeat(1000);
+        for i in 0..3000 {
+            h.push(&format!("{i} {long}"));
+        }
+        assert_eq!(h.len(), 1000);
+        assert!(
+            h.blocks.len() <= 1000 * 1006 / BLOCK + 2,
+            "{}",
+            h.blocks.len()
+        );
+        let numbers: Vec<usize> = h
+            .iter()
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(numbers, (2000..3000).collect::<Vec<_>>());
+        assert_eq!(h.iter().len(), 1000);
+        assert!(h.get(999).unwrap().starts_with("2999 "));
+        assert_eq!(h.get(1000), None);
+        // A block taken whole keeps only what fits.
+        let mut lines = Lines::default();
+        for i in 0..1500 {
+            lines.push(&i.to_string());
+        }
+        h.append(lines);
+        assert_eq!(h.len(), 1000);
+        assert_eq!(h.get(0), Some("500"));
+        assert_eq!(h.iter().last(), Some("1499"));
     }
 }

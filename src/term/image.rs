@@ -10,7 +10,7 @@
 //! the shell left it, the pen as default). Full-screen programs set the scroll region
 //! again before they use it and reset the pen when they leave.
 
-use super::{Emulator, Line};
+use super::{Emulator, Lines};
 
 /// Where the byte stream stands between two complete escape sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -144,7 +144,7 @@ pub struct Image {
     pub cols: u16,
     pub title: String,
     /// The history, moved as it is (no parsing on either side).
-    pub history: Vec<Line>,
+    pub history: Lines,
     pub bytes: Vec<u8>,
     pub tail: Vec<u8>,
 }
@@ -155,9 +155,9 @@ pub struct ImageError(&'static str);
 
 impl Image {
     /// `rows cols | title | history | bytes | tail`, each variable part length-prefixed
-    /// (u32 BE); the history as a count, then per line a wrapped flag and its text.
+    /// (u32 BE); the history as a count, then per line a flag (0) and its text.
     pub fn encode(&self) -> Vec<u8> {
-        encode(self, &self.history)
+        encode(self, self.history.iter())
     }
 
     pub fn decode(mut data: &[u8]) -> Result<Image, ImageError> {
@@ -185,15 +185,13 @@ impl Image {
         if count > data.len() / 5 {
             return Err(ImageError("history count beyond the data"));
         }
-        let mut history = Vec::with_capacity(count);
+        let mut history = Lines::default();
         for _ in 0..count {
-            let wrapped = take(&mut data, 1)?[0] != 0;
+            // A flag older versions kept (the line was wrapped); nothing uses it now.
+            take(&mut data, 1)?;
             let text = std::str::from_utf8(part(&mut data)?)
                 .map_err(|_| ImageError("a history line is not UTF-8"))?;
-            history.push(Line {
-                text: text.into(),
-                wrapped,
-            });
+            history.push(text);
         }
         let bytes = part(&mut data)?.to_vec();
         let tail = part(&mut data)?.to_vec();
@@ -216,13 +214,8 @@ impl Image {
 
 /// [`Image::encode`] of `image` with `history` in place of its own (which the emulator's
 /// export leaves empty, so its lines are written from where they are, not copied first).
-fn encode<'a, I>(image: &Image, history: I) -> Vec<u8>
-where
-    I: IntoIterator<Item = &'a Line>,
-    I::IntoIter: ExactSizeIterator + Clone,
-{
-    let history = history.into_iter();
-    let size: usize = history.clone().map(|l| l.text.len() + 5).sum();
+fn encode<'a>(image: &Image, history: impl ExactSizeIterator<Item = &'a str> + Clone) -> Vec<u8> {
+    let size: usize = history.clone().map(|l| l.len() + 5).sum();
     let mut out =
         Vec::with_capacity(20 + image.title.len() + size + image.bytes.len() + image.tail.len());
     out.extend_from_slice(&image.rows.to_be_bytes());
@@ -234,8 +227,8 @@ where
     part(&mut out, image.title.as_bytes());
     out.extend_from_slice(&(history.len() as u32).to_be_bytes());
     for line in history {
-        out.push(u8::from(line.wrapped));
-        part(&mut out, line.text.as_bytes());
+        out.push(0);
+        part(&mut out, line.as_bytes());
     }
     part(&mut out, &image.bytes);
     part(&mut out, &image.tail);
@@ -251,7 +244,9 @@ impl Emulator {
     /// off the screen into the history first.
     pub fn image(&mut self) -> Image {
         let mut image = self.screens_image();
-        image.history = self.history.iter().cloned().collect();
+        for line in self.history.iter() {
+            image.history.push(line);
+        }
         image
     }
 
@@ -286,7 +281,7 @@ impl Emulator {
             rows,
             cols,
             title: self.title().to_string(),
-            history: Vec::new(),
+            history: Lines::default(),
             bytes: out.into_bytes(),
             tail: if self.tracker.overflow {
                 Vec::new()
@@ -300,9 +295,7 @@ impl Emulator {
     /// moved out of `image` (which keeps everything else).
     pub fn from_image(image: &mut Image, scrollback: usize) -> Emulator {
         let mut e = Emulator::new(image.rows, image.cols, scrollback);
-        for line in image.history.drain(..) {
-            e.history.push(line);
-        }
+        e.history.append(std::mem::take(&mut image.history));
         // Presentation only: whatever the replay would answer is not sent anywhere.
         let _ = e.process(&image.bytes);
         let _ = e.process(&image.tail);

@@ -9,7 +9,7 @@ pub(crate) mod history;
 mod image;
 pub mod vt;
 
-pub use history::Line;
+pub use history::Lines;
 pub use image::{Image, ImageError};
 
 /// Output is taken in slices of this many bytes; the rows a slice scrolled off the screen
@@ -124,9 +124,11 @@ impl Emulator {
 
     /// Moves the rows that scrolled off the screen to the compact history.
     fn drain(&mut self) {
-        for line in self.term.take_dropped() {
+        let dropped = self.term.dropped();
+        for line in dropped.iter() {
             self.history.push(line);
         }
+        dropped.clear();
     }
 
     /// The live screen (what the program sees and queries).
@@ -156,7 +158,7 @@ impl Emulator {
         let screen = self.term.screen();
         let lines: Vec<std::borrow::Cow<str>> = (0..usize::from(rows))
             .map(|i| match self.history.get(top + i) {
-                Some(line) => std::borrow::Cow::Borrowed(&*line.text),
+                Some(line) => std::borrow::Cow::Borrowed(line),
                 None => screen.line((top + i - h) as u16).into(),
             })
             .collect();
@@ -258,8 +260,8 @@ impl Emulator {
         let plain = (!ansi && end > h).then(|| self.screen_plain(cols));
         (start..end)
             .map(|i| match self.history.get(i) {
-                Some(line) if ansi => line.text.to_string(),
-                Some(line) => history::plain(&line.text),
+                Some(line) if ansi => line.to_string(),
+                Some(line) => history::plain(line),
                 None if ansi => screen.line((i - h) as u16),
                 None => plain
                     .as_ref()

@@ -4,7 +4,7 @@
 use super::cell::{Cell, Color, Ink, Pen};
 use super::grid::Row;
 use super::{
-    Line, MouseProtocolEncoding, MouseProtocolMode, Screen, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE,
+    MouseProtocolEncoding, MouseProtocolMode, Screen, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE,
 };
 
 /// Where formatted text goes: a `String`, or bytes checked to be UTF-8 once at the end.
@@ -97,7 +97,7 @@ fn push_cell(out: &mut String, cell: &Cell) {
 
 /// A row leaving the screen, as a history line: its text from the default pen, SGR
 /// where the pen changes, an empty cell as a blank; trailing blank default cells cut.
-pub(super) fn line(row: &Row, out: &mut Vec<u8>) -> Line {
+pub(super) fn line<'a>(row: &Row, out: &'a mut Vec<u8>) -> &'a str {
     out.clear();
     let mut ink = Ink::DEFAULT;
     let mut end = 0;
@@ -121,10 +121,7 @@ pub(super) fn line(row: &Row, out: &mut Vec<u8>) -> Line {
         }
         end = out.len();
     }
-    Line {
-        text: std::str::from_utf8(&out[..end]).unwrap_or_default().into(),
-        wrapped: false,
-    }
+    std::str::from_utf8(&out[..end]).unwrap_or_default()
 }
 
 /// Cells `start..start + width` of `row`, drawn exactly from the default pen at the
@@ -205,7 +202,7 @@ impl Screen {
     pub fn line(&self, row: u16) -> String {
         self.grid()
             .row(row)
-            .map(|r| line(r, &mut Vec::new()).text.into_string())
+            .map(|r| line(r, &mut Vec::new()).to_string())
             .unwrap_or_default()
     }
 

@@ -19,7 +19,8 @@ pub use format::WRAP;
 pub use grid::Row;
 use grid::{Grid, Pos};
 
-use super::{Effects, Line};
+use super::history::Lines;
+use super::Effects;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MouseProtocolMode {
@@ -179,7 +180,7 @@ impl Screen {
         self.alternate.seq = seq;
     }
 
-    fn set_size(&mut self, rows: u16, cols: u16, dropped: &mut Vec<Line>) {
+    fn set_size(&mut self, rows: u16, cols: u16, dropped: &mut Lines) {
         let (rows, cols) = (rows.max(1), cols.max(1));
         let mut scratch = Vec::new();
         self.primary.set_size(rows, cols, |row| {
@@ -256,7 +257,7 @@ pub struct Terminal {
 struct State {
     screen: Screen,
     /// Rows scrolled off the top of the primary screen, formatted, oldest first.
-    dropped: Vec<Line>,
+    dropped: Lines,
     /// Where a row is formatted before it is kept.
     scratch: Vec<u8>,
     title: String,
@@ -269,7 +270,7 @@ impl Terminal {
             parser: vte::Parser::new(),
             state: State {
                 screen: Screen::new(rows, cols),
-                dropped: Vec::new(),
+                dropped: Lines::default(),
                 scratch: Vec::new(),
                 title: String::new(),
                 effects: Effects::default(),
@@ -295,9 +296,10 @@ impl Terminal {
         screen.set_size(rows, cols, dropped);
     }
 
-    /// The rows that scrolled off the primary screen since the last call.
-    pub fn take_dropped(&mut self) -> Vec<Line> {
-        std::mem::take(&mut self.state.dropped)
+    /// The rows that scrolled off the primary screen, formatted, oldest first, until
+    /// the caller clears them.
+    pub fn dropped(&mut self) -> &mut Lines {
+        &mut self.state.dropped
     }
 
     pub fn take_effects(&mut self) -> Effects {

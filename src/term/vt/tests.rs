@@ -256,7 +256,8 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
             theirs.set_size(nz(r), nz(c));
         }
         rest = later;
-        dropped.extend(ours.take_dropped().iter().map(|l| plain(&l.text)));
+        dropped.extend(ours.dropped().iter().map(plain));
+        ours.dropped().clear();
         let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
         let diff = differences(&ours, &theirs);
         assert!(diff.is_empty(), "after {shown:?}:\n{}", diff.join("\n"));
@@ -295,7 +296,7 @@ fn long_output_scrolls_into_history_in_order() {
         out.push_str(&format!("\x1b[3{}mline {i}\x1b[0m\r\n", i % 8));
     }
     t.process(out.as_bytes(), 1);
-    let lines: Vec<String> = t.take_dropped().iter().map(|l| plain(&l.text)).collect();
+    let lines: Vec<String> = t.dropped().iter().map(plain).collect();
     assert_eq!(lines.len(), 97);
     assert_eq!(lines[0], "line 0");
     assert_eq!(lines[96], "line 96");
