@@ -230,11 +230,18 @@ impl Screen {
     pub fn contents(&self) -> String {
         let mut out = String::new();
         let cols = self.size().1;
+        let mut wrapping = false;
         for row in self.grid().rows() {
+            let before = out.len();
             write_plain(&mut out, row, 0, cols);
+            // An empty row continuing a wrapped one ends a line of its own.
+            if wrapping && out.len() == before {
+                out.push('\n');
+            }
             if !row.wrapped() {
                 out.push('\n');
             }
+            wrapping = row.wrapped();
         }
         let trimmed = out.trim_end_matches('\n').len();
         out.truncate(trimmed);

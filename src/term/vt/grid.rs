@@ -372,20 +372,21 @@ impl Grid {
     }
 
     /// Before a character `width` columns wide: wraps to the next row if it does not
-    /// fit, marking the row left as wrapped when `wrap`.
-    pub fn col_wrap(&mut self, width: u16, wrap: bool, keep: Option<&mut dyn FnMut(&Row)>) {
+    /// fit, marking the row left as wrapped when `wrap`. Returns how many rows scrolled.
+    pub fn col_wrap(&mut self, width: u16, wrap: bool, keep: Option<&mut dyn FnMut(&Row)>) -> u16 {
         if self.pos.col <= self.width - width {
-            return;
+            return 0;
         }
         let mut prev = self.pos;
         self.pos.col = 0;
         let scrolled = self.row_inc_scroll(1, keep);
         if prev.row == 0 && scrolled > 0 {
-            return;
+            return scrolled;
         }
         prev.row -= scrolled;
         let now = self.pos.row;
         self.row_mut(prev.row).wrapped = wrap && prev.row + 1 == now;
+        scrolled
     }
 
     /// Scrolls the region up `n` rows. Rows leaving the top of the screen (a region that

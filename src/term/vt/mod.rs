@@ -402,27 +402,27 @@ impl State {
             was_wide = cell.is_wide();
             cell.append(c);
             if !was_wide && cell.is_wide() {
-                {
+                let moved = *cell;
+                let scrolled = {
                     grid_and_keep!(screen, self.dropped, self.scratch, g, keep);
-                    g.col_wrap(1, false, keep);
-                }
+                    g.col_wrap(1, false, keep)
+                };
                 let g = screen.grid_mut();
                 let now = g.pos;
                 if now.col == 0 {
-                    // The widened character moves to the start of the next row.
-                    let moved = g.cell(base.row, base.col).copied().unwrap_or_default();
-                    let text = moved.contents().to_string();
+                    // The widened character moves to the start of the next row (its row
+                    // may have scrolled up meanwhile, or off the screen).
                     let target = g.row_mut(now.row).cell_mut(0);
-                    let mut chars = text.chars();
+                    let mut chars = moved.contents().chars();
                     if let Some(first) = chars.next() {
                         target.set(first, false, pen);
                         for m in chars {
                             target.append(m);
                         }
                     }
-                    g.row_mut(base.row)
-                        .cell_mut(usize::from(base.col))
-                        .clear(pen);
+                    if let Some(row) = base.row.checked_sub(scrolled) {
+                        g.row_mut(row).cell_mut(usize::from(base.col)).clear(pen);
+                    }
                     g.col_inc(2);
                     base = now;
                 } else {
