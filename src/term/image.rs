@@ -5,10 +5,10 @@
 //! sequence the program had only half written, which the new emulator takes in before
 //! the rest arrives.
 //!
-//! Not carried: the scroll region, origin mode, the last character printed (for REP),
-//! and the cursor and pen saved by DECSC (on entering the alternate screen, the cursor is saved where
-//! the shell left it, the pen as default). Full-screen programs set the scroll region
-//! again before they use it and reset the pen when they leave.
+//! The scroll region and origin mode are carried for both screens. Not carried: the
+//! last character printed (for REP), and the cursor and pen saved by DECSC (on entering
+//! the alternate screen, the cursor is saved where the shell left it, the pen as
+//! default); full-screen programs reset the pen when they leave.
 
 use super::{Emulator, Lines};
 
@@ -329,9 +329,11 @@ mod tests {
     fn fingerprint(e: &mut Emulator) -> String {
         let s = e.screen();
         let mut f = format!(
-            "alt={} cursor={:?} hide={} keypad={} appcur={} paste={} mouse={:?}/{:?} title={:?} history={}\n",
+            "alt={} cursor={:?} region={:?} origin={} hide={} keypad={} appcur={} paste={} mouse={:?}/{:?} title={:?} history={}\n",
             s.alternate_screen(),
             s.cursor_position(),
+            s.scroll_region(),
+            s.origin_mode(),
             s.hide_cursor(),
             s.application_keypad(),
             s.application_cursor(),
@@ -426,6 +428,26 @@ mod tests {
     }
 
     #[test]
+    fn scroll_regions_and_origin_mode_survive() {
+        // A progress bar kept on the last row while output scrolls above it.
+        let mut e = Emulator::new(6, 20, 100);
+        e.process(b"\x1b[6;1H[####    ] 50%\x1b[1;5r\x1b[5;1Hline 1\r\nline 2\r\n");
+        // The alternate screen with a region and origin mode.
+        e.process(b"\x1b[?1049h\x1b[2;4r\x1b[?6h\x1b[2;3Hin");
+        let mut copy = round_trip(&mut e);
+        assert_eq!(copy.screen().scroll_region(), (1, 3));
+        assert!(copy.screen().origin_mode());
+        assert_eq!(copy.screen().cursor_position(), (2, 4));
+        assert_same(&mut e, &mut copy);
+        for x in [&mut e, &mut copy] {
+            x.process(b"\x1b[1;1Hx\x1b[?1049l\r\nline 3\r\nline 4\r\n");
+        }
+        assert_same(&mut e, &mut copy);
+        let rows: Vec<String> = copy.screen().rows(0, 20).collect();
+        assert_eq!(rows[5], "[####    ] 50%", "the bar stays: {rows:?}");
+    }
+
+    #[test]
     fn an_unfinished_escape_sequence_is_completed_after_the_move() {
         let mut e = Emulator::new(5, 20, 100);
         e.process(b"before \x1b[3");
@@ -461,6 +483,8 @@ mod tests {
             (1u8..12, 1u8..30).prop_map(|(r, c)| format!("\x1b[{r};{c}H").into_bytes()),
             Just(b"\x1b[K".to_vec()),
             Just(b"\x1b[2J".to_vec()),
+            (1u8..6, 2u8..12).prop_map(|(t, b)| format!("\x1b[{t};{b}r").into_bytes()),
+            Just(b"\x1b[r".to_vec()),
             // (The pen saved on entering is not carried: programs reset it on leaving.)
             Just(b"\x1b[0m\x1b[?1049h".to_vec()),
             Just(b"\x1b[?1049l".to_vec()),

@@ -270,20 +270,38 @@ impl Screen {
         out
     }
 
-    /// Moves the cursor where it is (a pending wrap is made again by redrawing the last
-    /// cell) and shows or hides it.
+    /// Sets the scroll region and origin mode, moves the cursor where it is (a pending
+    /// wrap is made again by redrawing the last cell) and shows or hides it.
     pub fn cursor_state_formatted(&self) -> String {
         let mut out = String::new();
-        let (row, col) = self.cursor_position();
-        let cols = self.size().1;
+        let (rows, cols) = self.size();
+        let (top, bottom) = self.scroll_region();
+        if (top, bottom) != (0, rows - 1) {
+            out.push_str("\x1b[");
+            push_num(&mut out, top + 1);
+            out.push(';');
+            push_num(&mut out, bottom + 1);
+            out.push('r');
+        }
+        // Rows count from the region's top in origin mode. (A cursor outside the region
+        // in origin mode, left by restoring a cursor saved elsewhere, cannot be placed
+        // again: there the position is kept and origin mode is not.)
+        let (at, col) = self.cursor_position();
+        let origin = self.origin_mode() && (top..=bottom).contains(&at);
+        let row = if origin {
+            out.push_str("\x1b[?6h");
+            at - top
+        } else {
+            at
+        };
         if col >= cols {
             // The last character again: a wide one starts a column earlier.
-            let last = match self.cell(row, cols - 1) {
+            let last = match self.cell(at, cols - 1) {
                 Some(c) if c.is_wide_continuation() && cols > 1 => cols - 2,
                 _ => cols - 1,
             };
             cup(&mut out, row, last);
-            if let Some(cell) = self.cell(row, last) {
+            if let Some(cell) = self.cell(at, last) {
                 if cell.has_contents() {
                     sgr(cell.pen(), &mut out);
                     push_cell(&mut out, cell);

@@ -247,6 +247,15 @@ impl Grid {
         self.col_clamp();
     }
 
+    /// The scroll region's top and bottom rows.
+    pub fn region(&self) -> (u16, u16) {
+        (self.top, self.bottom)
+    }
+
+    pub fn origin(&self) -> bool {
+        self.origin
+    }
+
     pub fn save_cursor(&mut self) {
         self.saved_pos = self.pos;
         self.saved_origin = self.origin;

@@ -122,6 +122,16 @@ impl Screen {
         (p.row, p.col)
     }
 
+    /// The shown screen's scroll region: its top and bottom rows.
+    pub fn scroll_region(&self) -> (u16, u16) {
+        self.grid().region()
+    }
+
+    /// Cursor positions count from the top of the scroll region (DECOM).
+    pub fn origin_mode(&self) -> bool {
+        self.grid().origin()
+    }
+
     pub fn alternate_screen(&self) -> bool {
         self.alt
     }
