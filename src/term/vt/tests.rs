@@ -19,7 +19,7 @@ impl vt100::Callbacks for Oracle {
             let mut text = String::new();
             let mut state = vt100::capture::BasicFormattedCaptureState::new();
             let _ = row.write_formatted_basic(&mut text, &mut state);
-            self.dropped.push(plain(&text));
+            self.dropped.push(text);
         }
     }
     fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
@@ -243,6 +243,30 @@ const PIECES: &[&[u8]] = &[
     b"\xc2\x85",
 ];
 
+/// A character as drawn: itself, its colours, bold, dim, italic, underline, inverse.
+type Drawn = (char, Color, Color, [bool; 5]);
+
+/// A history line as it shows: its plain text, and the pen of each character drawn
+/// (vt100 draws both sides' lines, so the formats may differ).
+fn drawn(line: &str, cols: u16) -> (String, Vec<Drawn>) {
+    let mut p = vt100::Parser::new(nz(1), nz(cols.max(1) * 4), 0);
+    p.process(line.as_bytes());
+    let s = p.screen();
+    let pens = (0..cols * 4)
+        .filter_map(|c| s.cell(0, c))
+        .filter(|c| c.has_contents() && c.contents() != " ")
+        .map(|c| {
+            (
+                c.contents().chars().next().unwrap_or(' '),
+                color(c.fgcolor()),
+                color(c.bgcolor()),
+                [c.bold(), c.dim(), c.italic(), c.underline(), c.inverse()],
+            )
+        })
+        .collect();
+    (plain(line), pens)
+}
+
 fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize, u16, u16)>) {
     let mut ours = Terminal::new(rows, cols);
     let mut theirs = vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Oracle::default());
@@ -298,14 +322,19 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
             theirs.set_size(nz(r), nz(c));
         }
         rest = later;
-        dropped.extend(ours.dropped().iter().map(plain));
+        dropped.extend(ours.dropped().iter().map(str::to_string));
         ours.dropped().clear();
         let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
         let diff = differences(&ours, &theirs);
         assert!(diff.is_empty(), "after {shown:?}:\n{}", diff.join("\n"));
         assert_eq!(
-            dropped,
-            theirs.callbacks().dropped,
+            dropped.iter().map(|l| drawn(l, cols)).collect::<Vec<_>>(),
+            theirs
+                .callbacks()
+                .dropped
+                .iter()
+                .map(|l| drawn(l, cols))
+                .collect::<Vec<_>>(),
             "scrolled off, after {shown:?}"
         );
     }
