@@ -436,30 +436,26 @@ impl Grid {
     }
 
     pub fn scroll_down(&mut self, n: u16) {
-        let (top, bottom) = (usize::from(self.top), usize::from(self.bottom));
-        let n = usize::from(n).min(bottom - top + 1);
+        self.push_down(self.top, n);
+    }
+
+    pub fn insert_lines(&mut self, n: u16) {
+        if self.in_region() {
+            self.push_down(self.pos.row, n);
+        }
+    }
+
+    /// Moves rows `from..=bottom` of the region down `n` rows; empty rows come in at
+    /// `from`, and rows pushed past the bottom are gone.
+    fn push_down(&mut self, from: u16, n: u16) {
+        let (from, bottom) = (usize::from(from), usize::from(self.bottom));
+        let n = usize::from(n).min(bottom + 1 - from);
         if n == 0 {
             return;
         }
         self.moved_all();
         let rows = self.rows.make_contiguous();
-        let region = &mut rows[top..=bottom];
-        region.rotate_right(n);
-        for row in &mut region[..n] {
-            row.reset();
-        }
-        rows[bottom].wrapped = false;
-    }
-
-    pub fn insert_lines(&mut self, n: u16) {
-        if n == 0 || !self.in_region() {
-            return;
-        }
-        self.moved_all();
-        let (from, bottom) = (usize::from(self.pos.row), usize::from(self.bottom));
-        let rows = self.rows.make_contiguous();
         let region = &mut rows[from..=bottom];
-        let n = usize::from(n).min(region.len());
         region.rotate_right(n);
         for row in &mut region[..n] {
             row.reset();
