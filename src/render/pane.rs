@@ -215,6 +215,7 @@ fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, h
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::term::vt::tests::PIECES;
     use crate::term::Emulator;
     use std::sync::{Arc, Mutex};
 
@@ -261,62 +262,6 @@ mod tests {
         }
         assert_eq!(text(&buf, rect), ["1", "2", "3", "4", "5"]);
     }
-
-    /// Pieces of what programs print: typing and line editing, prompts, colours, cursor
-    /// movement, erasing, scrolling and margins, wide and combining characters, the
-    /// alternate screen, titles, and stray bytes that make broken sequences.
-    const PIECES: &[&[u8]] = &[
-        b"a",
-        b"xyz",
-        b"hello world",
-        b"\x08 \x08",
-        b"\x08\x1b[K",
-        b"\r\n",
-        b"\n",
-        b"\r",
-        b"\t",
-        b"\x1b[31mred\x1b[0m",
-        b"\x1b[38;2;1;2;3mrgb",
-        b"\x1b[2J",
-        b"\x1b[H",
-        b"\x1b[3;4H",
-        b"\x1b[5G",
-        b"\x1b[2A",
-        b"\x1b[K",
-        b"\x1b[1K",
-        b"\x1b[2@",
-        b"\x1b[P",
-        b"\x1b[3X",
-        b"\x1b[2;4r",
-        b"\x1b[r",
-        b"\x1bM",
-        b"\x1b[S",
-        b"\x1b[L",
-        b"\x1b[?1049h",
-        b"\x1b[?1049l",
-        b"\x1b[?25l",
-        b"\x1b[?7l",
-        b"\x1b[?7h",
-        b"\x1b]0;title\x07",
-        b"\x1b(0qq\x1b(B",
-        b"\x1b7",
-        b"\x1b8",
-        b"\x1b#8",
-        b"\x1b[4h",
-        b"\x1b[4l",
-        "\u{6f22}\u{5b57}".as_bytes(),
-        "e\u{301}".as_bytes(),
-        "\u{2764}\u{fe0f}".as_bytes(),
-        "\u{301}".as_bytes(),
-        "\u{1f600}".as_bytes(),
-        b"\x1b",
-        b"[",
-        b"1;",
-        b"0123456789",
-        b"\x1bP1q#0\x1b\\",
-        b"\xe6",
-        b"\x18",
-    ];
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]

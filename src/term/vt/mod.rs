@@ -10,7 +10,7 @@ mod format;
 mod grid;
 mod perform;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use unicode_width::UnicodeWidthChar as _;
 

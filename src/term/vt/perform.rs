@@ -98,7 +98,10 @@ impl State {
                 _ => None,
             }
         }
-        let u = |n: &u16| u8::try_from(*n).ok();
+        fn rgb(r: u16, g: u16, b: u16) -> Option<Color> {
+            let u = |n: u16| u8::try_from(n).ok();
+            Some(Color::Rgb(u(r)?, u(g)?, u(b)?))
+        }
         while let Some(p) = it.next() {
             let flag = |pen: &mut Pen, f: u8, on: bool| {
                 if on {
@@ -125,32 +128,24 @@ impl State {
                 [24] => flag(pen, cell::UNDERLINE, false),
                 [27] => flag(pen, cell::INVERSE, false),
                 [n @ 30..=37] => pen.fg = Color::Idx((n - 30) as u8),
-                [38, 2, r, g, b] => match (u(r), u(g), u(b)) {
-                    (Some(r), Some(g), Some(b)) => pen.fg = Color::Rgb(r, g, b),
-                    _ => return,
-                },
-                [38, 5, i] => match u(i) {
-                    Some(i) => pen.fg = Color::Idx(i),
-                    None => return,
-                },
-                [38] => match color(&mut it) {
-                    Some(c) => pen.fg = c,
-                    None => return,
-                },
                 [39] => pen.fg = Color::Default,
                 [n @ 40..=47] => pen.bg = Color::Idx((n - 40) as u8),
-                [48, 2, r, g, b] => match (u(r), u(g), u(b)) {
-                    (Some(r), Some(g), Some(b)) => pen.bg = Color::Rgb(r, g, b),
-                    _ => return,
-                },
-                [48, 5, i] => match u(i) {
-                    Some(i) => pen.bg = Color::Idx(i),
-                    None => return,
-                },
-                [48] => match color(&mut it) {
-                    Some(c) => pen.bg = c,
-                    None => return,
-                },
+                // 38/48 with the colour in sub-parameters (38:2:r:g:b, 38:5:n) or in
+                // the parameters that follow (38;2;r;g;b, 38;5;n); a bad value ends it.
+                [which @ (38 | 48), rest @ ..] => {
+                    let colour = match rest {
+                        [] => color(&mut it),
+                        [2, r, g, b] => rgb(*r, *g, *b),
+                        [5, i] => u8::try_from(*i).ok().map(Color::Idx),
+                        _ => continue,
+                    };
+                    let Some(colour) = colour else { return };
+                    if *which == 38 {
+                        pen.fg = colour;
+                    } else {
+                        pen.bg = colour;
+                    }
+                }
                 [49] => pen.bg = Color::Default,
                 [n @ 90..=97] => pen.fg = Color::Idx((n - 82) as u8),
                 [n @ 100..=107] => pen.bg = Color::Idx((n - 92) as u8),

@@ -147,11 +147,15 @@ fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
     out
 }
 
-/// Pieces of what programs print.
-const PIECES: &[&[u8]] = &[
+/// Pieces of what programs print: typing and line editing, prompts, colours, cursor
+/// movement, erasing, scrolling and margins, wide and combining characters, the
+/// alternate screen, modes, titles, and stray bytes that make broken sequences. (The
+/// renderer's tests draw them too.)
+pub(crate) const PIECES: &[&[u8]] = &[
     b"a",
     b"xyz",
     b"hello world",
+    b"0123456789",
     b"0123456789abcdef",
     b"\x08 \x08",
     b"\x08\x1b[K",
@@ -228,6 +232,9 @@ const PIECES: &[&[u8]] = &[
     b"\x1b#8",
     b"\x1bc",
     b"\x1b[4h",
+    b"\x1b[4l",
+    b"\x1b[?7l",
+    b"\x1b[?7h",
     "\u{6f22}\u{5b57}".as_bytes(),
     "e\u{301}".as_bytes(),
     "\u{2764}\u{fe0f}".as_bytes(),
