@@ -157,7 +157,12 @@ pub enum ServerCommand {
     },
     /// Run the server in this process (used by `start`; not needed by hand).
     #[command(hide = true)]
-    Run,
+    Run {
+        /// An inherited pipe to write one byte to once the socket listens (how the
+        /// process that started us learns it can connect).
+        #[arg(long)]
+        ready_fd: Option<i32>,
+    },
     /// Take a session over from a running server (started by it during a handoff).
     #[command(hide = true)]
     Import {

@@ -14,14 +14,16 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
 pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32> {
     match command {
-        ServerCommand::Run => match crate::server::main(session.clone()) {
-            Ok(()) => Ok(0),
-            Err(e) if e.is::<crate::server::SessionBusy>() => {
-                eprintln!("herdr: {e}");
-                Ok(crate::server::SessionBusy::EXIT_CODE)
-            }
-            Err(e) => Err(e),
-        },
+        ServerCommand::Run { ready_fd } => {
+            // Taken before anything else opens a descriptor (see `sys::take_inherited`).
+            let ready = ready_fd
+                .map(|fd| {
+                    crate::sys::take_inherited(fd)
+                        .map_err(|e| anyhow::anyhow!("--ready-fd {fd}: {e}"))
+                })
+                .transpose()?;
+            run_server(session, ready)
+        }
         ServerCommand::Start => {
             crate::paths::repoint_agent_link(session);
             let (_, started) = crate::client::connect::connect_or_start(session, Role::Api, None)?;
@@ -43,6 +45,17 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
             crate::server::handoff::import::main(session.clone(), from)?;
             Ok(0)
         }
+    }
+}
+
+fn run_server(session: &SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
+    match crate::server::main(session.clone(), ready) {
+        Ok(()) => Ok(0),
+        Err(e) if e.is::<crate::server::SessionBusy>() => {
+            eprintln!("herdr: {e}");
+            Ok(crate::server::SessionBusy::EXIT_CODE)
+        }
+        Err(e) => Err(e),
     }
 }
 

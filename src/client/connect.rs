@@ -130,14 +130,14 @@ pub fn connect_or_start_with(
     if let Some((s, r)) = connect_with(session, hello)? {
         return Ok((s, r, false));
     }
-    let mut child = Some(start_server(session)?);
+    let mut starting = Some(start_server(session)?);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         match connect_with(session, hello) {
             Ok(Some((s, r))) => {
-                let started = child.is_some();
-                if let Some(c) = child {
-                    reap_in_background(c);
+                let started = starting.is_some();
+                if let Some(st) = starting {
+                    reap_in_background(st.child);
                 }
                 return Ok((s, r, started));
             }
@@ -145,17 +145,21 @@ pub fn connect_or_start_with(
             // Our server listens before it has finished starting; if starting then fails,
             // it drops us mid-hello. Its exit, below, says why; a server we did not
             // start is reported as it answered.
-            Err(e) if child.is_none() => return Err(e),
+            Err(e) if starting.is_none() => return Err(e),
             Err(_) => {
-                if let Some(c) = child.as_mut() {
+                if let Some(st) = starting.as_mut() {
                     let deadline = Instant::now() + Duration::from_secs(2);
-                    while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                        std::thread::sleep(Duration::from_millis(10));
+                    while st.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline
+                    {
+                        std::thread::sleep(START_POLL);
                     }
                 }
             }
         }
-        if let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+        if let Some(status) = starting
+            .as_mut()
+            .and_then(|st| st.child.try_wait().ok().flatten())
+        {
             if status.code() != Some(crate::server::SessionBusy::EXIT_CODE) {
                 anyhow::bail!(
                     "the herdr server for session {session} failed to start ({status}):\n{}",
@@ -164,14 +168,14 @@ pub fn connect_or_start_with(
             }
             // Another server held the session (starting, or being replaced by a live
             // handoff): ours gave way; wait for that one to listen.
-            child = None;
+            starting = None;
         }
-        if child.is_none() && !session_locked(session) {
+        if starting.is_none() && !session_locked(session) {
             // The one we waited for is gone too: try again ourselves.
             if let Some((s, r)) = connect_with(session, hello)? {
                 return Ok((s, r, false));
             }
-            child = Some(start_server(session)?);
+            starting = Some(start_server(session)?);
         }
         if Instant::now() > deadline {
             anyhow::bail!(
@@ -180,7 +184,10 @@ pub fn connect_or_start_with(
                 paths::log_path(session).display()
             );
         }
-        std::thread::sleep(Duration::from_millis(10));
+        match starting.as_mut() {
+            Some(st) => st.wait(deadline.saturating_duration_since(Instant::now())),
+            None => std::thread::sleep(START_POLL),
+        }
     }
 }
 
@@ -206,9 +213,39 @@ fn reap_in_background(mut child: std::process::Child) {
         });
 }
 
+/// How often a starting server is looked at when it cannot tell us it listens (another
+/// process started it), or once it has told us and we wait for it to answer or exit.
+const START_POLL: Duration = Duration::from_millis(10);
+
+/// A server this process started: the child, and the read end of a pipe it writes one
+/// byte to once it listens (or closes unwritten when it exits first), so we connect the
+/// moment it can answer instead of guessing with sleeps.
+pub struct Starting {
+    pub child: std::process::Child,
+    ready: Option<std::os::fd::OwnedFd>,
+}
+
+impl Starting {
+    /// Waits at most `max` for the server to listen or exit, and returns as soon as it
+    /// does; once it has said so, this only paces the caller's retries.
+    pub fn wait(&mut self, max: Duration) {
+        use std::os::fd::AsFd;
+        match self.ready.take() {
+            Some(fd) => {
+                let ready = crate::sys::poll_readable(&[fd.as_fd()], Some(max));
+                if !matches!(ready.as_deref(), Ok([true])) {
+                    self.ready = Some(fd);
+                }
+            }
+            None => std::thread::sleep(max.min(START_POLL)),
+        }
+    }
+}
+
 /// Starts `herdr server run` detached: no stdin, stdout/stderr appended to the log. The
 /// server calls setsid itself, so it survives this terminal closing.
-pub fn start_server(session: &SessionName) -> anyhow::Result<std::process::Child> {
+pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
+    use std::os::fd::AsRawFd;
     let exe =
         std::env::current_exe().context("cannot find the herdr binary to start the server")?;
     paths::ensure_state_dir(session).context("cannot create the state folder")?;
@@ -218,14 +255,22 @@ pub fn start_server(session: &SessionName) -> anyhow::Result<std::process::Child
         .append(true)
         .open(&log_path)
         .with_context(|| format!("cannot open the server log {}", log_path.display()))?;
+    let (ready, ready_tx) =
+        crate::sys::inheritable_pipe().context("cannot create a pipe for the server")?;
     let child = Command::new(exe)
         .args(["server", "run", "--session", session.as_str()])
+        .arg(format!("--ready-fd={}", ready_tx.as_raw_fd()))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
         .spawn()
         .context("cannot start the herdr server")?;
-    Ok(child)
+    // Only the server may hold the write end: its end of file is the server's exit.
+    drop(ready_tx);
+    Ok(Starting {
+        child,
+        ready: Some(ready),
+    })
 }
 
 fn log_tail(session: &SessionName) -> String {

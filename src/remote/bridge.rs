@@ -117,16 +117,17 @@ fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
     if let Some(s) = try_connect()? {
         return Ok(s);
     }
-    let mut child = crate::client::connect::start_server(session)?;
+    let mut starting = crate::client::connect::start_server(session)?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(s) = try_connect()? {
+            let mut child = starting.child;
             std::thread::spawn(move || {
                 let _ = child.wait();
             });
             return Ok(s);
         }
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = starting.child.try_wait() {
             anyhow::bail!(
                 "the herdr server for session {session} failed to start ({status}); see {}",
                 paths::log_path(session).display()
@@ -136,6 +137,6 @@ fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
             Instant::now() < deadline,
             "the herdr server for session {session} did not start in time"
         );
-        std::thread::sleep(Duration::from_millis(10));
+        starting.wait(deadline.saturating_duration_since(Instant::now()));
     }
 }

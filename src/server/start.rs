@@ -1,6 +1,7 @@
 //! Starting a server: the session's lock and socket, the configuration, signals, the
 //! saver, and `herdr server run` itself.
 
+use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -174,11 +175,16 @@ impl Server {
 }
 
 /// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
-/// the first pane, serves.
-pub fn main(session: SessionName) -> anyhow::Result<()> {
+/// the first pane, serves. `ready`: a pipe to write one byte to once the socket listens
+/// (connections made from then on wait in its backlog until we serve them).
+pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow::Result<()> {
     let _ = nix::unistd::setsid();
     let loaded = load_config();
     let (listener, socket, lock) = bind(&session)?;
+    if let Some(fd) = ready {
+        // Whoever started us may have gone; then nobody needs the byte.
+        let _ = std::fs::File::from(fd).write_all(b"1");
+    }
     let mut server = Server::new(session, socket.clone(), loaded.config, loaded.bindings);
     server.agent_fallback.rules = loaded.rules;
     server.lock = Some(lock);

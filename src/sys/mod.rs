@@ -343,6 +343,43 @@ pub fn flock_exclusive_nb(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// A pipe for a child to say something once: the read end is ours (CLOEXEC); the write end
+/// is the one descriptor here without CLOEXEC, for the next child we spawn to inherit
+/// under its number. The caller drops its copy right after spawning.
+pub fn inheritable_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(errno_to_io)?;
+    fcntl(
+        write.as_fd(),
+        FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+    )
+    .map_err(errno_to_io)?;
+    Ok((read, write))
+}
+
+/// Takes ownership of a descriptor this process inherited under a number given on its
+/// command line (see [`inheritable_pipe`]), and makes it CLOEXEC so no child of ours
+/// inherits it in turn. Refuses the standard streams and numbers that are not open.
+pub fn take_inherited(raw: RawFd) -> io::Result<OwnedFd> {
+    if raw <= 2 {
+        return Err(io::Error::other(format!(
+            "descriptor {raw} is a standard stream, not an inherited one"
+        )));
+    }
+    // SAFETY: fcntl(F_GETFD) on any integer is memory-safe: a closed one yields EBADF.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor is open, and it was inherited for us: nothing else in this
+    // process knows its number (callers take it before opening anything of their own).
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    fcntl(
+        fd.as_fd(),
+        FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .map_err(errno_to_io)?;
+    Ok(fd)
+}
+
 /// Sends `sig` to the process group `pgid` (a pane's session leader leads its group) and,
 /// in case it changed group, to the process itself.
 pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {
@@ -426,5 +463,38 @@ mod tests {
         );
         set_winsize(master.as_fd(), 33, 101, 0, 0).unwrap();
         assert_eq!(get_winsize(master.as_fd()).unwrap(), (33, 101));
+    }
+
+    #[test]
+    fn an_inherited_pipe_is_taken_over_cloexec_and_only_a_real_one() {
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let cloexec = |fd: BorrowedFd<'_>| {
+            let flags = fcntl(fd, FcntlArg::F_GETFD).unwrap();
+            nix::fcntl::FdFlag::from_bits_retain(flags).contains(nix::fcntl::FdFlag::FD_CLOEXEC)
+        };
+        let (read, write) = inheritable_pipe().unwrap();
+        assert!(cloexec(read.as_fd()));
+        assert!(
+            !cloexec(write.as_fd()),
+            "the write end is for a child to inherit"
+        );
+        // What the child does with the number it was given.
+        let raw = write.as_raw_fd();
+        std::mem::forget(write);
+        let taken = take_inherited(raw).unwrap();
+        assert_eq!(taken.as_raw_fd(), raw);
+        assert!(cloexec(taken.as_fd()), "not passed on to our own children");
+        assert_eq!(write_nb(taken.as_fd(), b"1").unwrap(), Some(1));
+        drop(taken);
+        let mut buf = [0u8; 4];
+        assert_eq!(read_nb(read.as_fd(), &mut buf).unwrap(), Some(1));
+        // The writer is gone: the reader sees the end.
+        assert_eq!(read_nb(read.as_fd(), &mut buf).unwrap(), Some(0));
+        // Not a standard stream, not a number that is not open (one far above any in use:
+        // a freed one may be reused by a test running meanwhile).
+        assert!(take_inherited(1).is_err());
+        assert!(take_inherited(1 << 30).is_err());
     }
 }
