@@ -3,9 +3,9 @@
 //! state needs no locks. PTY I/O happens on the terminals' own actor threads, client
 //! writes on per-client writer threads; neither can block this loop.
 //!
-//! Rendering is coalesced with a leading edge: the first change after a quiet moment is
-//! drawn at once (a typist sees their echo immediately); while changes keep coming,
-//! frames go out at most every `FRAME_INTERVAL`.
+//! Rendering is coalesced with a leading edge: a change after a quiet moment is drawn at
+//! once (a typist sees their echo immediately, a prompt right behind the output before it
+//! is not held back); while changes keep coming, frames go out every `FRAME_INTERVAL`.
 
 mod api;
 mod attach;
@@ -44,8 +44,11 @@ pub use input::EventTx;
 pub use start::{bind, main, SessionBusy, SessionLock};
 pub(crate) use start::{bind_socket, load_config, spawn_signal_thread};
 
-/// Minimum time between two frames to one client under sustained output (~120 fps).
+/// Time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);
+/// Frames that may go out back to back after a quiet moment before `FRAME_INTERVAL`
+/// paces them (a token bucket of this size, refilled one frame per interval).
+const FRAME_BURST: u32 = 3;
 /// Events handled between two looks at the timers and the frame schedule.
 const MAX_EVENTS_PER_TURN: usize = 1024;
 /// How soon a client that is behind (its writer queue was full) is offered a frame again.
@@ -192,7 +195,10 @@ pub struct Server {
     wake: crate::sys::WakePipe,
     /// Read buffer for clients' sockets.
     read_buf: Vec<u8>,
-    last_frame: Instant,
+    /// Frame pacing: each frame drawn moves this one `FRAME_INTERVAL` past the later of
+    /// itself and now; the next may be drawn once it is less than `FRAME_BURST` intervals
+    /// ahead of now.
+    frame_clock: Instant,
     frame_due: Option<Instant>,
     stopping: Option<String>,
     acceptor: Option<Acceptor>,
@@ -247,7 +253,7 @@ impl Server {
             events,
             wake,
             read_buf: vec![0u8; 64 * 1024],
-            last_frame: Instant::now() - FRAME_INTERVAL,
+            frame_clock: Instant::now(),
             frame_due: None,
             stopping: None,
             acceptor: None,
@@ -520,7 +526,11 @@ impl Server {
     pub(crate) fn request_render(&mut self) {
         if self.frame_due.is_none() {
             // Leading edge: if we have been quiet, draw now (the end of this loop turn).
-            let earliest = self.last_frame + FRAME_INTERVAL;
+            let ahead = FRAME_INTERVAL * (FRAME_BURST - 1);
+            let earliest = self
+                .frame_clock
+                .checked_sub(ahead)
+                .unwrap_or(self.frame_clock);
             self.frame_due = Some(earliest.max(Instant::now()));
         }
     }
@@ -600,8 +610,9 @@ impl Server {
         }
         if matches!(self.frame_due, Some(d) if d <= now) {
             self.frame_due = None;
-            self.last_frame = now;
-            self.render();
+            if self.render() {
+                self.frame_clock = self.frame_clock.max(now) + FRAME_INTERVAL;
+            }
         }
         // (Output taken in anywhere: here or by an event since the last turn.)
         changed | std::mem::take(&mut self.output_taken)
