@@ -48,6 +48,19 @@ impl TerminalRuntime {
             self.handle.resize(rows, cols);
         }
     }
+
+    /// The process in front in this terminal (the leader of its foreground process
+    /// group), asked of the terminal; from the leader's record in /proc if that fails.
+    pub fn foreground_pid(&self) -> Option<i32> {
+        self.handle
+            .foreground_pgrp()
+            .or_else(|| proc::foreground_pid(self.pid?))
+    }
+
+    /// [`TerminalRuntime::foreground_pid`] with its command line and working directory.
+    pub fn foreground(&self) -> Option<proc::Foreground> {
+        self.foreground_pid().map(proc::describe)
+    }
 }
 
 #[derive(Default)]

@@ -17,7 +17,7 @@ use crate::persist::snapshot::{
     SessionSnapshot, TabSnap, WorkspaceSnap, SNAPSHOT_VERSION,
 };
 use crate::persist::{self, HistoryAction, Loaded, Paths, SaveJob, SaveReport, Saver};
-use crate::pty::{lock, proc, TerminalRuntime};
+use crate::pty::{lock, TerminalRuntime};
 use ratatui::layout::Rect;
 
 /// How often the server looks for changes that are not structural (a shell's `cd`, a
@@ -214,7 +214,7 @@ impl Server {
         let mut command = None;
         if live {
             let rt = ps.and_then(|ps| self.runtimes.get(ps.terminal));
-            if let Some(fg) = rt.and_then(|rt| rt.pid.map(|pid| (pid, proc::foreground(pid)))) {
+            if let Some(fg) = rt.and_then(|rt| rt.pid.map(|pid| (pid, rt.foreground()))) {
                 let (leader, fg) = fg;
                 if let Some(fg) = fg {
                     if let Some(c) = &fg.cwd {

@@ -389,6 +389,15 @@ impl PtyHandle {
         }
     }
 
+    /// The terminal's foreground process group, asked of the terminal itself (one ioctl on
+    /// the master; no /proc). None once the terminal is closed.
+    pub fn foreground_pgrp(&self) -> Option<i32> {
+        let fd = self.direct.fd.lock().unwrap_or_else(|e| e.into_inner());
+        fd.as_ref()
+            .and_then(|fd| sys::foreground_pgrp(fd.as_fd()))
+            .filter(|p| *p > 0)
+    }
+
     /// Marks the output as seen by the renderer; the next output sends a new `Output`.
     pub fn take_dirty(&self) -> bool {
         self.dirty.swap(false, Ordering::AcqRel)

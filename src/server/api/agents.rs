@@ -59,13 +59,7 @@ fn descends_from(mut pid: i32, ancestor: i32) -> bool {
         if pid <= 1 {
             return false;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            return false;
-        };
-        match rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+        match proc::parent(pid) {
             Some(ppid) => pid = ppid,
             None => return false,
         }
@@ -76,19 +70,24 @@ fn descends_from(mut pid: i32, ancestor: i32) -> bool {
 impl Server {
     /// Re-detects the agent of a terminal when its foreground process changed.
     pub(crate) fn refresh_agent(&mut self, tid: TerminalId) {
-        let Some(leader) = self.runtimes.get(tid).and_then(|rt| rt.pid) else {
+        let Some(rt) = self.runtimes.get(tid) else {
             return;
         };
-        let fg = proc::foreground(leader);
+        let Some(leader) = rt.pid else {
+            return;
+        };
+        // The foreground process's number first (one ioctl): its command line is read
+        // only when it changed (`pane list` refreshes every pane).
+        let fg_pid = rt.foreground_pid();
         let Some(term) = self.state.terminals.get_mut(&tid) else {
             return;
         };
-        let fg_pid = fg.as_ref().map(|f| f.pid);
         let cached = term.agent_pid.is_some() && term.agent_pid == fg_pid;
         if cached || (term.agent.is_none() && fg_pid == Some(leader as i32)) {
             return;
         }
-        match fg.as_ref().and_then(|f| agent::detect(&f.argv)) {
+        let argv = fg_pid.and_then(proc::cmdline);
+        match argv.as_deref().and_then(agent::detect) {
             Some(def) => {
                 if term.agent.as_deref() != Some(def.name) || term.agent_pid != fg_pid {
                     // A new agent process: a new generation, nothing carried over.
@@ -97,7 +96,7 @@ impl Server {
                     term.agent_state = None;
                     term.report_seq.clear();
                     term.hooked = false;
-                    term.agent_argv = fg.map(|f| agent::own_argv(&f.argv)).unwrap_or_default();
+                    term.agent_argv = argv.as_deref().map(agent::own_argv).unwrap_or_default();
                 }
             }
             None => {

@@ -7,7 +7,6 @@ use super::{now, ApiError, ApiResult};
 use crate::model::ids::PaneId;
 use crate::model::layout::{Side, SplitDir};
 use crate::model::state::PanePos;
-use crate::pty::proc;
 use crate::render::ui;
 use crate::server::Server;
 
@@ -192,7 +191,7 @@ impl Server {
         let tab = &ws.tabs[pos.tab];
         let term = self.state.terminals.get(&ps.terminal)?;
         let rt = self.runtimes.get(ps.terminal);
-        let fg = rt.and_then(|r| r.pid).and_then(proc::foreground);
+        let fg = rt.and_then(|r| r.foreground());
         let (rows, cols) = rt.map(|r| r.size).unwrap_or((0, 0));
         let focused =
             pos.workspace == self.state.active && pos.tab == ws.active && tab.focused == pane;
@@ -269,8 +268,7 @@ impl Server {
 
     fn pane_cwd(&self, pane: PaneId) -> Option<std::path::PathBuf> {
         let tid = self.state.panes.get(&pane)?.terminal;
-        let pid = self.runtimes.get(tid)?.pid?;
-        proc::foreground(pid).and_then(|f| f.cwd)
+        self.runtimes.get(tid)?.foreground()?.cwd
     }
 
     pub(crate) fn pane_close(&mut self, p: &Value) -> ApiResult {

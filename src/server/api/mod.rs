@@ -118,11 +118,19 @@ pub fn parse_request(line: &str) -> Result<(Value, String, Value), (Value, ApiEr
 }
 
 pub fn reply_line(id: &Value, result: Result<Value, ApiError>) -> String {
-    let v = match result {
-        Ok(r) => json!({ "id": id, "result": r }),
-        Err(e) => json!({ "id": id, "error": { "code": e.code, "message": e.message } }),
-    };
-    v.to_string()
+    match result {
+        // Moved in, not through `json!` (which would copy a large result, such as the list
+        // of every pane, value by value).
+        Ok(r) => {
+            let mut reply = serde_json::Map::new();
+            reply.insert("id".into(), id.clone());
+            reply.insert("result".into(), r);
+            Value::Object(reply).to_string()
+        }
+        Err(e) => {
+            json!({ "id": id, "error": { "code": e.code, "message": e.message } }).to_string()
+        }
+    }
 }
 
 impl Server {
