@@ -30,7 +30,7 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16)) -> String {
                 tab.no.0,
                 tab.zoomed,
                 focused,
-                tab_label(st, view.runtimes, tab)
+                tab_label(st, tab)
             );
         }
         s.push(']');
@@ -129,7 +129,7 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
                 let tab = &ws.tabs[*ti];
                 let current = *ti == ws.active;
                 let mark = if current { "›" } else { " " };
-                let label = tab_label(view.state, view.runtimes, tab);
+                let label = tab_label(view.state, tab);
                 let style = if current && *wi == view.state.active {
                     Style::default().fg(ACCENT)
                 } else {

@@ -115,10 +115,10 @@ pub(super) fn sidebar_entries(state: &AppState) -> Vec<SidebarEntry> {
 pub(super) const SIDEBAR_FIRST_ROW: u16 = 2;
 
 /// The label of a tab: its name, else the title of its focused pane's program.
-pub fn tab_label(state: &AppState, runtimes: &TerminalRuntimeRegistry, tab: &Tab) -> String {
+pub fn tab_label(state: &AppState, tab: &Tab) -> String {
     let label = match (&tab.name, state.panes.get(&tab.focused).map(|p| p.terminal)) {
         (Some(name), _) => name.clone(),
-        (None, Some(tid)) => terminal_title(state, runtimes, tid),
+        (None, Some(tid)) => terminal_title(state, tid),
         (None, None) => String::new(),
     };
     // The most urgent agent state in the tab, as a badge: blocked agents wait for the user.
@@ -143,20 +143,15 @@ pub fn tab_agent_state<'a>(state: &'a AppState, tab: &Tab) -> Option<&'a str> {
         .and_then(|o| states.iter().copied().find(|s| *s == o))
 }
 
-pub fn terminal_title(
-    state: &AppState,
-    runtimes: &TerminalRuntimeRegistry,
-    tid: TerminalId,
-) -> String {
-    if let Some(rt) = runtimes.get(tid) {
-        let emu = lock(&rt.emulator);
-        if !emu.title().is_empty() {
-            return emu.title().to_string();
-        }
+pub fn terminal_title(state: &AppState, tid: TerminalId) -> String {
+    // The title the program set, as the server keeps it from the title events: never from
+    // the emulator, whose lock a busy pane's I/O thread may hold (every frame asks for the
+    // title of every tab).
+    let term = state.terminals.get(&tid);
+    if let Some(t) = term.filter(|t| !t.title.is_empty()) {
+        return t.title.clone();
     }
-    let argv0 = state
-        .terminals
-        .get(&tid)
+    let argv0 = term
         .and_then(|t| t.argv.first().cloned())
         .unwrap_or_else(|| "shell".into());
     argv0.rsplit('/').next().unwrap_or(&argv0).to_string()
@@ -169,10 +164,7 @@ pub(super) fn tab_bar_items(view: &View<'_>, area: Rect) -> Vec<(Rect, usize, St
     };
     let mut x = area.x;
     for (i, tab) in ws.tabs.iter().enumerate() {
-        let label: String = tab_label(view.state, view.runtimes, tab)
-            .chars()
-            .take(24)
-            .collect();
+        let label: String = tab_label(view.state, tab).chars().take(24).collect();
         let text = format!(" {}:{} ", i + 1, label);
         let w = text.chars().count() as u16;
         if x >= area.right() {

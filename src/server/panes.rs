@@ -416,7 +416,13 @@ mod tests {
         ];
         for (i, step) in steps.iter().enumerate() {
             let tid = s.state.focused_terminal().unwrap();
-            crate::pty::lock(&s.runtimes.get(tid).unwrap().emulator).process(step);
+            let emulator = s.runtimes.get(tid).unwrap().emulator.clone();
+            let effects = crate::pty::lock(&emulator).process(step);
+            if effects.title_changed {
+                // What the terminal's I/O thread reports, as it would.
+                let title = crate::pty::lock(&emulator).title().to_string();
+                s.pty_event(tid, crate::pty::PtyEvent::Title(title));
+            }
             if i == 2 {
                 s.say("a status message");
             }
