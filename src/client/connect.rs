@@ -213,6 +213,9 @@ fn reap_in_background(mut child: std::process::Child) {
         });
 }
 
+/// The descriptor number under which a server we start gets its ready pipe.
+const READY_FD: i32 = 3;
+
 /// How often a starting server is looked at when it cannot tell us it listens (another
 /// process started it), or once it has told us and we wait for it to answer or exit.
 const START_POLL: Duration = Duration::from_millis(10);
@@ -231,12 +234,12 @@ impl Starting {
     pub fn wait(&mut self, max: Duration) {
         use std::os::fd::AsFd;
         match self.ready.take() {
-            Some(fd) => {
-                let ready = crate::sys::poll_readable(&[fd.as_fd()], Some(max));
-                if !matches!(ready.as_deref(), Ok([true])) {
-                    self.ready = Some(fd);
-                }
-            }
+            // A byte or the end of file: either way nothing more to wait for on it. An
+            // error drops it too (the caller's retries are then paced by sleeping).
+            Some(fd) => match crate::sys::poll_readable(&[fd.as_fd()], Some(max)) {
+                Ok(ready) if ready == [false] => self.ready = Some(fd),
+                _ => {}
+            },
             None => std::thread::sleep(max.min(START_POLL)),
         }
     }
@@ -245,7 +248,7 @@ impl Starting {
 /// Starts `herdr server run` detached: no stdin, stdout/stderr appended to the log. The
 /// server calls setsid itself, so it survives this terminal closing.
 pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     let exe =
         std::env::current_exe().context("cannot find the herdr binary to start the server")?;
     paths::ensure_state_dir(session).context("cannot create the state folder")?;
@@ -256,15 +259,15 @@ pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
         .open(&log_path)
         .with_context(|| format!("cannot open the server log {}", log_path.display()))?;
     let (ready, ready_tx) =
-        crate::sys::inheritable_pipe().context("cannot create a pipe for the server")?;
-    let child = Command::new(exe)
-        .args(["server", "run", "--session", session.as_str()])
-        .arg(format!("--ready-fd={}", ready_tx.as_raw_fd()))
+        crate::sys::pipe_cloexec().context("cannot create a pipe for the server")?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["server", "run", "--session", session.as_str()])
+        .arg(format!("--ready-fd={READY_FD}"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .context("cannot start the herdr server")?;
+        .stderr(log);
+    crate::sys::pass_fd(&mut cmd, ready_tx.as_fd(), READY_FD);
+    let child = cmd.spawn().context("cannot start the herdr server")?;
     // Only the server may hold the write end: its end of file is the server's exit.
     drop(ready_tx);
     Ok(Starting {

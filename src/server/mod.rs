@@ -4,8 +4,9 @@
 //! writes on per-client writer threads; neither can block this loop.
 //!
 //! Rendering is coalesced with a leading edge: a change after a quiet moment is drawn at
-//! once (a typist sees their echo immediately, a prompt right behind the output before it
-//! is not held back); while changes keep coming, frames go out every `FRAME_INTERVAL`.
+//! once (a typist sees their echo immediately, and a prompt right behind the output or the
+//! mode switch before it is not held back); while changes keep coming, frames go out every
+//! `FRAME_INTERVAL`.
 
 mod api;
 mod attach;
@@ -465,6 +466,13 @@ impl Server {
                 }
             }
             PtyEvent::Title(title) => {
+                // The emulator's title now, not the event's: events from the terminal's
+                // I/O thread and from this thread's own reads (lent) may arrive out of order.
+                let title = self
+                    .runtimes
+                    .get(tid)
+                    .map(|rt| crate::pty::lock(&rt.emulator).title().to_string())
+                    .unwrap_or(title);
                 if let Some(t) = self.state.terminals.get_mut(&tid) {
                     t.title = title.clone();
                 }
@@ -610,9 +618,10 @@ impl Server {
         }
         if matches!(self.frame_due, Some(d) if d <= now) {
             self.frame_due = None;
-            if self.render() {
-                self.frame_clock = self.frame_clock.max(now) + FRAME_INTERVAL;
-            }
+            self.render();
+            // Every frame takes a token, one that sent nothing too (else a program that
+            // keeps rewriting what is already shown would get a frame per read).
+            self.frame_clock = self.frame_clock.max(now) + FRAME_INTERVAL;
         }
         // (Output taken in anywhere: here or by an event since the last turn.)
         changed | std::mem::take(&mut self.output_taken)

@@ -6,10 +6,7 @@ use crate::render::diff::{self, Frame};
 use crate::render::ui::{self, Overlay};
 
 impl Server {
-    /// Draws every client's frame; whether any of them had something to send (a frame
-    /// that changed nothing on screen, such as a mode switch, does not count against the
-    /// frame interval: the output right behind it is drawn at once).
-    pub(super) fn render(&mut self) -> bool {
+    pub(super) fn render(&mut self) {
         // Output that arrived after its notification was handled is only seen here (the
         // dirty flag was still set, so no new event came): waits and subscribers hear of it.
         let mut fresh = Vec::new();
@@ -27,20 +24,17 @@ impl Server {
         }
         let message = self.message.as_ref().map(|(m, _)| m.clone());
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
-        let mut drawn = false;
         for id in ids {
-            drawn |= self.render_client(id, message.as_deref());
+            self.render_client(id, message.as_deref());
         }
-        drawn
     }
 
     /// One client's frame. While its layout is unchanged, the next frame is built in the
     /// client's spare buffer (first brought level with what the client shows) and only the
-    /// rows that changed are compared and sent; otherwise it is composed afresh. Whether
-    /// there was anything to send (sent, or not for a client that is behind).
-    fn render_client(&mut self, id: ClientId, message: Option<&str>) -> bool {
+    /// rows that changed are compared and sent; otherwise it is composed afresh.
+    fn render_client(&mut self, id: ClientId, message: Option<&str>) {
         let Some(client) = self.clients.get_mut(&id) else {
-            return false;
+            return;
         };
         let mut cache = std::mem::take(&mut client.cache);
         let prev = client.prev.take();
@@ -84,17 +78,15 @@ impl Server {
             }
         };
         let Some(client) = self.clients.get_mut(&id) else {
-            return false;
+            return;
         };
-        let empty = bytes.is_empty();
-        if empty || client.writer.send_output(bytes) {
+        if bytes.is_empty() || client.writer.send_output(bytes) {
             // The old frame becomes the spare; it differs from the new one in `dirty`.
             client.spare = prev;
             client.spare_stale = dirty;
             client.prev = Some(frame);
             client.cache = cache;
             client.behind = false;
-            !empty
         } else {
             // Not sent: the client still shows `prev`, which the cache no longer
             // describes; the next frame is composed afresh.
@@ -102,7 +94,6 @@ impl Server {
             cache.invalidate();
             client.cache = cache;
             client.behind = true;
-            true
         }
     }
 }

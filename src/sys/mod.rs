@@ -343,21 +343,42 @@ pub fn flock_exclusive_nb(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// A pipe for a child to say something once: the read end is ours (CLOEXEC); the write end
-/// is the one descriptor here without CLOEXEC, for the next child we spawn to inherit
-/// under its number. The caller drops its copy right after spawning.
-pub fn inheritable_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(errno_to_io)?;
-    fcntl(
-        write.as_fd(),
-        FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-    )
-    .map_err(errno_to_io)?;
-    Ok((read, write))
+/// A pipe, both ends CLOEXEC: for a child to say something once through the write end,
+/// which [`pass_fd`] gives to that child alone.
+pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(errno_to_io)
+}
+
+/// Makes the program `cmd` starts get `fd` as its descriptor `target`: duplicated in the
+/// child between fork and exec, so no other process we start meanwhile can inherit it.
+/// `fd` must stay open until `cmd` is spawned.
+pub fn pass_fd(cmd: &mut std::process::Command, fd: BorrowedFd<'_>, target: RawFd) {
+    use std::os::unix::process::CommandExt;
+    let raw = fd.as_raw_fd();
+    let hook = move || {
+        // SAFETY: dup2 and fcntl are async-signal-safe and touch no memory; they run in
+        // the forked child, on descriptor numbers only.
+        unsafe {
+            if raw == target {
+                // dup2 onto itself would keep CLOEXEC: clear it instead.
+                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook only makes the async-signal-safe calls above (no allocation, no
+    // locks), as code between fork and exec must.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
 }
 
 /// Takes ownership of a descriptor this process inherited under a number given on its
-/// command line (see [`inheritable_pipe`]), and makes it CLOEXEC so no child of ours
+/// command line (see [`pass_fd`]), and makes it CLOEXEC so no child of ours
 /// inherits it in turn. Refuses the standard streams and numbers that are not open.
 pub fn take_inherited(raw: RawFd) -> io::Result<OwnedFd> {
     if raw <= 2 {
@@ -466,32 +487,37 @@ mod tests {
     }
 
     #[test]
-    fn an_inherited_pipe_is_taken_over_cloexec_and_only_a_real_one() {
-        let _guard = crate::pty::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+    fn a_passed_pipe_reaches_that_child_only_and_is_taken_over_cloexec() {
+        use std::os::fd::IntoRawFd;
         let cloexec = |fd: BorrowedFd<'_>| {
             let flags = fcntl(fd, FcntlArg::F_GETFD).unwrap();
             nix::fcntl::FdFlag::from_bits_retain(flags).contains(nix::fcntl::FdFlag::FD_CLOEXEC)
         };
-        let (read, write) = inheritable_pipe().unwrap();
-        assert!(cloexec(read.as_fd()));
-        assert!(
-            !cloexec(write.as_fd()),
-            "the write end is for a child to inherit"
-        );
-        // What the child does with the number it was given.
-        let raw = write.as_raw_fd();
-        std::mem::forget(write);
+        let (read, write) = pipe_cloexec().unwrap();
+        assert!(cloexec(read.as_fd()) && cloexec(write.as_fd()));
+        // The child writes through the number it was given.
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "printf x >&3"]);
+        pass_fd(&mut cmd, write.as_fd(), 3);
+        assert!(cmd.status().unwrap().success());
+        drop(write);
+        let mut buf = [0u8; 4];
+        assert_eq!(read_nb(read.as_fd(), &mut buf).unwrap(), Some(1));
+        assert_eq!(&buf[..1], b"x");
+        // Nobody else holds the write end: the child is gone, and the reader sees the end.
+        assert_eq!(read_nb(read.as_fd(), &mut buf).unwrap(), Some(0));
+
+        // What the child does with the number: take it over, CLOEXEC.
+        let (_read, write) = pipe_cloexec().unwrap();
+        fcntl(
+            write.as_fd(),
+            FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .unwrap();
+        let raw = write.into_raw_fd();
         let taken = take_inherited(raw).unwrap();
         assert_eq!(taken.as_raw_fd(), raw);
         assert!(cloexec(taken.as_fd()), "not passed on to our own children");
-        assert_eq!(write_nb(taken.as_fd(), b"1").unwrap(), Some(1));
-        drop(taken);
-        let mut buf = [0u8; 4];
-        assert_eq!(read_nb(read.as_fd(), &mut buf).unwrap(), Some(1));
-        // The writer is gone: the reader sees the end.
-        assert_eq!(read_nb(read.as_fd(), &mut buf).unwrap(), Some(0));
         // Not a standard stream, not a number that is not open (one far above any in use:
         // a freed one may be reused by a test running meanwhile).
         assert!(take_inherited(1).is_err());
