@@ -70,6 +70,14 @@ pub struct PaneState {
     pub seen: bool,
 }
 
+/// [`AppState::agent_state`] of a pane and its terminal, already looked up.
+pub fn shown_agent_state<'a>(pane: &PaneState, terminal: &'a TerminalState) -> Option<&'a str> {
+    match terminal.agent_state.as_deref() {
+        Some("idle") if !pane.seen => Some("done"),
+        other => other,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tab {
     pub no: TabNo,
@@ -318,10 +326,7 @@ impl AppState {
     /// looked at since it finished is "done".
     pub fn agent_state(&self, pane: PaneId) -> Option<&str> {
         let ps = self.panes.get(&pane)?;
-        match self.terminals.get(&ps.terminal)?.agent_state.as_deref() {
-            Some("idle") if !ps.seen => Some("done"),
-            other => other,
-        }
+        shown_agent_state(ps, self.terminals.get(&ps.terminal)?)
     }
 
     pub fn pane_of_terminal(&self, terminal: TerminalId) -> Option<PaneId> {

@@ -6,55 +6,95 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::ui::{
-    sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label, Overlay,
+    sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label, title_of, Overlay,
     SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
 };
+use crate::model::state::shown_agent_state;
 
-/// The inputs of the sidebar, tab bar and status line, as one string. Must name everything
-/// `draw_sidebar`, `draw_tab_bar` and `draw_status` read.
-pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16)) -> String {
-    use std::fmt::Write;
+/// The inputs of the sidebar, tab bar and status line, written into `sig` (cleared first).
+/// Must name everything `draw_sidebar`, `draw_tab_bar` and `draw_status` read. Computed for
+/// every frame, so for every echoed keystroke: written as raw fields, with nothing
+/// formatted or allocated per tab (formatting it cost more than drawing the frame once
+/// there were a few dozen tabs).
+pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<u8>) {
+    sig.clear();
+    let mut s = Sig(sig);
     let st = view.state;
-    let mut s = format!(
-        "{}|{:?}|{}|{:?}|{}|",
-        view.session, size, view.sidebar, view.overlay, view.bindings.prefix
-    );
-    let _ = write!(s, "{:?}|{}|", view.message, st.active);
-    for ws in &st.workspaces {
-        let _ = write!(s, "w{}:{}:{}[", ws.no.0, ws.name, ws.active);
-        for tab in &ws.tabs {
-            let focused = st.panes.get(&tab.focused).map_or(0, |p| p.no.0);
-            let _ = write!(
-                s,
-                "t{}:{}:{}:{}/",
-                tab.no.0,
-                tab.zoomed,
-                focused,
-                tab_label(st, tab)
-            );
-        }
-        s.push(']');
+    s.text(view.session);
+    s.num(u64::from(size.0));
+    s.num(u64::from(size.1));
+    s.num(u64::from(view.sidebar));
+    s.num(match view.overlay {
+        Overlay::None => 0,
+        Overlay::Prefix => 1,
+        Overlay::Help => 2,
+    });
+    {
+        use std::io::Write;
+        let _ = write!(s.0, "{:?}", view.bindings.prefix);
     }
-    for e in sidebar_entries(st) {
-        if let SidebarEntry::Agent(_, _, p) = e {
-            let t = st
-                .panes
-                .get(&p)
-                .and_then(|ps| st.terminals.get(&ps.terminal));
-            let _ = write!(
-                s,
-                "a{:?}:{:?}:{:?}|",
-                p,
-                t.and_then(|t| t.agent.as_deref()),
-                st.agent_state(p)
-            );
+    s.opt(view.message);
+    s.num(st.active as u64);
+    for ws in &st.workspaces {
+        s.num(u64::from(ws.no.0));
+        s.text(&ws.name);
+        s.num(ws.active as u64);
+        s.num(ws.tabs.len() as u64);
+        for tab in &ws.tabs {
+            s.num(u64::from(tab.no.0));
+            s.num(u64::from(tab.zoomed));
+            // What `tab_label` makes of the tab: its name, else its focused terminal's
+            // title; and its badge, which the agents' states below decide.
+            s.opt(tab.name.as_deref());
+            // Each pane looked up once: its number and title when focused; its agent and
+            // agent state when it has one (the sidebar lists those under the tab).
+            tab.layout.for_each_pane(|p| {
+                let Some(ps) = st.panes.get(&p) else {
+                    return;
+                };
+                let term = st.terminals.get(&ps.terminal);
+                if p == tab.focused {
+                    s.num(u64::from(ps.no.0));
+                    s.text(term.map_or("", |t| title_of(t)));
+                }
+                if let Some(state) = term.and_then(|t| shown_agent_state(ps, t)) {
+                    s.num(u64::from(p.0));
+                    s.opt(term.and_then(|t| t.agent.as_deref()));
+                    s.text(state);
+                }
+            });
+            s.0.push(b'/');
         }
     }
     let scrolling = st
         .focused_terminal()
         .is_some_and(|t| view.scroll.contains_key(&t));
-    let _ = write!(s, "|{scrolling}");
-    s
+    s.num(u64::from(scrolling));
+}
+
+/// Writes fields so that different inputs always give different bytes: numbers at a fixed
+/// width, texts after their length.
+struct Sig<'a>(&'a mut Vec<u8>);
+
+impl Sig<'_> {
+    fn num(&mut self, n: u64) {
+        self.0.extend_from_slice(&n.to_le_bytes());
+    }
+
+    fn text(&mut self, t: &str) {
+        self.num(t.len() as u64);
+        self.0.extend_from_slice(t.as_bytes());
+    }
+
+    fn opt(&mut self, t: Option<&str>) {
+        match t {
+            Some(t) => {
+                self.0.push(1);
+                self.text(t);
+            }
+            None => self.0.push(0),
+        }
+    }
 }
 
 /// Blanks the sidebar, tab bar and status line before they are drawn again.

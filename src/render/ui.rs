@@ -21,6 +21,7 @@ use super::pane::{draw_pane, PaneCursor, RowCache};
 use crate::bindings::Bindings;
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{DividerId, SplitDir};
+use crate::model::state::TerminalState;
 use crate::model::{AppState, Tab};
 use crate::pty::{lock, TerminalRuntimeRegistry};
 use crate::server::Scroll;
@@ -128,33 +129,42 @@ pub fn tab_label(state: &AppState, tab: &Tab) -> String {
     }
 }
 
-/// The agent state that most needs attention among a tab's panes.
+/// The agent state that most needs attention among a tab's panes (states other than these
+/// four are not shown).
 pub fn tab_agent_state<'a>(state: &'a AppState, tab: &Tab) -> Option<&'a str> {
     const ORDER: [&str; 4] = ["blocked", "done", "working", "idle"];
-    let states: Vec<&str> = tab
-        .layout
-        .panes()
-        .iter()
-        .filter_map(|p| state.agent_state(*p))
-        .collect();
-    ORDER
-        .into_iter()
-        .find(|o| states.contains(o))
-        .and_then(|o| states.iter().copied().find(|s| *s == o))
+    let mut most: Option<(usize, &'a str)> = None;
+    tab.layout.for_each_pane(|p| {
+        let Some(s) = state.agent_state(p) else {
+            return;
+        };
+        if let Some(rank) = ORDER.iter().position(|o| *o == s) {
+            if most.is_none_or(|(r, _)| rank < r) {
+                most = Some((rank, s));
+            }
+        }
+    });
+    most.map(|(_, s)| s)
 }
 
 pub fn terminal_title(state: &AppState, tid: TerminalId) -> String {
-    // The title the program set, as the server keeps it from the title events: never from
-    // the emulator, whose lock a busy pane's I/O thread may hold (every frame asks for the
-    // title of every tab).
-    let term = state.terminals.get(&tid);
-    if let Some(t) = term.filter(|t| !t.title.is_empty()) {
-        return t.title.clone();
+    match state.terminals.get(&tid) {
+        Some(t) => title_of(t).to_string(),
+        None => "shell".into(),
     }
-    let argv0 = term
-        .and_then(|t| t.argv.first().cloned())
-        .unwrap_or_else(|| "shell".into());
-    argv0.rsplit('/').next().unwrap_or(&argv0).to_string()
+}
+
+/// A terminal's title: the one its program set, else its program's name. From the session
+/// state, which the title events keep: never from the emulator, whose lock a busy pane's
+/// I/O thread may hold (every frame looks at the title of every tab).
+pub(super) fn title_of(term: &TerminalState) -> &str {
+    if !term.title.is_empty() {
+        return &term.title;
+    }
+    match term.argv.first() {
+        Some(argv0) => argv0.rsplit('/').next().unwrap_or(argv0),
+        None => "shell",
+    }
 }
 
 pub(super) fn tab_bar_items(view: &View<'_>, area: Rect) -> Vec<(Rect, usize, String)> {
@@ -316,7 +326,9 @@ pub struct ComposeCache {
     rows: RowCache,
     /// The chrome as last drawn (only its sidebar, tab bar and status cells are used).
     chrome: Option<Buffer>,
-    chrome_signature: Option<String>,
+    chrome_signature: Option<Vec<u8>>,
+    /// Where the next signature is written (the last one's buffer, reused).
+    signature_scratch: Vec<u8>,
 }
 
 impl ComposeCache {
@@ -445,10 +457,14 @@ pub fn compose_update(
     if chrome.area != area {
         *chrome = Buffer::empty(area);
     }
-    // Everything the chrome shows, as text: when it is unchanged, so is the chrome.
-    let signature = chrome_signature(view, size);
-    let chrome_changed = cache.chrome_signature.as_deref() != Some(signature.as_str());
-    cache.chrome_signature = Some(signature);
+    // Everything the chrome shows: when it is unchanged, so is the chrome.
+    let mut signature = std::mem::take(&mut cache.signature_scratch);
+    chrome_signature(view, size, &mut signature);
+    let chrome_changed = cache.chrome_signature.as_deref() != Some(signature.as_slice());
+    cache.signature_scratch = cache
+        .chrome_signature
+        .replace(signature)
+        .unwrap_or_default();
     if chrome_changed {
         clear_chrome(chrome, size, view.sidebar);
         draw_sidebar(view, chrome, size);

@@ -438,6 +438,61 @@ mod tests {
                 "only some rows change"
             );
         }
+        // Changes of what only the sidebar and the tab bar show: each must reach the frame
+        // (the chrome is redrawn only when its signature changes).
+        let first_tab = s.state.active_tab().unwrap().focused;
+        let first_term = s.state.panes[&first_tab].terminal;
+        let second = s.create_tab(None).unwrap();
+        type Change<'a> = (&'a str, &'a dyn Fn(&mut Server));
+        let changes: [Change; 7] = [
+            ("a second tab", &|_| {}),
+            ("a tab renamed", &|s| {
+                let ws = s.state.active;
+                s.state.workspaces[ws].tabs[0].name = Some("renamed".into());
+            }),
+            ("a workspace renamed", &|s| {
+                let ws = s.state.active;
+                s.state.workspaces[ws].name = "elsewhere".into();
+            }),
+            ("an agent found", &|s| {
+                let t = s.state.terminals.get_mut(&first_term).unwrap();
+                t.agent = Some("claude".into());
+                t.agent_state = Some("working".into());
+            }),
+            ("another agent in the same state", &|s| {
+                s.state.terminals.get_mut(&first_term).unwrap().agent = Some("codex".into());
+            }),
+            ("the agent idle while unseen: done", &|s| {
+                s.state.terminals.get_mut(&first_term).unwrap().agent_state = Some("idle".into());
+                s.state.panes.get_mut(&first_tab).unwrap().seen = false;
+            }),
+            ("a title in a hidden tab", &|s| {
+                let tid = s.state.panes[&second].terminal;
+                s.state.terminals.get_mut(&tid).unwrap().title = "far away".into();
+            }),
+        ];
+        for (what, change) in changes {
+            change(&mut s);
+            let view = s.view(Overlay::None, None);
+            let mut dirty = Vec::new();
+            if ui::compose_update(&view, size, &mut frame, &mut cache, &mut dirty) {
+                let fresh = ui::compose(&view, size, &mut ComposeCache::default());
+                assert_eq!(frame, fresh, "{what}");
+                assert!(dirty.iter().any(|d| *d), "{what}: nothing redrawn");
+            } else {
+                // The layout changed (a new tab is shown): composed afresh, and updated once
+                // unchanged, so the cache holds the signature the next change must differ
+                // from.
+                frame = ui::compose(&view, size, &mut cache);
+                assert!(ui::compose_update(
+                    &view, size, &mut frame, &mut cache, &mut dirty
+                ));
+                assert!(
+                    !dirty.iter().any(|d| *d),
+                    "{what}: redrawn without a change"
+                );
+            }
+        }
         s.shutdown();
     }
 

@@ -181,8 +181,14 @@ impl Layout {
     /// Panes in tree order: left-to-right, top-to-bottom.
     pub fn panes(&self) -> Vec<PaneId> {
         let mut out = Vec::new();
-        collect_panes(&self.root, &mut out);
+        self.for_each_pane(|p| out.push(p));
         out
+    }
+
+    /// Calls `f` with each pane in tree order, allocating nothing (for what runs every
+    /// frame).
+    pub fn for_each_pane(&self, mut f: impl FnMut(PaneId)) {
+        visit_panes(&self.root, &mut f);
     }
 
     pub fn contains(&self, pane: PaneId) -> bool {
@@ -459,12 +465,12 @@ fn walk(node: &LayoutTree, rect: Rect, path: &mut Vec<bool>, out: &mut Pass) {
     }
 }
 
-fn collect_panes(node: &LayoutTree, out: &mut Vec<PaneId>) {
+fn visit_panes(node: &LayoutTree, f: &mut impl FnMut(PaneId)) {
     match node {
-        LayoutTree::Pane(p) => out.push(*p),
+        LayoutTree::Pane(p) => f(*p),
         LayoutTree::Split { first, second, .. } => {
-            collect_panes(first, out);
-            collect_panes(second, out);
+            visit_panes(first, f);
+            visit_panes(second, f);
         }
     }
 }
