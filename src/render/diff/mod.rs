@@ -295,20 +295,33 @@ fn printable(symbol: &str) -> (&str, u16) {
     }
 }
 
+/// The glyph a cell starts at column `x` of a row `width` wide: its symbol as printed and
+/// its width.
+fn glyph_of(cell: &Cell, x: u16, width: u16) -> (&str, u16) {
+    let (symbol, w) = printable(cell.symbol());
+    if w > width - x {
+        // A terminal would wrap it onto the next row; a space is the best we can do.
+        return (" ", 1);
+    }
+    (symbol, w)
+}
+
 /// Splits row `y` into glyphs the way ratatui's `Buffer::diff` reads it: a wide symbol covers
-/// the following cell, whose content is ignored.
-fn row_glyphs<'a>(buf: &'a Buffer, y: u16, out: &mut Vec<Glyph<'a>>) {
+/// the following cell, whose content is ignored. Only the glyphs starting in `from..`, up to
+/// the first one that ends at or after `until` (`from` must be where a glyph starts).
+fn row_glyphs<'a>(buf: &'a Buffer, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
     out.clear();
+    extend_glyphs(buf, y, from, until, out);
+}
+
+/// [`row_glyphs`] appended to `out`.
+fn extend_glyphs<'a>(buf: &'a Buffer, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
     let width = buf.area.width;
     let row = usize::from(y) * usize::from(width);
-    let mut x = 0;
-    while x < width {
+    let mut x = from;
+    while x < width && x < until {
         let cell = buf.content.get(row + usize::from(x)).unwrap_or(&BLANK_CELL);
-        let (mut symbol, mut w) = printable(cell.symbol());
-        if w > width - x {
-            // A terminal would wrap it onto the next row; a space is the best we can do.
-            (symbol, w) = (" ", 1);
-        }
+        let (symbol, w) = glyph_of(cell, x, width);
         let (fg, bg, modifier) = (cell.fg, cell.bg, cell.modifier);
         let pen = Pen { fg, bg, modifier };
         out.push(Glyph {
@@ -319,6 +332,53 @@ fn row_glyphs<'a>(buf: &'a Buffer, y: u16, out: &mut Vec<Glyph<'a>>) {
         });
         x += w;
     }
+}
+
+/// Where the glyph covering column `at` of row `y` starts (walking from the row's start,
+/// as [`row_glyphs`] does).
+fn glyph_start(buf: &Buffer, y: u16, at: u16) -> u16 {
+    let width = buf.area.width;
+    let row = usize::from(y) * usize::from(width);
+    let mut x = 0;
+    while x < at {
+        let cell = buf.content.get(row + usize::from(x)).unwrap_or(&BLANK_CELL);
+        let (_, w) = glyph_of(cell, x, width);
+        if x + w > at {
+            break;
+        }
+        x += w;
+    }
+    x
+}
+
+/// The column where row `y` ends in blank glyphs of one plain style, found from the row's
+/// end cell by cell: erasing to the end of the row there paints just those.
+fn blank_tail_column(buf: &Buffer, y: u16) -> u16 {
+    let width = buf.area.width;
+    let row = usize::from(y) * usize::from(width);
+    let cells = buf
+        .content
+        .get(row..row + usize::from(width))
+        .unwrap_or_default();
+    let Some(last) = cells.last() else { return 0 };
+    let pen = |c: &Cell| Pen {
+        fg: c.fg,
+        bg: c.bg,
+        modifier: c.modifier,
+    };
+    let tail_pen = pen(last);
+    let mut x = width;
+    while x > 0 {
+        let cell = &cells[usize::from(x - 1)];
+        let blank = glyph_of(cell, x - 1, width).0 == " "
+            && pen(cell) == tail_pen
+            && tail_pen.modifier.is_empty();
+        if !blank {
+            break;
+        }
+        x -= 1;
+    }
+    x
 }
 
 fn digits(n: u32) -> usize {
@@ -367,6 +427,11 @@ struct Encoder {
 
 impl Encoder {
     /// Draws the rows of `next` that differ from `prev`, which the terminal shows.
+    ///
+    /// Only the stretch of a row whose cells differ is split into glyphs, from the glyph
+    /// covering its first cell to where both rows' glyphs meet again after its last: the
+    /// glyphs around it are the same in both (made of the same cells), so unchanged. An
+    /// echoed keystroke changes one cell of a row.
     fn draw(&mut self, prev: &Buffer, next: &Buffer, rows: Option<&[bool]>) {
         let width = usize::from(self.width);
         let (mut old, mut new, mut changed) = (
@@ -379,12 +444,42 @@ impl Encoder {
                 continue;
             }
             let row = usize::from(y) * width..(usize::from(y) + 1) * width;
-            if prev.content.get(row.clone()) == next.content.get(row) {
+            let (Some(before), Some(after)) =
+                (prev.content.get(row.clone()), next.content.get(row))
+            else {
                 continue;
+            };
+            let differ = |(a, b): (&Cell, &Cell)| a != b;
+            let Some(first) = before.iter().zip(after).position(differ) else {
+                continue;
+            };
+            let last = before.iter().zip(after).rposition(differ).unwrap_or(first) + 1;
+            // Columns fit in u16: the row is `self.width` wide.
+            let (first, last) = (first as u16, last as u16);
+            // The cells before `first` are the same in both, so are the glyph boundaries.
+            let from = glyph_start(next, y, first);
+            row_glyphs(prev, y, from, last, &mut old);
+            row_glyphs(next, y, from, last, &mut new);
+            // A wide glyph across `last` in one row only: go on until both meet.
+            loop {
+                let end = |g: &[Glyph]| g.last().map_or(from, |g| g.x + g.width);
+                let (old_end, new_end) = (end(&old), end(&new));
+                match old_end.cmp(&new_end) {
+                    std::cmp::Ordering::Less => {
+                        extend_glyphs(prev, y, old_end, old_end + 1, &mut old)
+                    }
+                    std::cmp::Ordering::Greater => {
+                        extend_glyphs(next, y, new_end, new_end + 1, &mut new)
+                    }
+                    std::cmp::Ordering::Equal => break,
+                }
             }
-            row_glyphs(prev, y, &mut old);
-            row_glyphs(next, y, &mut new);
-            self.draw_row(y, &old, &new, &mut changed);
+            let tail_column = blank_tail_column(next, y);
+            let tail = new
+                .iter()
+                .position(|g| g.x >= tail_column)
+                .unwrap_or(new.len());
+            self.draw_row(y, &old, &new, tail, &mut changed);
         }
     }
 
@@ -393,7 +488,16 @@ impl Encoder {
     /// it; every column so blanked belongs to another changed glyph (an unchanged one cannot
     /// overlap the old glyph), which is printed later or was already printed before the damage
     /// could happen, since damage only reaches glyphs overlapping the one being printed.
-    fn draw_row(&mut self, y: u16, prev: &[Glyph], next: &[Glyph], changed: &mut Vec<bool>) {
+    /// `next` may be a stretch of the row; `tail` is the index in it where the row's blank
+    /// end begins (its length when that is beyond it).
+    fn draw_row(
+        &mut self,
+        y: u16,
+        prev: &[Glyph],
+        next: &[Glyph],
+        tail: usize,
+        changed: &mut Vec<bool>,
+    ) {
         changed.clear();
         let mut p = 0;
         for g in next {
@@ -402,7 +506,6 @@ impl Encoder {
             }
             changed.push(prev.get(p) != Some(g));
         }
-        let tail = blank_tail_start(next);
         let mut last = None;
         for (i, g) in next.iter().enumerate() {
             if !changed.get(i).copied().unwrap_or_default() {
@@ -474,8 +577,11 @@ impl Encoder {
 }
 
 /// Index of the first glyph of the row's trailing run of spaces in one attribute-free style
-/// (the row length if none). Erasing paints the background on every terminal (and the
-/// foreground too in vt100's model); attributes are excluded as terminals disagree on them.
+/// (the row length if none), from a whole row's glyphs: what [`blank_tail_column`] finds
+/// from the cells, as the tests check. Erasing paints the background on every terminal
+/// (and the foreground too in vt100's model); attributes are excluded as terminals disagree
+/// on them.
+#[cfg(test)]
 fn blank_tail_start(row: &[Glyph]) -> usize {
     let Some(last) = row.last() else { return 0 };
     let blank = |g: &Glyph| g.symbol == " " && g.pen == last.pen && g.pen.modifier.is_empty();

@@ -330,3 +330,52 @@ fn fuzz_replay_invariant() {
         replay(&frames);
     }
 }
+
+#[test]
+fn the_blank_tail_found_from_cells_is_the_one_found_from_glyphs() {
+    let mut rng = Lcg(0x7a11);
+    for _ in 0..2000 {
+        let (w, h) = (1 + rng.below(9), 1 + rng.below(3));
+        let mut frame = Frame::new(w, h);
+        for _ in 0..3 {
+            frame = rng.mutate(&frame);
+        }
+        let buf = &frame.buffer;
+        for y in 0..h {
+            let mut glyphs = Vec::new();
+            row_glyphs(buf, y, 0, w, &mut glyphs);
+            let column = blank_tail_column(buf, y);
+            let from_cells = glyphs
+                .iter()
+                .position(|g| g.x >= column)
+                .unwrap_or(glyphs.len());
+            assert_eq!(
+                from_cells,
+                blank_tail_start(&glyphs),
+                "row {y} of {buf:?}, column {column}"
+            );
+        }
+    }
+}
+
+#[test]
+fn changes_inside_a_row_next_to_and_across_wide_glyphs_are_drawn_right() {
+    // Frames that differ in a stretch of a row, wide glyphs around and across its ends.
+    let mut rng = Lcg(0xd1ff);
+    for _ in 0..3000 {
+        let (w, h) = (2 + rng.below(10), 1 + rng.below(2));
+        let mut frames = vec![Frame::new(w, h)];
+        for _ in 0..6 {
+            let mut next = frames.last().expect("a frame").clone();
+            let y = rng.below(h);
+            for _ in 0..1 + rng.below(3) {
+                let x = rng.below(w);
+                let symbol = ["a", "漢", " ", "b", "🙂"][usize::from(rng.below(5))];
+                let style = Style::new().fg(rng.color()).bg(rng.color());
+                next.buffer.set_string(x, y, symbol, style);
+            }
+            frames.push(next);
+        }
+        replay(&frames);
+    }
+}
