@@ -38,6 +38,9 @@ pub struct TerminalRuntime {
     pub size: (u16, u16),
     /// When the size last changed (a program's redraw after it is not new work).
     pub resized_at: Option<std::time::Instant>,
+    /// The emulator sequence number of the title the session state holds (see
+    /// `PtyEvent::Title`).
+    pub title_seq: u64,
 }
 
 impl TerminalRuntime {

@@ -54,16 +54,18 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
                 };
                 let term = st.terminals.get(&ps.terminal);
                 if p == tab.focused {
+                    s.0.push(b'F');
                     s.num(u64::from(ps.no.0));
                     s.text(term.map_or("", |t| title_of(t)));
                 }
                 if let Some(state) = term.and_then(|t| shown_agent_state(ps, t)) {
+                    s.0.push(b'A');
                     s.num(u64::from(p.0));
                     s.opt(term.and_then(|t| t.agent.as_deref()));
                     s.text(state);
                 }
             });
-            s.0.push(b'/');
+            s.0.push(b'T');
         }
     }
     let scrolling = st
@@ -72,8 +74,8 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
     s.num(u64::from(scrolling));
 }
 
-/// Writes fields so that different inputs always give different bytes: numbers at a fixed
-/// width, texts after their length.
+/// Writes fields so that different inputs give different bytes: numbers at a fixed width,
+/// texts after their length, and a tag byte before each optional entry and after each tab.
 struct Sig<'a>(&'a mut Vec<u8>);
 
 impl Sig<'_> {

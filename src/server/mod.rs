@@ -465,16 +465,19 @@ impl Server {
                         .get_or_insert_with(|| Instant::now() + HIDDEN_OUTPUT_INTERVAL);
                 }
             }
-            PtyEvent::Title(title) => {
-                // The emulator's title now, not the event's: events from the terminal's
-                // I/O thread and from this thread's own reads (lent) may arrive out of order.
-                let title = self
-                    .runtimes
-                    .get(tid)
-                    .map(|rt| crate::pty::lock(&rt.emulator).title().to_string())
-                    .unwrap_or(title);
-                if let Some(t) = self.state.terminals.get_mut(&tid) {
-                    t.title = title.clone();
+            PtyEvent::Title { title, seq } => {
+                // Events from the terminal's I/O thread and from this thread's own reads
+                // (lent) may arrive out of order: an older title never replaces a newer one.
+                // (Not read from the emulator here: a busy I/O thread holds its lock.)
+                match self.runtimes.get_mut(tid) {
+                    Some(rt) if seq <= rt.title_seq => return,
+                    Some(rt) => rt.title_seq = seq,
+                    None => {}
+                }
+                match self.state.terminals.get_mut(&tid) {
+                    Some(t) if t.title == title => return,
+                    Some(t) => t.title = title.clone(),
+                    None => {}
                 }
                 if let Some(p) = self.state.pane_of_terminal(tid) {
                     let id = self.pane_no(p);

@@ -128,6 +128,7 @@ impl Server {
             pid,
             size: (rows, cols),
             resized_at: None,
+            title_seq: 0,
         };
         Ok((term, rt))
     }
@@ -420,8 +421,11 @@ mod tests {
             let effects = crate::pty::lock(&emulator).process(step);
             if effects.title_changed {
                 // What the terminal's I/O thread reports, as it would.
-                let title = crate::pty::lock(&emulator).title().to_string();
-                s.pty_event(tid, crate::pty::PtyEvent::Title(title));
+                let (title, seq) = {
+                    let emu = crate::pty::lock(&emulator);
+                    (emu.title().to_string(), emu.seq())
+                };
+                s.pty_event(tid, crate::pty::PtyEvent::Title { title, seq });
             }
             if i == 2 {
                 s.say("a status message");
@@ -493,6 +497,28 @@ mod tests {
                 );
             }
         }
+        s.shutdown();
+    }
+
+    #[test]
+    fn an_older_title_event_never_replaces_a_newer_title() {
+        let _guard = crate::pty::TEST_FD_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut s = server();
+        let tid = s.state.focused_terminal().unwrap();
+        let title = |s: &Server| s.state.terminals[&tid].title.clone();
+        let event = |title: &str, seq| crate::pty::PtyEvent::Title {
+            title: title.into(),
+            seq,
+        };
+        s.pty_event(tid, event("newer", 7));
+        assert_eq!(title(&s), "newer");
+        // Read by the pane's I/O thread before the one above, handled after it.
+        s.pty_event(tid, event("older", 5));
+        assert_eq!(title(&s), "newer");
+        s.pty_event(tid, event("newest", 8));
+        assert_eq!(title(&s), "newest");
         s.shutdown();
     }
 

@@ -54,8 +54,13 @@ pub enum PtyEvent {
     Bell,
     /// A complete OSC 52 sequence to pass to clients.
     Clipboard(Vec<u8>),
-    /// The window title changed (OSC 0/2).
-    Title(String),
+    /// The window title changed (OSC 0/2): the title, and the emulator's sequence number
+    /// when it was read (events from the actor and from a borrower's reads may arrive out
+    /// of order; the later number wins).
+    Title {
+        title: String,
+        seq: u64,
+    },
     /// The program ended (EOF on the master). Exit code when the child was ours to reap.
     Exited(Option<i32>),
 }

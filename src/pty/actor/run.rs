@@ -61,7 +61,10 @@ pub(super) fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8>, Vec<P
         events.push(PtyEvent::Bell);
     }
     if effects.title_changed {
-        events.push(PtyEvent::Title(emu.title().to_string()));
+        events.push(PtyEvent::Title {
+            title: emu.title().to_string(),
+            seq: emu.seq(),
+        });
     }
     (effects.responses, events)
 }

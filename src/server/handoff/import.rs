@@ -321,6 +321,7 @@ fn import_terminal(
         pid: Some(runtime.pid as u32),
         size: (image.rows, image.cols),
         resized_at: None,
+        title_seq: 0,
     };
     Ok((term, rt))
 }
