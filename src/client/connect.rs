@@ -205,7 +205,7 @@ pub(crate) fn session_locked(session: &SessionName) -> bool {
 
 /// The server is our child until we exit: reap it when it ends, so a stopped server never
 /// lingers as a zombie while this client runs.
-fn reap_in_background(mut child: std::process::Child) {
+pub(crate) fn reap_in_background(mut child: std::process::Child) {
     let _ = std::thread::Builder::new()
         .name("herdr-reaper".into())
         .spawn(move || {

@@ -1,6 +1,7 @@
-//! What runs in a terminal, read from /proc without touching the PTY: the foreground
-//! process group (the `tpgid` field of the session leader's stat), its command line and
-//! working directory. Where /proc is missing these are simply unknown.
+//! What runs in a terminal, read from /proc: a process's command line and working
+//! directory, its parent, and the foreground process group as its session leader's stat
+//! gives it (`tpgid`; the terminal itself is asked first, see
+//! `TerminalRuntime::foreground_pid`). Where /proc is missing these are simply unknown.
 
 use std::path::PathBuf;
 
@@ -20,57 +21,33 @@ fn read_proc(path: &str, room: usize) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// The fields of `/proc/PID/stat` after the command name (which may contain spaces and
-/// parentheses): state, ppid, pgrp, session, tty_nr, tpgid, …
-fn stat_fields(pid: i32, each: impl FnMut(usize, &str) -> bool) {
-    stat_fields_of(&format!("/proc/{pid}/stat"), each)
+/// Field `index` of a stat file (a process's or a thread's), counted after the command
+/// name, which may contain spaces and parentheses: 0 state, 1 ppid, 2 pgrp, 3 session,
+/// 4 tty_nr, 5 tpgid, …
+fn stat_field(path: &str, index: usize) -> Option<String> {
+    let stat = read_proc(path, 1024)?;
+    let end = stat.iter().rposition(|b| *b == b')')?;
+    let rest = std::str::from_utf8(&stat[end + 1..]).ok()?;
+    rest.split_whitespace().nth(index).map(str::to_string)
 }
 
-/// [`stat_fields`] of a stat file named by its path (a process's or a thread's); `each`
-/// gets the field's number and text, and returns whether to go on.
-fn stat_fields_of(path: &str, mut each: impl FnMut(usize, &str) -> bool) {
-    let Some(stat) = read_proc(path, 1024) else {
-        return;
-    };
-    let Some(end) = stat.iter().rposition(|b| *b == b')') else {
-        return;
-    };
-    let rest = String::from_utf8_lossy(&stat[end + 1..]);
-    for (i, field) in rest.split_whitespace().enumerate() {
-        if !each(i, field) {
-            return;
-        }
-    }
-}
-
-/// One numeric field of `/proc/PID/stat` (numbered as in [`stat_fields`]).
-fn stat_field(pid: i32, index: usize) -> Option<i32> {
-    let mut value = None;
-    stat_fields(pid, |i, field| {
-        if i == index {
-            value = field.parse().ok();
-        }
-        i < index
-    });
-    value
+/// A numeric field of `/proc/PID/stat` (numbered as in [`stat_field`]).
+fn stat_number(pid: i32, index: usize) -> Option<i32> {
+    stat_field(&format!("/proc/{pid}/stat"), index)?
+        .parse()
+        .ok()
 }
 
 /// The parent of `pid`.
 pub fn parent(pid: i32) -> Option<i32> {
-    stat_field(pid, 1)
+    stat_number(pid, 1)
 }
 
 /// The foreground process of the terminal whose session leader is `leader`: its process
 /// group (the leader's `tpgid`), or the leader itself when none is set.
 pub fn foreground_pid(leader: u32) -> Option<i32> {
-    let tpgid = stat_field(leader as i32, 5)?;
+    let tpgid = stat_number(leader as i32, 5)?;
     Some(if tpgid > 0 { tpgid } else { leader as i32 })
-}
-
-/// The foreground process of the terminal whose session leader is `leader`, with its
-/// command line and working directory.
-pub fn foreground(leader: u32) -> Option<Foreground> {
-    foreground_pid(leader).map(describe)
 }
 
 /// A process's command line and working directory (each empty when unreadable).
@@ -101,9 +78,8 @@ mod tests {
         assert!(!argv.is_empty());
         // A test runner has no controlling terminal or is in the foreground: either way a
         // pid comes back and the cwd is ours.
-        let fg = super::foreground(me).unwrap();
+        let fg = super::describe(super::foreground_pid(me).unwrap());
         assert!(fg.pid > 0);
-        assert_eq!(super::foreground_pid(me), Some(fg.pid));
         assert_eq!(
             super::parent(me as i32),
             Some(std::os::unix::process::parent_id() as i32)
@@ -121,12 +97,8 @@ mod tests {
                 let stat = std::fs::read_to_string(format!("/proc/{me}/task/{tid}/stat")).unwrap();
                 assert!(stat.contains("(a) b (c)"), "{stat}");
                 // Fields through the task's own stat file, which names the thread.
-                let mut fields = Vec::new();
-                super::stat_fields_of(&format!("/proc/{me}/task/{tid}/stat"), |_, f| {
-                    fields.push(f.to_string());
-                    true
-                });
-                fields
+                let path = format!("/proc/{me}/task/{tid}/stat");
+                [0, 1].map(|i| super::stat_field(&path, i).unwrap())
             })
             .unwrap();
         let fields = handle.join().unwrap();

@@ -121,10 +121,7 @@ fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(s) = try_connect()? {
-            let mut child = starting.child;
-            std::thread::spawn(move || {
-                let _ = child.wait();
-            });
+            crate::client::connect::reap_in_background(starting.child);
             return Ok(s);
         }
         if let Ok(Some(status)) = starting.child.try_wait() {
