@@ -122,57 +122,71 @@ pub fn draw_pane(
     }
 }
 
+/// Copies one emulator row into the frame, writing only the frame cells that differ
+/// (most of a changed row usually does not): the row's text up to its used extent, then
+/// blanks.
 fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
     let y = rect.y + row;
+    let area = buf.area;
+    if y < area.y || y >= area.bottom() || rect.x < area.x || rect.right() > area.right() {
+        return;
+    }
+    let start = buf.index_of(rect.x, y);
+    let out = &mut buf.content[start..start + usize::from(rect.width)];
+    // Past its used extent a row is blank. An emulator narrower than the pane for a
+    // moment (a resize in flight) leaves the rest blank too, rather than stale.
+    let cells = screen
+        .row(row)
+        .map_or(&[][..], crate::term::vt::Row::used_cells);
     let mut col = 0;
-    while col < rect.width {
-        let x = rect.x + col;
-        let Some(cell) = screen.cell(row, col) else {
-            // The emulator is smaller than the pane for a moment (a resize in flight):
-            // blank the rest rather than keep stale cells.
-            for x in x..rect.right() {
-                if let Some(c) = buf.cell_mut((x, y)) {
-                    c.reset();
-                }
-            }
+    while col < out.len() {
+        let Some(cell) = cells.get(col) else {
+            out[col..].iter_mut().for_each(blank);
             return;
         };
         let wide = cell.is_wide();
-        if wide && col + 1 >= rect.width {
+        if wide && col + 1 >= out.len() {
             // A wide char that does not fit: show a blank, as terminals do.
-            if let Some(c) = buf.cell_mut((x, y)) {
-                c.reset();
-            }
+            blank(&mut out[col]);
             return;
         }
-        if let Some(c) = buf.cell_mut((x, y)) {
-            let sym = cell.contents();
-            c.set_symbol(if sym.is_empty() { " " } else { sym });
-            let pen = cell.pen();
-            let mut m = Modifier::empty();
-            for (on, flag) in [
-                (pen.bold(), Modifier::BOLD),
-                (pen.dim(), Modifier::DIM),
-                (pen.italic(), Modifier::ITALIC),
-                (pen.underline(), Modifier::UNDERLINED),
-                (pen.inverse(), Modifier::REVERSED),
-            ] {
-                if on {
-                    m |= flag;
-                }
-            }
-            c.fg = vt_color(pen.fg);
-            c.bg = vt_color(pen.bg);
-            c.modifier = m;
+        let c = &mut out[col];
+        let sym = match cell.contents() {
+            "" => " ",
+            s => s,
+        };
+        if c.symbol() != sym {
+            c.set_symbol(sym);
         }
-        if wide {
-            if let Some(c) = buf.cell_mut((x + 1, y)) {
-                c.reset();
+        let pen = cell.pen();
+        let mut m = Modifier::empty();
+        for (on, flag) in [
+            (pen.bold(), Modifier::BOLD),
+            (pen.dim(), Modifier::DIM),
+            (pen.italic(), Modifier::ITALIC),
+            (pen.underline(), Modifier::UNDERLINED),
+            (pen.inverse(), Modifier::REVERSED),
+        ] {
+            if on {
+                m |= flag;
             }
+        }
+        c.fg = vt_color(pen.fg);
+        c.bg = vt_color(pen.bg);
+        c.modifier = m;
+        if wide {
+            blank(&mut out[col + 1]);
             col += 2;
         } else {
             col += 1;
         }
+    }
+}
+
+/// Makes a frame cell blank, unless it already is.
+fn blank(c: &mut ratatui::buffer::Cell) {
+    if *c != ratatui::buffer::Cell::EMPTY {
+        c.reset();
     }
 }
 

@@ -32,7 +32,7 @@ impl Row {
     }
 
     /// The cells that may be other than empty with the default pen.
-    pub(super) fn used_cells(&self) -> &[Cell] {
+    pub fn used_cells(&self) -> &[Cell] {
         &self.cells[..usize::from(self.used).min(self.cells.len())]
     }
 

@@ -334,6 +334,17 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
         let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
         let diff = differences(&ours, &theirs);
         assert!(diff.is_empty(), "after {shown:?}:\n{}", diff.join("\n"));
+        // Drawing trusts a row's used extent: past it, every cell is blank.
+        for (r, row) in ours.screen().grid().rows().enumerate() {
+            let used = row.used_cells().len();
+            assert!(
+                row.cells()[used..].iter().all(|c| c.contents().is_empty()
+                    && !c.is_wide()
+                    && !c.is_wide_continuation()
+                    && c.ink() == Ink::DEFAULT),
+                "row {r} has cells past its used extent {used}, after {shown:?}"
+            );
+        }
         assert_eq!(
             dropped.iter().map(|l| drawn(l, cols)).collect::<Vec<_>>(),
             theirs
