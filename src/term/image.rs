@@ -58,6 +58,25 @@ impl Tracker {
                     }
                 }
             }
+            // The parameters of a control sequence, or a string's text: bytes that only
+            // go on the tail, taken as a run.
+            let rest = &bytes[i..];
+            let run = match self.state {
+                Seq::Csi => rest
+                    .iter()
+                    .take_while(|b| (0x20..0x40).contains(*b))
+                    .count(),
+                Seq::Str => rest
+                    .iter()
+                    .take_while(|b| !matches!(b, 0x07 | 0x18 | 0x1a | 0x1b))
+                    .count(),
+                _ => 0,
+            };
+            if run > 0 && self.tail.len() + run <= MAX_TAIL {
+                self.tail.extend_from_slice(&rest[..run]);
+                i += run;
+                continue;
+            }
             self.take(bytes[i]);
             i += 1;
         }
@@ -496,6 +515,44 @@ mod tests {
             Just(b"\x1b[".to_vec()),
             Just(vec![0xe6]),
         ]
+    }
+
+    /// Bytes that matter to the tracker: every kind of sequence start and end, C0
+    /// controls, parameters, UTF-8 leads and continuations, and text.
+    const TRACKED: &[u8] = &[
+        0x1b, 0x1b, b'[', b'[', b']', b'P', b'_', b'(', b' ', b';', b'1', b'?', b'@', b'm', b'~',
+        0x07, 0x18, 0x1a, 0x08, 0x0a, b'\\', b'a', 0x7f, 0xe6, 0xbc, 0x80, 0x9c,
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Feeding the tracker slices (which skips text and takes runs of parameters
+        /// and string bytes at once) stands where feeding it byte by byte does.
+        #[test]
+        fn the_tracker_fed_slices_agrees_with_the_byte_machine(
+            picks in proptest::collection::vec(0..TRACKED.len(), 0..300),
+            cuts in proptest::collection::vec(1usize..20, 1..10),
+        ) {
+            let bytes: Vec<u8> = picks.iter().map(|&i| TRACKED[i]).collect();
+            let (mut sliced, mut single) = (Tracker::default(), Tracker::default());
+            let mut rest = &bytes[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (now, later) = rest.split_at((*cut).min(rest.len()));
+                sliced.feed(now);
+                for &b in now {
+                    single.take(b);
+                }
+                rest = later;
+                prop_assert_eq!(
+                    (sliced.state, &sliced.tail, sliced.overflow),
+                    (single.state, &single.tail, single.overflow),
+                    "after {:?}", &bytes[..bytes.len() - rest.len()]
+                );
+            }
+        }
     }
 
     proptest! {

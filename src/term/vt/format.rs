@@ -10,17 +10,25 @@ use super::{
 /// Where formatted text goes: a `String`, or bytes checked to be UTF-8 once at the end.
 pub(super) trait Sink {
     fn put(&mut self, s: &str);
+    /// One ASCII character (a byte below 0x80).
+    fn put_ascii(&mut self, b: u8);
 }
 
 impl Sink for String {
     fn put(&mut self, s: &str) {
         self.push_str(s);
     }
+    fn put_ascii(&mut self, b: u8) {
+        self.push(char::from(b));
+    }
 }
 
 impl Sink for Vec<u8> {
     fn put(&mut self, s: &str) {
         self.extend_from_slice(s.as_bytes());
+    }
+    fn put_ascii(&mut self, b: u8) {
+        self.push(b);
     }
 }
 
@@ -41,7 +49,9 @@ pub(super) fn push_num(out: &mut impl Sink, n: u16) {
             break;
         }
     }
-    out.put(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    for &d in &buf[i..] {
+        out.put_ascii(d);
+    }
 }
 
 /// The SGR sequence that sets exactly `pen`, from any other.
@@ -95,13 +105,25 @@ fn push_cell(out: &mut String, cell: &Cell) {
     }
 }
 
-/// A row leaving the screen, as a history line: its text from the default pen, SGR
-/// where the pen changes, an empty cell as a blank; trailing blank default cells cut.
+/// A row leaving the screen, as a history line (built in `out`): its text from the
+/// default pen, SGR where the pen changes, an empty cell as a blank; trailing blank
+/// default cells cut. Every row of a long output passes through here: ASCII first.
 pub(super) fn line<'a>(row: &Row, out: &'a mut Vec<u8>) -> &'a str {
     out.clear();
+    let cells = row.used_cells();
+    out.reserve(cells.len());
     let mut ink = Ink::DEFAULT;
     let mut end = 0;
-    for cell in row.used_cells() {
+    for cell in cells {
+        if let Some(b) = cell.ascii() {
+            if cell.ink() != ink {
+                ink = cell.ink();
+                sgr(ink.pen(), out);
+            }
+            out.push(b);
+            end = out.len();
+            continue;
+        }
         if cell.is_wide_continuation() {
             continue;
         }
@@ -109,18 +131,17 @@ pub(super) fn line<'a>(row: &Row, out: &'a mut Vec<u8>) -> &'a str {
             ink = cell.ink();
             sgr(ink.pen(), out);
         }
-        match cell.ascii() {
-            Some(b) => out.push(b),
-            None if cell.has_contents() => out.extend_from_slice(cell.bytes()),
-            None => {
-                out.push(b' ');
-                if ink == Ink::DEFAULT {
-                    continue;
-                }
+        if cell.has_contents() {
+            out.extend_from_slice(cell.bytes());
+        } else {
+            out.push(b' ');
+            if ink == Ink::DEFAULT {
+                continue;
             }
         }
         end = out.len();
     }
+    // Made of whole characters: the check cannot fail.
     std::str::from_utf8(&out[..end]).unwrap_or_default()
 }
 
