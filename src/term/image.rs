@@ -85,10 +85,13 @@ impl Tracker {
     fn take(&mut self, b: u8) {
         let before = self.state;
         self.state = step(before, b);
+        // A character broken off by a byte that is not its continuation: that byte
+        // starts afresh (the parser has drawn a replacement for the broken one).
+        let broken = matches!(before, Seq::Utf8(_)) && !(0x80..=0xbf).contains(&b);
         if self.state == Seq::Ground {
             self.tail.clear();
             self.overflow = false;
-        } else if before == Seq::Ground || b == 0x1b {
+        } else if before == Seq::Ground || b == 0x1b || broken {
             self.tail.clear();
             self.overflow = false;
             self.tail.push(b);
