@@ -229,7 +229,7 @@ fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, h
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::vt::tests::PIECES;
+    use crate::term::vt::tests::{joined, PIECES};
     use crate::term::Emulator;
     use std::sync::{Arc, Mutex};
 
@@ -293,12 +293,7 @@ mod tests {
             let tid = TerminalId(1);
             let mut cache = RowCache::default();
             let mut buf = Buffer::empty(area);
-            let mut out = Vec::new();
-            for (i, n) in picks {
-                for _ in 0..=n {
-                    out.extend_from_slice(PIECES[i]);
-                }
-            }
+            let out = joined(PIECES, &picks);
             let mut rest = &out[..];
             for cut in cuts.iter().cycle() {
                 if rest.is_empty() {

@@ -45,6 +45,14 @@ impl Row {
         &mut self.cells[col]
     }
 
+    /// Cells `from..to`, to change.
+    pub(super) fn cells_mut(&mut self, from: usize, to: usize) -> &mut [Cell] {
+        if to > usize::from(self.used) {
+            self.used = to as u16;
+        }
+        &mut self.cells[from..to]
+    }
+
     pub fn wrapped(&self) -> bool {
         self.wrapped
     }

@@ -259,9 +259,20 @@ macro_rules! grid_and_keep {
 pub(crate) use grid_and_keep;
 
 /// The emulator proper: parser, screens, and what the program asked of its terminal.
+///
+/// Text between escape sequences is most of any output; while the parser is known to
+/// stand in its ground state (fresh, or just after a control or escape sequence ended),
+/// such text is taken here, without the parser, and runs of printable ASCII are written
+/// to the row in one go. Everything else goes through the parser, which is told to stop
+/// as soon as it is back in the ground state.
 pub struct Terminal {
     parser: vte::Parser,
+    /// The parser is in its ground state, holding no part of a character.
+    ground: bool,
     state: State,
+    /// Every byte through the parser (to test the fast path against).
+    #[cfg(test)]
+    parser_only: bool,
 }
 
 struct State {
@@ -272,26 +283,76 @@ struct State {
     scratch: Vec<u8>,
     title: String,
     effects: Effects,
+    /// Set when the parser ends a control or escape sequence, which leaves it in the
+    /// ground state; and, if `await_char`, when it completes the character it held.
+    stop: bool,
+    /// The parser holds the start of a character cut off at the end of some output.
+    await_char: bool,
 }
 
 impl Terminal {
     pub fn new(rows: u16, cols: u16) -> Terminal {
         Terminal {
             parser: vte::Parser::new(),
+            ground: true,
             state: State {
                 screen: Screen::new(rows, cols),
                 dropped: Lines::default(),
                 scratch: Vec::new(),
                 title: String::new(),
                 effects: Effects::default(),
+                stop: false,
+                await_char: false,
             },
+            #[cfg(test)]
+            parser_only: false,
         }
     }
 
     /// Takes in output; changes are stamped with `seq`.
     pub fn process(&mut self, bytes: &[u8], seq: u64) {
         self.state.screen.stamp(seq);
-        self.parser.advance(&mut self.state, bytes);
+        #[cfg(test)]
+        if self.parser_only {
+            self.parser.advance(&mut self.state, bytes);
+            return;
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            if !self.ground {
+                self.state.stop = false;
+                i += self
+                    .parser
+                    .advance_until_terminated(&mut self.state, &bytes[i..]);
+                self.ground = self.state.stop;
+                continue;
+            }
+            // Text up to the next escape, as the parser's ground state takes it.
+            let rest = &bytes[i..];
+            let end = memchr::memchr(0x1b, rest).unwrap_or(rest.len());
+            let (text, cut) = match std::str::from_utf8(&rest[..end]) {
+                Ok(text) => (text, false),
+                Err(e) => {
+                    let valid = &rest[..e.valid_up_to()];
+                    let text = std::str::from_utf8(valid).unwrap_or_default();
+                    // A character cut off by the end of this output: the parser keeps its
+                    // start and is stopped once it completes it.
+                    (text, e.error_len().is_none() && end == rest.len())
+                }
+            };
+            self.state.ground_text(text);
+            i += text.len();
+            if i == bytes.len() {
+                break;
+            }
+            // An escape, or bytes that are not UTF-8: the parser judges them.
+            self.ground = false;
+            if cut {
+                self.parser.advance(&mut self.state, &bytes[i..]);
+                self.state.await_char = true;
+                break;
+            }
+        }
     }
 
     pub fn screen(&self) -> &Screen {
@@ -339,6 +400,70 @@ impl Terminal {
 }
 
 impl State {
+    /// What the parser does with text in its ground state: controls (C0 and C1) are
+    /// executed, everything else printed; a run of printable ASCII is written at once.
+    fn ground_text(&mut self, text: &str) {
+        use vte::Perform as _;
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if (0x20..0x7f).contains(&bytes[i]) {
+                let run = bytes[i..]
+                    .iter()
+                    .position(|b| !(0x20..0x7f).contains(b))
+                    .unwrap_or(bytes.len() - i);
+                let written = self.ascii_run(&bytes[i..i + run]);
+                if written < run {
+                    // At the margin or a wide character: the general way.
+                    self.text(char::from(bytes[i + written]));
+                    i += written + 1;
+                } else {
+                    i += run;
+                }
+                continue;
+            }
+            let Some(c) = text.get(i..).and_then(|t| t.chars().next()) else {
+                return;
+            };
+            match c {
+                '\x00'..='\x1f' | '\u{80}'..='\u{9f}' => self.execute(c as u8),
+                _ => self.print(c),
+            }
+            i += c.len_utf8();
+        }
+    }
+
+    /// Writes printable ASCII at the cursor for as long as each character would take
+    /// [`State::text`]'s one-cell-write path; returns how many it wrote.
+    fn ascii_run(&mut self, run: &[u8]) -> usize {
+        let screen = &mut self.screen;
+        let pen = screen.ink;
+        let g = screen.grid_mut();
+        let Pos { row, col } = g.pos;
+        let (_, cols) = g.size();
+        if col >= cols {
+            return 0;
+        }
+        let start = usize::from(col);
+        let r = g.row_mut(row);
+        if start > 0 && r.cells[start - 1].is_wide() {
+            return 0;
+        }
+        let room = usize::from(cols).min(r.cells.len()).saturating_sub(start);
+        let n = r.cells[start..start + room.min(run.len())]
+            .iter()
+            .position(Cell::is_wide)
+            .unwrap_or(room.min(run.len()));
+        for (cell, &b) in r.cells_mut(start, start + n).iter_mut().zip(run) {
+            cell.set_ascii(b, pen);
+        }
+        g.pos.col += n as u16;
+        if let Some(&last) = run[..n].last() {
+            screen.last_char = Some(char::from(last));
+        }
+        n
+    }
+
     /// Draws `c` at the cursor, wrapping and scrolling as needed.
     #[inline]
     fn text(&mut self, c: char) {

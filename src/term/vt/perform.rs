@@ -173,9 +173,17 @@ fn encoding(s: &mut Screen, enc: Enc, on: bool) {
 
 impl vte::Perform for State {
     fn print(&mut self, c: char) {
+        if std::mem::take(&mut self.await_char) {
+            // The character the parser held is complete: it is back in its ground state.
+            self.stop = true;
+        }
         if c != '\u{fffd}' && !('\u{80}'..'\u{a0}').contains(&c) {
             self.text(c);
         }
+    }
+
+    fn terminated(&self) -> bool {
+        self.stop
     }
 
     fn execute(&mut self, b: u8) {
@@ -190,6 +198,7 @@ impl vte::Perform for State {
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, b: u8) {
+        self.stop = true;
         if !intermediates.is_empty() {
             return;
         }
@@ -213,6 +222,7 @@ impl vte::Perform for State {
     }
 
     fn csi_dispatch(&mut self, params: &vte::Params, intermediates: &[u8], _: bool, c: char) {
+        self.stop = true;
         let p1 = |default| param(params, 0, default);
         match intermediates.first() {
             None => {

@@ -250,6 +250,17 @@ pub(crate) const PIECES: &[&[u8]] = &[
     b"\xc2\x85",
 ];
 
+/// The pieces picked, each repeated 1 + n times.
+pub(crate) fn joined(pieces: &[&[u8]], picks: &[(usize, usize)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &(i, n) in picks {
+        for _ in 0..=n {
+            out.extend_from_slice(pieces[i]);
+        }
+    }
+    out
+}
+
 /// A character as drawn: itself, its colours, bold, dim, italic, underline, inverse.
 type Drawn = (char, Color, Color, [bool; 5]);
 
@@ -367,13 +378,114 @@ proptest::proptest! {
         size in (1u16..8, 2u16..14),
         resize in proptest::option::of((0usize..20, 1u16..8, 2u16..14)),
     ) {
-        let mut out = Vec::new();
-        for (i, n) in picks {
-            for _ in 0..=n {
-                out.extend_from_slice(PIECES[i]);
-            }
-        }
+        let out = joined(PIECES, &picks);
         check(size.0, size.1, &out, &cuts, resize);
+    }
+}
+
+/// Everything observable of a terminal: each cell of both screens, cursor, pen, modes,
+/// title, answers, the lines scrolled off, and which rows changed at each step.
+fn observed(t: &mut Terminal, steps: u64) -> String {
+    fn cells(s: &Screen) -> String {
+        let mut out = format!("{:?} {:?}\n", s.cursor_position(), s.pen());
+        for row in s.grid().rows() {
+            for c in row.cells() {
+                out.push_str(&format!(
+                    "{}{:?}{}{} ",
+                    c.contents(),
+                    c.ink(),
+                    u8::from(c.is_wide()),
+                    u8::from(c.is_wide_continuation())
+                ));
+            }
+            out.push_str(&format!("{}\n", row.wrapped()));
+        }
+        out
+    }
+    let mut out = cells(t.screen());
+    out.push_str(&t.with_primary(cells));
+    let changed: Vec<_> = (0..=steps)
+        .map(|k| t.screen().rows_changed_since(k))
+        .collect();
+    out.push_str(&format!(
+        "{} {} {changed:?}\n",
+        t.screen().contents_formatted(),
+        t.title()
+    ));
+    out.push_str(&format!("{:?}\n", t.take_effects()));
+    out.push_str(&format!("{:?}\n", t.dropped().iter().collect::<Vec<_>>()));
+    out
+}
+
+/// Bytes the parser's ground state judges: text, controls, escapes, and UTF-8 whole,
+/// cut, invalid and overlong.
+const GROUND: &[&[u8]] = &[
+    b"a",
+    b"hello world",
+    b"0123456789abcdef0123",
+    b" ",
+    b"\x7f",
+    b"\r\n",
+    b"\x08",
+    b"\t",
+    b"\x07",
+    b"\x1b[31m",
+    b"\x1b[3;4H",
+    b"\x1b[2@",
+    b"\x1b[2b",
+    b"\x1b[",
+    b"\x1b",
+    b"\x1b]2;t\x07",
+    b"\x1b]2;u\x1b\\",
+    b"\x1b7",
+    b"\x1b(0q",
+    b"\x1b[?1049h",
+    b"\x1b[?1049l",
+    b"\x18",
+    "\u{6f22}".as_bytes(),
+    "e\u{301}".as_bytes(),
+    "\u{2764}\u{fe0f}".as_bytes(),
+    "\u{85}".as_bytes(),
+    &[0xe6],
+    &[0xbc],
+    &[0xa2],
+    &[0xff],
+    &[0xc0, 0xaf],
+    &[0xf0, 0x9f],
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(800))]
+    /// Text taken without the parser, in any slices, leaves the terminal exactly as
+    /// the parser taking every byte does.
+    #[test]
+    fn text_taken_beside_the_parser_matches_the_parser(
+        picks in proptest::collection::vec((0..GROUND.len(), 0usize..3), 1..120),
+        cuts in proptest::collection::vec(1usize..16, 1..20),
+        size in (1u16..6, 2u16..12),
+    ) {
+        let out = joined(GROUND, &picks);
+        let mut fast = Terminal::new(size.0, size.1);
+        let mut slow = Terminal::new(size.0, size.1);
+        slow.parser_only = true;
+        let mut rest = &out[..];
+        let mut seq = 0;
+        for cut in cuts.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (now, later) = rest.split_at((*cut).min(rest.len()));
+            seq += 1;
+            fast.process(now, seq);
+            slow.process(now, seq);
+            rest = later;
+            proptest::prop_assert_eq!(
+                observed(&mut fast, seq),
+                observed(&mut slow, seq),
+                "after {:?}",
+                String::from_utf8_lossy(&out[..out.len() - rest.len()])
+            );
+        }
     }
 }
 
