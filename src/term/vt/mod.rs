@@ -345,6 +345,13 @@ impl Terminal {
             if i == bytes.len() {
                 break;
             }
+            if !cut {
+                // The commonest sequence of all, SGR, in its plain form.
+                if let Some(n) = self.state.plain_sgr(&bytes[i..]) {
+                    i += n;
+                    continue;
+                }
+            }
             // An escape, or bytes that are not UTF-8: the parser judges them.
             self.ground = false;
             if cut {
@@ -431,6 +438,41 @@ impl State {
             }
             i += c.len_utf8();
         }
+    }
+
+    /// `ESC [ Ps ; ... m` with each parameter one to four digits (or none at all), as
+    /// the parser would take it; returns the bytes taken, or None to leave the sequence
+    /// to the parser (another form, or not complete in `bytes`).
+    fn plain_sgr(&mut self, bytes: &[u8]) -> Option<usize> {
+        const MAX: usize = 16;
+        let body = bytes.strip_prefix(b"\x1b[")?;
+        let mut params = [[0u16; 1]; MAX];
+        let (mut n, mut digits) = (0, 0);
+        for (k, &b) in body.iter().enumerate() {
+            match b {
+                b'0'..=b'9' if digits < 4 => {
+                    params[n][0] = params[n][0] * 10 + u16::from(b - b'0');
+                    digits += 1;
+                }
+                b';' | b'm' if digits > 0 => {
+                    n += 1;
+                    digits = 0;
+                    if b == b'm' {
+                        self.sgr_groups(false, params[..n].iter().map(|p| &p[..]));
+                        return Some(k + 3);
+                    }
+                    if n == MAX {
+                        return None;
+                    }
+                }
+                b'm' if k == 0 => {
+                    self.sgr_groups(true, std::iter::empty());
+                    return Some(3);
+                }
+                _ => return None,
+            }
+        }
+        None
     }
 
     /// Writes printable ASCII at the cursor for as long as each character would take

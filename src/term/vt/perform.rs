@@ -73,17 +73,21 @@ impl State {
     }
 
     fn sgr(&mut self, params: &vte::Params) {
+        self.sgr_groups(params.is_empty(), params.iter());
+    }
+
+    /// SGR with its parameters as groups (a parameter and its sub-parameters).
+    pub(super) fn sgr_groups<'a>(&mut self, none: bool, groups: impl Iterator<Item = &'a [u16]>) {
         let mut pen = self.screen.pen;
-        Self::sgr_on(&mut pen, params);
+        Self::sgr_on(&mut pen, none, groups);
         self.screen.set_pen(pen);
     }
 
-    fn sgr_on(pen: &mut Pen, params: &vte::Params) {
-        if params.is_empty() {
+    fn sgr_on<'a>(pen: &mut Pen, none: bool, mut it: impl Iterator<Item = &'a [u16]>) {
+        if none {
             *pen = Pen::DEFAULT;
             return;
         }
-        let mut it = params.iter();
         // A colour given in the following parameters (38;5;n or 38;2;r;g;b).
         fn next_u8<'a>(it: &mut impl Iterator<Item = &'a [u16]>) -> Option<u8> {
             match it.next()? {
