@@ -22,8 +22,24 @@ enum Seq {
     Esc,
     EscIntermediate,
     Csi,
-    /// OSC, DCS, SOS, PM or APC: a string up to BEL or ST.
-    Str,
+    /// OSC: a string up to BEL or ST.
+    Osc,
+    /// DCS: its parameters, then (once a final byte hooks it) a string up to ST or a
+    /// raw 0x9c.
+    Dcs(Dcs),
+    /// SOS, PM or APC: a string up to ST (BEL does not end it).
+    Sos,
+}
+
+/// Where a DCS stands, as the parser tells its parts apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dcs {
+    Entry,
+    Param,
+    Intermediate,
+    /// Malformed: never hooked, ends only as any sequence can (CAN, SUB, ESC).
+    Ignore,
+    Passthrough,
 }
 
 /// Longest incomplete sequence kept (an OSC 52 clipboard write is the big one).
@@ -66,14 +82,26 @@ impl Tracker {
                     .iter()
                     .take_while(|b| (0x20..0x40).contains(*b))
                     .count(),
-                Seq::Str => rest
+                Seq::Osc => rest
                     .iter()
                     .take_while(|b| !matches!(b, 0x07 | 0x18 | 0x1a | 0x1b))
                     .count(),
+                Seq::Dcs(Dcs::Passthrough) => rest
+                    .iter()
+                    .take_while(|b| !matches!(b, 0x18 | 0x1a | 0x1b | 0x9c))
+                    .count(),
+                Seq::Sos => rest
+                    .iter()
+                    .take_while(|b| !matches!(b, 0x18 | 0x1a | 0x1b))
+                    .count(),
                 _ => 0,
             };
-            if run > 0 && self.tail.len() + run <= MAX_TAIL {
-                self.tail.extend_from_slice(&rest[..run]);
+            if run > 0 {
+                let room = MAX_TAIL.saturating_sub(self.tail.len());
+                self.tail.extend_from_slice(&rest[..run.min(room)]);
+                if run > room {
+                    self.overflow = true;
+                }
                 i += run;
                 continue;
             }
@@ -138,7 +166,9 @@ fn step(state: Seq, b: u8) -> Seq {
         },
         Seq::Esc => match b {
             b'[' => Seq::Csi,
-            b']' | b'P' | b'X' | b'^' | b'_' => Seq::Str,
+            b']' => Seq::Osc,
+            b'P' => Seq::Dcs(Dcs::Entry),
+            b'X' | b'^' | b'_' => Seq::Sos,
             0x20..=0x2f => Seq::EscIntermediate,
             0x30..=0x7e => Seq::Ground,
             _ => Seq::Esc,
@@ -151,10 +181,20 @@ fn step(state: Seq, b: u8) -> Seq {
             0x40..=0x7e => Seq::Ground,
             _ => Seq::Csi,
         },
-        Seq::Str => match b {
+        Seq::Osc => match b {
             0x07 => Seq::Ground,
-            _ => Seq::Str,
+            _ => Seq::Osc,
         },
+        Seq::Dcs(part) => Seq::Dcs(match (part, b) {
+            (Dcs::Passthrough, 0x9c) => return Seq::Ground,
+            (Dcs::Passthrough | Dcs::Ignore, _) => part,
+            (_, 0x40..=0x7e) => Dcs::Passthrough,
+            (Dcs::Entry | Dcs::Param, 0x20..=0x2f) => Dcs::Intermediate,
+            (Dcs::Entry, 0x30..=0x3f) | (Dcs::Param, 0x30..=0x3b) => Dcs::Param,
+            (Dcs::Param, 0x3c..=0x3f) | (Dcs::Intermediate, 0x30..=0x3f) => Dcs::Ignore,
+            _ => part,
+        }),
+        Seq::Sos => Seq::Sos,
     }
 }
 
@@ -492,6 +532,50 @@ mod tests {
         assert_eq!(copy2.title(), "title");
     }
 
+    #[test]
+    fn a_string_longer_than_the_tail_keeps_its_start_and_says_it_overflowed() {
+        let mut t = Tracker::default();
+        t.feed(b"\x1b]52;c;");
+        let text = vec![b'A'; 64 << 10];
+        for _ in 0..(MAX_TAIL / text.len() + 2) {
+            t.feed(&text);
+        }
+        assert_eq!(t.tail.len(), MAX_TAIL);
+        assert!(t.tail.starts_with(b"\x1b]52;c;AAA"));
+        assert!(t.overflow);
+        t.feed(b"\x07");
+        assert!(t.tail.is_empty() && !t.overflow && t.grounded());
+    }
+
+    #[test]
+    fn strings_end_where_the_parser_ends_them() {
+        // BEL does not end an APC: what follows, up to ST, is still its text.
+        let mut e = Emulator::new(3, 20, 100);
+        e.process(b"\x1b_x\x07");
+        let mut copy = round_trip(&mut e);
+        for x in [&mut e, &mut copy] {
+            x.process(b"hidden\x1b\\shown");
+        }
+        assert_same(&mut e, &mut copy);
+        assert_eq!(copy.screen().contents(), "shown");
+        // A raw 0x9c ends a DCS once its final byte has come: what follows is text, drawn
+        // once.
+        let mut e = Emulator::new(3, 20, 100);
+        e.process(b"\x1bPqx\x9cabc");
+        let mut copy = round_trip(&mut e);
+        assert_same(&mut e, &mut copy);
+        assert_eq!(copy.screen().contents(), "abc");
+        // Before it, 0x9c is ignored.
+        let mut e = Emulator::new(3, 20, 100);
+        e.process(b"\x1bP1\x9c");
+        let mut copy = round_trip(&mut e);
+        for x in [&mut e, &mut copy] {
+            x.process(b"q text\x1b\\after");
+        }
+        assert_same(&mut e, &mut copy);
+        assert_eq!(copy.screen().contents(), "after");
+    }
+
     fn chunk() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             // No 'b': after a bare CSI it would be REP, which repeats the last character
@@ -502,6 +586,12 @@ mod tests {
             (0u8..8, 0u8..8).prop_map(|(f, b)| format!("\x1b[3{f};4{b}m").into_bytes()),
             Just(b"\x1b[0m".to_vec()),
             Just(b"\x1b[1;7m".to_vec()),
+            Just(b"\x1b_apc".to_vec()),
+            Just(b"\x1bP1;2q".to_vec()),
+            Just(b"\x1bP1?".to_vec()),
+            Just(vec![0x9c]),
+            Just(b"\x07".to_vec()),
+            Just(b"\x1b\\".to_vec()),
             (1u8..12, 1u8..30).prop_map(|(r, c)| format!("\x1b[{r};{c}H").into_bytes()),
             Just(b"\x1b[K".to_vec()),
             Just(b"\x1b[2J".to_vec()),
