@@ -328,7 +328,10 @@ impl vte::Perform for State {
         }
     }
 
-    fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
+    fn osc_dispatch(&mut self, params: &[&[u8]], bell_terminated: bool) {
+        // Ended by BEL, the parser is back in its ground state (by ESC, it is not: the
+        // ESC begins the ST that follows).
+        self.stop |= bell_terminated;
         match params {
             // OSC 0 sets the icon name and the title.
             [b"0", s] => self.set_title(s),
