@@ -339,7 +339,7 @@ fn without_binary_the_session_goes_to_the_file_now_at_the_servers_path() {
     let env = Env::new("handoff-replaced");
     // The server runs from a copy, which an "update" then replaces.
     let copy = env.dir.path().join("bin-herdr");
-    std::fs::copy(support::BIN, &copy).unwrap();
+    support::copy_executable(support::BIN, &copy);
     let start = std::process::Command::new(&copy)
         .env_clear()
         .envs(env.vars())
@@ -351,7 +351,7 @@ fn without_binary_the_session_goes_to_the_file_now_at_the_servers_path() {
     let old = env.server_pid().unwrap();
     let shell = pids(&env)[0].1;
     let fresh = env.dir.path().join("bin-herdr.new");
-    std::fs::copy(support::BIN, &fresh).unwrap();
+    support::copy_executable(support::BIN, &fresh);
     std::fs::rename(&fresh, &copy).unwrap();
     let exe = std::fs::read_link(format!("/proc/{old}/exe")).unwrap();
     assert!(exe.to_string_lossy().ends_with(" (deleted)"), "{exe:?}");

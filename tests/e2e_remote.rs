@@ -292,7 +292,7 @@ fn an_older_remote_server_is_reused_or_handed_over_live() {
         .unwrap()
         .to_string();
     let old = sshd.remote_home().join("old-herdr");
-    std::fs::copy(releases.join(file), &old).unwrap();
+    support::copy_executable(releases.join(file), &old);
     let on_host = |bin: &std::path::Path, args: &[&str]| {
         let out = std::process::Command::new(bin)
             .env_clear()

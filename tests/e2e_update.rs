@@ -31,7 +31,7 @@ impl World {
         release(&releases, &http.url(), "stable", NEW, None);
         let bin = env.home().join(".local/bin/herdr");
         std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        std::fs::copy(base_binary(), &bin).unwrap();
+        support::copy_executable(base_binary(), &bin);
         std::fs::write(
             env.config_file(),
             format!(
@@ -268,7 +268,7 @@ fn package_managed_binaries_and_panes_are_refused_with_advice() {
     ] {
         let bin = w.env.dir.path().join(dir).join("herdr");
         std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        std::fs::copy(base_binary(), &bin).unwrap();
+        support::copy_executable(base_binary(), &bin);
         let extra: Vec<(String, String)> = extra
             .iter()
             .map(|(k, v)| {

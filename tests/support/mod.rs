@@ -351,6 +351,24 @@ impl Drop for Term {
 }
 
 /// The stdout of a command that must have succeeded (else a failure showing everything).
+/// Copies an executable with `cp` rather than from this process. A file this process
+/// holds open for writing is inherited by any child another test thread forks meanwhile,
+/// and until that child execs, running the copy fails with "text file busy".
+pub fn copy_executable(from: impl AsRef<Path>, to: impl AsRef<Path>) {
+    let (from, to) = (from.as_ref(), to.as_ref());
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap_or_else(|e| panic!("cp {}: {e}", from.display()));
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        from.display(),
+        to.display()
+    );
+}
+
 pub fn ok(out: std::process::Output) -> String {
     assert!(
         out.status.success(),

@@ -14,7 +14,7 @@ pub fn base_binary() -> PathBuf {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let path = dir.join("herdr-update-base");
         let tmp = dir.join(format!("herdr-update-base.{}", std::process::id()));
-        std::fs::copy(super::BIN, &tmp).unwrap();
+        super::copy_executable(super::BIN, &tmp);
         let s = Command::new("strip")
             .arg("--strip-debug")
             .arg(&tmp)
