@@ -48,7 +48,7 @@ const MAX_TAIL: usize = 2 << 20;
 /// Follows the escape-sequence structure of the output (the parts of the state machine
 /// the emulator's parser uses that decide where a sequence ends), keeping the bytes of the one
 /// in progress.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Tracker {
     state: Seq,
     tail: Vec<u8>,
@@ -132,9 +132,16 @@ impl Tracker {
         }
     }
 
+    /// Back between sequences, with nothing unfinished.
+    pub(super) fn reset(&mut self) {
+        self.state = Seq::Ground;
+        self.tail.clear();
+        self.overflow = false;
+    }
+
     #[cfg(test)]
     pub(super) fn grounded(&self) -> bool {
-        self.state == Seq::Ground
+        self.state == Seq::Ground && self.tail.is_empty() && !self.overflow
     }
 }
 

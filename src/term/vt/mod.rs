@@ -269,6 +269,8 @@ pub struct Terminal {
     parser: vte::Parser,
     /// The parser is in its ground state, holding no part of a character.
     ground: bool,
+    /// The last place in the output being processed where `ground` held.
+    ground_at: Option<usize>,
     state: State,
     /// Every byte through the parser (to test the fast path against).
     #[cfg(test)]
@@ -295,6 +297,7 @@ impl Terminal {
         Terminal {
             parser: vte::Parser::new(),
             ground: true,
+            ground_at: None,
             state: State {
                 screen: Screen::new(rows, cols),
                 dropped: Lines::default(),
@@ -318,6 +321,7 @@ impl Terminal {
             return;
         }
         let mut i = 0;
+        self.ground_at = self.ground.then_some(0);
         while i < bytes.len() {
             if !self.ground {
                 self.state.stop = false;
@@ -325,6 +329,9 @@ impl Terminal {
                     .parser
                     .advance_until_terminated(&mut self.state, &bytes[i..]);
                 self.ground = self.state.stop;
+                if self.ground {
+                    self.ground_at = Some(i);
+                }
                 continue;
             }
             // Text up to the next escape, as the parser's ground state takes it.
@@ -342,6 +349,7 @@ impl Terminal {
             };
             self.state.ground_text(text);
             i += text.len();
+            self.ground_at = Some(i);
             if i == bytes.len() {
                 break;
             }
@@ -349,6 +357,7 @@ impl Terminal {
                 // The commonest sequence of all, SGR, in its plain form.
                 if let Some(n) = self.state.plain_sgr(&bytes[i..]) {
                     i += n;
+                    self.ground_at = Some(i);
                     continue;
                 }
             }
@@ -360,6 +369,16 @@ impl Terminal {
                 break;
             }
         }
+    }
+
+    /// Where in the output last processed the parser was last known in its ground state
+    /// holding nothing (everything before was finished); None if nowhere in it.
+    pub fn ground_from(&self) -> Option<usize> {
+        #[cfg(test)]
+        if self.parser_only {
+            return None;
+        }
+        self.ground_at
     }
 
     pub fn screen(&self) -> &Screen {
