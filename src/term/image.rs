@@ -554,32 +554,30 @@ mod tests {
         assert!(t.tail.is_empty() && !t.overflow && t.grounded());
     }
 
+    /// `before`, a move, then `after` on both sides, which must then look the same; the
+    /// copy, to look at.
+    fn moved_between(before: &[u8], after: &[u8]) -> Emulator {
+        let mut e = Emulator::new(3, 20, 100);
+        e.process(before);
+        let mut copy = round_trip(&mut e);
+        for x in [&mut e, &mut copy] {
+            x.process(after);
+        }
+        assert_same(&mut e, &mut copy);
+        copy
+    }
+
     #[test]
     fn strings_end_where_the_parser_ends_them() {
         // BEL does not end an APC: what follows, up to ST, is still its text.
-        let mut e = Emulator::new(3, 20, 100);
-        e.process(b"\x1b_x\x07");
-        let mut copy = round_trip(&mut e);
-        for x in [&mut e, &mut copy] {
-            x.process(b"hidden\x1b\\shown");
-        }
-        assert_same(&mut e, &mut copy);
+        let copy = moved_between(b"\x1b_x\x07", b"hidden\x1b\\shown");
         assert_eq!(copy.screen().contents(), "shown");
         // A raw 0x9c ends a DCS once its final byte has come: what follows is text, drawn
         // once.
-        let mut e = Emulator::new(3, 20, 100);
-        e.process(b"\x1bPqx\x9cabc");
-        let mut copy = round_trip(&mut e);
-        assert_same(&mut e, &mut copy);
+        let copy = moved_between(b"\x1bPqx\x9cabc", b"");
         assert_eq!(copy.screen().contents(), "abc");
         // Before it, 0x9c is ignored.
-        let mut e = Emulator::new(3, 20, 100);
-        e.process(b"\x1bP1\x9c");
-        let mut copy = round_trip(&mut e);
-        for x in [&mut e, &mut copy] {
-            x.process(b"q text\x1b\\after");
-        }
-        assert_same(&mut e, &mut copy);
+        let copy = moved_between(b"\x1bP1\x9c", b"q text\x1b\\after");
         assert_eq!(copy.screen().contents(), "after");
     }
 

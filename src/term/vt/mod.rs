@@ -353,13 +353,11 @@ impl Terminal {
             if i == bytes.len() {
                 break;
             }
-            if !cut {
-                // The commonest sequence of all, SGR, in its plain form.
-                if let Some(n) = self.state.plain_sgr(&bytes[i..]) {
-                    i += n;
-                    self.ground_at = Some(i);
-                    continue;
-                }
+            // The commonest sequence of all, SGR, in its plain form.
+            if let Some(n) = self.state.plain_sgr(&bytes[i..]) {
+                i += n;
+                self.ground_at = Some(i);
+                continue;
             }
             // An escape, or bytes that are not UTF-8: the parser judges them.
             self.ground = false;
