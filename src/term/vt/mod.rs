@@ -439,7 +439,7 @@ impl State {
                 let written = self.ascii_run(&bytes[i..i + run]);
                 if written < run {
                     // At the margin or a wide character: the general way.
-                    self.text(char::from(bytes[i + written]));
+                    self.text_slow(char::from(bytes[i + written]));
                     i += written + 1;
                 } else {
                     i += run;
@@ -492,8 +492,9 @@ impl State {
         None
     }
 
-    /// Writes printable ASCII at the cursor for as long as each character would take
-    /// [`State::text`]'s one-cell-write path; returns how many it wrote.
+    /// Writes printable ASCII at the cursor, one cell each, while clear of the right
+    /// margin and of wide characters; returns how many it wrote (the rest is for
+    /// [`State::text_slow`]).
     fn ascii_run(&mut self, run: &[u8]) -> usize {
         let screen = &mut self.screen;
         let pen = screen.ink;
@@ -526,24 +527,9 @@ impl State {
     /// Draws `c` at the cursor, wrapping and scrolling as needed.
     #[inline]
     fn text(&mut self, c: char) {
-        let screen = &mut self.screen;
-        let pen = screen.ink;
         // ASCII in the middle of a row: one cell write.
-        if c.is_ascii_graphic() || c == ' ' {
-            let g = screen.grid_mut();
-            let Pos { row, col } = g.pos;
-            let (_, cols) = g.size();
-            if col < cols {
-                let r = g.row_mut(row);
-                let col = usize::from(col);
-                let prev_wide = col > 0 && r.cells[col - 1].is_wide();
-                if !prev_wide && !r.cells[col].is_wide() {
-                    r.cell_mut(col).set_ascii(c as u8, pen);
-                    g.pos.col += 1;
-                    screen.last_char = Some(c);
-                    return;
-                }
-            }
+        if (c.is_ascii_graphic() || c == ' ') && self.ascii_run(&[c as u8]) == 1 {
+            return;
         }
         self.text_slow(c);
     }
