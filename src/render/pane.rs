@@ -229,7 +229,7 @@ fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, h
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::term::vt::tests::{joined, PIECES};
+    use crate::term::vt::tests::{joined, slices, PIECES};
     use crate::term::Emulator;
     use std::sync::{Arc, Mutex};
 
@@ -294,15 +294,9 @@ mod tests {
             let mut cache = RowCache::default();
             let mut buf = Buffer::empty(area);
             let out = joined(PIECES, &picks);
-            let mut rest = &out[..];
-            for cut in cuts.iter().cycle() {
-                if rest.is_empty() {
-                    break;
-                }
-                let (now, later) = rest.split_at((*cut).min(rest.len()));
+            for (now, done) in slices(&out, &cuts) {
                 lock(&emu).process(now);
-                rest = later;
-                let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
+                let shown = String::from_utf8_lossy(&out[..done]).into_owned();
                 draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
                 let mut fresh = Buffer::empty(area);
                 let mut nothing = RowCache::default();

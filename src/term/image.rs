@@ -633,21 +633,15 @@ mod tests {
         ) {
             let bytes: Vec<u8> = picks.iter().map(|&i| TRACKED[i]).collect();
             let (mut sliced, mut single) = (Tracker::default(), Tracker::default());
-            let mut rest = &bytes[..];
-            for cut in cuts.iter().cycle() {
-                if rest.is_empty() {
-                    break;
-                }
-                let (now, later) = rest.split_at((*cut).min(rest.len()));
+            for (now, done) in crate::term::vt::tests::slices(&bytes, &cuts) {
                 sliced.feed(now);
                 for &b in now {
                     single.take(b);
                 }
-                rest = later;
                 prop_assert_eq!(
                     (sliced.state, &sliced.tail, sliced.overflow),
                     (single.state, &single.tail, single.overflow),
-                    "after {:?}", &bytes[..bytes.len() - rest.len()]
+                    "after {:?}", &bytes[..done]
                 );
             }
         }

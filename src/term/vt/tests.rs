@@ -261,6 +261,22 @@ pub(crate) fn joined(pieces: &[&[u8]], picks: &[(usize, usize)]) -> Vec<u8> {
     out
 }
 
+/// `out` in slices of the sizes in `cuts` (repeated as needed), each with how many bytes
+/// of `out` have been given once it has.
+pub(crate) fn slices<'a>(
+    out: &'a [u8],
+    cuts: &'a [usize],
+) -> impl Iterator<Item = (&'a [u8], usize)> + 'a {
+    let mut at = 0;
+    cuts.iter().cycle().map_while(move |&cut| {
+        (at < out.len()).then(|| {
+            let now = &out[at..(at + cut.max(1)).min(out.len())];
+            at += now.len();
+            (now, at)
+        })
+    })
+}
+
 /// A character as drawn: itself, its colours, bold, dim, italic, underline, inverse.
 type Drawn = (char, Color, Color, [bool; 5]);
 
@@ -481,22 +497,14 @@ proptest::proptest! {
         let mut fast = Terminal::new(size.0, size.1);
         let mut slow = Terminal::new(size.0, size.1);
         slow.parser_only = true;
-        let mut rest = &out[..];
-        let mut seq = 0;
-        for cut in cuts.iter().cycle() {
-            if rest.is_empty() {
-                break;
-            }
-            let (now, later) = rest.split_at((*cut).min(rest.len()));
-            seq += 1;
+        for (seq, (now, done)) in (1..).zip(slices(&out, &cuts)) {
             fast.process(now, seq);
             slow.process(now, seq);
-            rest = later;
             proptest::prop_assert_eq!(
                 observed(&mut fast, seq),
                 observed(&mut slow, seq),
                 "after {:?}",
-                String::from_utf8_lossy(&out[..out.len() - rest.len()])
+                String::from_utf8_lossy(&out[..done])
             );
         }
     }
