@@ -9,6 +9,7 @@ mod cell;
 mod format;
 mod grid;
 mod perform;
+mod strings;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -18,6 +19,8 @@ pub use cell::{Cell, Color, Ink, Pen};
 pub use format::WRAP;
 pub use grid::Row;
 use grid::{Grid, Pos};
+pub use strings::OSC_MAX;
+use strings::{End, Str};
 
 use super::history::Lines;
 use super::Effects;
@@ -263,12 +266,22 @@ pub(crate) use grid_and_keep;
 /// Text between escape sequences is most of any output; while the parser is known to
 /// stand in its ground state (fresh, or just after a control or escape sequence ended),
 /// such text is taken here, without the parser, and runs of printable ASCII are written
-/// to the row in one go. Everything else goes through the parser, which is told to stop
-/// as soon as it is back in the ground state.
+/// to the row in one go. Control strings (OSC, DCS, …) are taken here too, with bounded
+/// memory ([`strings`]): the parser is never given an ESC before the byte after it has been
+/// seen, so it never enters one. Everything else goes through the parser, which is told to
+/// stop as soon as it is back in the ground state.
 pub struct Terminal {
     parser: vte::Parser,
-    /// The parser is in its ground state, holding no part of a character.
+    /// The parser is in its ground state, holding no part of a character, and no string
+    /// or ESC is in progress here.
     ground: bool,
+    /// The control string in progress.
+    string: Option<Str>,
+    /// The text of the OSC in progress.
+    osc: Vec<u8>,
+    /// The output ended with an ESC, not yet given to the parser: the next byte tells
+    /// whether it begins a string.
+    held_esc: bool,
     /// The last place in the output being processed where `ground` held.
     ground_at: Option<usize>,
     state: State,
@@ -297,6 +310,9 @@ impl Terminal {
         Terminal {
             parser: vte::Parser::new(),
             ground: true,
+            string: None,
+            osc: Vec::new(),
+            held_esc: false,
             ground_at: None,
             state: State {
                 screen: Screen::new(rows, cols),
@@ -322,12 +338,45 @@ impl Terminal {
         }
         let mut i = 0;
         self.ground_at = self.ground.then_some(0);
+        if std::mem::take(&mut self.held_esc) {
+            match self.escape(bytes.first().copied()) {
+                Esc::Held => return,
+                Esc::String => i = 1,
+                Esc::Plain => {
+                    self.parser.advance(&mut self.state, b"\x1b");
+                    self.state.await_char = false;
+                }
+            }
+        }
         while i < bytes.len() {
+            if let Some(string) = &mut self.string {
+                let (n, end) = string.take(&bytes[i..], &mut self.osc);
+                i += n;
+                if let Some(end) = end {
+                    self.end_string(end);
+                    self.ground = true;
+                    self.ground_at = Some(i);
+                }
+                continue;
+            }
             if !self.ground {
+                let rest = &bytes[i..];
+                if rest[0] == 0x1b {
+                    match self.escape(rest.get(1).copied()) {
+                        Esc::Held => break,
+                        Esc::String => {
+                            i += 2;
+                            continue;
+                        }
+                        Esc::Plain => {}
+                    }
+                }
+                // Up to the next ESC, which is looked at before the parser gets it.
+                let end = memchr::memchr(0x1b, &rest[1..]).map_or(rest.len(), |n| n + 1);
                 self.state.stop = false;
                 i += self
                     .parser
-                    .advance_until_terminated(&mut self.state, &bytes[i..]);
+                    .advance_until_terminated(&mut self.state, &rest[..end]);
                 self.ground = self.state.stop;
                 if self.ground {
                     self.ground_at = Some(i);
@@ -359,6 +408,16 @@ impl Terminal {
                 self.ground_at = Some(i);
                 continue;
             }
+            if bytes[i] == 0x1b {
+                match self.escape(bytes.get(i + 1).copied()) {
+                    Esc::Held => break,
+                    Esc::String => {
+                        i += 2;
+                        continue;
+                    }
+                    Esc::Plain => {}
+                }
+            }
             // An escape, or bytes that are not UTF-8: the parser judges them.
             self.ground = false;
             if cut {
@@ -366,6 +425,49 @@ impl Terminal {
                 self.state.await_char = true;
                 break;
             }
+        }
+    }
+
+    /// At an ESC not yet given to the parser, followed by `next` (None: the output ends
+    /// with the ESC, which is then held until more comes).
+    fn escape(&mut self, next: Option<u8>) -> Esc {
+        let Some(next) = next else {
+            self.held_esc = true;
+            self.ground = false;
+            return Esc::Held;
+        };
+        let Some(string) = Str::begin(next) else {
+            return Esc::Plain;
+        };
+        if !self.ground {
+            // The ESC ends what the parser holds (a sequence cut short, the start of a
+            // character) as it always would; then the parser is fresh, as after the string.
+            self.parser.advance(&mut self.state, b"\x1b");
+            self.parser = vte::Parser::new();
+            self.state.await_char = false;
+        }
+        self.ground = false;
+        self.string = Some(string);
+        Esc::String
+    }
+
+    /// Acts on a control string that ended: an OSC is dispatched (unless it was too long),
+    /// a cancelling CAN or SUB executed.
+    fn end_string(&mut self, end: End) {
+        use vte::Perform as _;
+        if let Some(Str::Osc { over: false }) = self.string {
+            let mut params: [&[u8]; 16] = [&[]; 16];
+            let mut n = 0;
+            for (param, part) in params.iter_mut().zip(self.osc.split(|&b| b == b';')) {
+                *param = part;
+                n += 1;
+            }
+            self.state.osc_dispatch(&params[..n], end == End::Bell);
+        }
+        self.string = None;
+        Str::release(&mut self.osc);
+        if let End::Cancel(b) = end {
+            self.state.execute(b);
         }
     }
 
@@ -421,6 +523,16 @@ impl Terminal {
         self.state.screen.alt = alt;
         out
     }
+}
+
+/// What to do at an ESC.
+enum Esc {
+    /// It is held until the next output.
+    Held,
+    /// It began a control string, taken here.
+    String,
+    /// The parser takes it.
+    Plain,
 }
 
 impl State {

@@ -272,9 +272,12 @@ impl vte::Perform for State {
                     }
                     'T' => g.scroll_down(p1(1)),
                     'X' => g.erase_cells(p1(1), pen),
+                    // REP: repeated to the end of the line at most, as tmux does; a
+                    // count of 65535 would otherwise be that many writes for 8 bytes.
                     'b' => {
+                        let room = g.size().1 - g.pos.col.min(g.size().1 - 1);
                         if let Some(last) = self.screen.last_char {
-                            for _ in 0..p1(1) {
+                            for _ in 0..p1(1).min(room) {
                                 self.text(last);
                             }
                         }

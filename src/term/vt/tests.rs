@@ -199,7 +199,8 @@ pub(crate) const PIECES: &[&[u8]] = &[
     b"\x1b[P",
     b"\x1b[3P",
     b"\x1b[3X",
-    b"\x1b[3b",
+    // REP within the line (beyond it, herdr stops at the end of the line; vt100 goes on).
+    b"\x1b[b",
     b"\x1b[2;4r",
     b"\x1b[r",
     b"\x1b[3;1r",
@@ -481,6 +482,30 @@ const GROUND: &[&[u8]] = &[
     &[0xff],
     &[0xc0, 0xaf],
     &[0xf0, 0x9f],
+    // Control strings, whole and in pieces.
+    b"\x1b]",
+    b"\x1b]0;ti",
+    b"tle",
+    b";",
+    b"\x1b]52;c;aGk=\x07",
+    b"\x1b]52;c;aGk=\x1b\\",
+    b"\x1b]10;?\x07",
+    b"\x1b]1;icon\x1b\\",
+    b"\x1bP",
+    b"\x1bP1;2q",
+    b"\x1bP>|",
+    b"\x1bP$q",
+    b"\x1bP1$",
+    b"<",
+    b"q#0;2;0;0;0",
+    b"\x1b\\",
+    b"\x1bX",
+    b"\x1b^",
+    b"\x1b_Gf=24",
+    b"\x1a",
+    b"\x05",
+    &[0x9c],
+    &[0xc2, 0x9c],
 ];
 
 proptest::proptest! {
@@ -556,4 +581,94 @@ fn an_emoji_widened_at_the_margin_of_the_bottom_row_moves_to_the_next_row() {
         s.rows(0, 4).collect::<Vec<_>>(),
         ["", "abc", "\u{2764}\u{fe0f}x"]
     );
+}
+
+/// Feeds `out` in slices of 64 KiB, as a pane's reads come.
+fn feed_in_reads(t: &mut Terminal, out: &[u8]) {
+    for (seq, slice) in (1..).zip(out.chunks(64 << 10)) {
+        t.process(slice, seq);
+        assert!(
+            t.osc.capacity() <= super::OSC_MAX,
+            "an OSC in progress holds at most its limit"
+        );
+    }
+}
+
+#[test]
+fn an_unterminated_osc_keeps_bounded_memory_and_gives_it_back() {
+    // (A 400 MB title took the server from 8 MB to 401 MB, and kept it.)
+    let mut t = Terminal::new(4, 20);
+    let mut out = b"\x1b]0;".to_vec();
+    out.resize(8 << 20, b'a');
+    feed_in_reads(&mut t, &out);
+    feed_in_reads(&mut t, b"\x07after");
+    assert_eq!(
+        t.title(),
+        "",
+        "a title longer than the limit is dropped whole"
+    );
+    assert!(t.osc.capacity() <= 4 << 10, "the buffer is given back");
+    assert_eq!(t.screen().line(0), "after");
+    t.process(b"\x1b]2;short\x1b\\", 9);
+    assert_eq!(t.title(), "short");
+}
+
+#[test]
+fn a_clipboard_write_up_to_the_limit_is_kept_and_a_longer_one_dropped() {
+    let mut t = Terminal::new(4, 20);
+    let data = vec![b'A'; 1 << 20];
+    let mut out = b"\x1b]52;c;".to_vec();
+    out.extend_from_slice(&data);
+    out.push(0x07);
+    feed_in_reads(&mut t, &out);
+    let fx = t.take_effects();
+    assert_eq!(fx.clipboard.len(), 1);
+    assert_eq!(fx.clipboard[0].len(), out.len());
+    let mut longer = b"\x1b]52;c;".to_vec();
+    longer.resize(super::OSC_MAX + 1, b'A');
+    longer.extend_from_slice(b"\x1b\\");
+    feed_in_reads(&mut t, &longer);
+    assert!(
+        t.take_effects().clipboard.is_empty(),
+        "not cut short: dropped"
+    );
+}
+
+#[test]
+fn a_string_begun_inside_a_broken_sequence_is_bounded_too() {
+    // The parser is in the middle of a CSI (and then an ESC) when the OSC begins; and
+    // a string's ESC comes at the end of a read.
+    let mut t = Terminal::new(4, 20);
+    let mut out = b"\x1b[12;\x1b\x1b]2;".to_vec();
+    out.resize(4 << 20, b'x');
+    out.extend_from_slice(b"\x07\x1b]2;ok\x07");
+    feed_in_reads(&mut t, &out);
+    assert_eq!(t.title(), "ok");
+    for (i, cut) in [b"\x1b".as_slice(), b"]2;held\x07"].iter().enumerate() {
+        t.process(cut, 10 + i as u64);
+    }
+    assert_eq!(t.title(), "held");
+}
+
+#[test]
+fn dcs_apc_pm_and_sos_strings_of_any_length_are_skipped() {
+    let mut t = Terminal::new(4, 20);
+    for start in [b"\x1bP1;2q".as_slice(), b"\x1b_G", b"\x1b^", b"\x1bX"] {
+        let mut out = start.to_vec();
+        out.resize(4 << 20, b'#');
+        out.extend_from_slice(b"\x1b\\ok ");
+        feed_in_reads(&mut t, &out);
+    }
+    assert_eq!(t.screen().line(0), "ok ok ok ok ");
+}
+
+#[test]
+fn a_repeat_count_stops_at_the_end_of_the_line() {
+    // (65535 repeats from 8 bytes: 64 KiB of them stalled the server for 1.9 s.)
+    let mut t = Terminal::new(3, 10);
+    t.process(b"abc\x1b[65535b\r\nx\x1b[2b", 1);
+    assert_eq!(t.screen().line(0), "abcccccccc");
+    assert_eq!(t.screen().line(1), "xxx");
+    assert_eq!(t.screen().line(2), "");
+    assert!(t.dropped().is_empty(), "nothing scrolled");
 }
