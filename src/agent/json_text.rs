@@ -4,14 +4,16 @@
 //! Invariant: an edit replaces only the bytes it names; every other byte of the text —
 //! numbers as written (`1e2`, `12345678901234567890`), key order, duplicate keys,
 //! whitespace and indentation — stays as it was. Only text that serde_json accepts is
-//! read at all, so a file herdr cannot read is never edited.
+//! read at all, so a file herdr cannot read is never edited. serde_json checks the syntax
+//! without recursing; this parser recurses at most `MAX_DEPTH` levels.
 
 use std::ops::Range;
 
 use serde_json::Value;
 
-/// The deepest nesting read. serde_json refuses deeper text before this parser runs (its
-/// own limit is 128), so this only keeps the recursion bounded if that ever changes.
+/// The deepest nesting read (levels of objects and arrays). The parser recurses once per
+/// level, so this bounds its stack; settings files nest a handful of levels, and 128 is
+/// also serde_json's own limit when it builds values.
 const MAX_DEPTH: usize = 128;
 
 const BOM: &str = "\u{feff}";
@@ -20,6 +22,8 @@ const BOM: &str = "\u{feff}";
 pub enum JsonError {
     #[error("{0}")]
     Syntax(#[from] serde_json::Error),
+    #[error("nested more than {MAX_DEPTH} levels deep at line {0}")]
+    TooDeep(usize),
     /// serde_json accepted text this parser did not: a bug here, never the user's.
     #[error("cannot follow the JSON at byte {0}")]
     Unreadable(usize),
@@ -138,7 +142,8 @@ impl Parser<'_> {
 
     fn value(&mut self, depth: usize) -> Result<Node, JsonError> {
         if depth > MAX_DEPTH {
-            return self.fail();
+            let line = self.text[..self.at].iter().filter(|b| **b == b'\n').count() + 1;
+            return Err(JsonError::TooDeep(line));
         }
         self.skip_space();
         let start = self.at;
@@ -433,7 +438,14 @@ mod tests {
         let b = root.get("b").unwrap().elements().unwrap();
         assert_eq!(b[1].as_str(), Some("x\"y"));
         assert!(parse("{\"a\": }").is_err());
-        assert!(parse(&"[".repeat(200)).is_err());
+        // Far deeper than any stack would take if anything here recursed per level.
+        let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+        let e = parse(&deep).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("more than 128 levels deep at line 1"),
+            "{e}"
+        );
     }
 
     #[test]
