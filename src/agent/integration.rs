@@ -580,6 +580,11 @@ mod tests {
                 "{e}"
             );
             assert!(e.contains("fix it first"), "{e}");
+            assert_eq!(
+                e.matches(" at line ").count(),
+                e.contains(" at line ") as usize,
+                "{e}"
+            );
             let _ = uninstall(&path);
             assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}");
             assert!(!backup_path(&path).exists(), "{what}");

@@ -20,7 +20,7 @@ const BOM: &str = "\u{feff}";
 
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
-    #[error("{0}")]
+    #[error(transparent)]
     Syntax(#[from] serde_json::Error),
     #[error("nested more than {MAX_DEPTH} levels deep at line {0}")]
     TooDeep(usize),
