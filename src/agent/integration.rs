@@ -496,8 +496,12 @@ mod tests {
         assert_eq!(text(&path), once, "installing twice changes nothing");
         uninstall(&path).unwrap();
         assert_eq!(text(&path), user);
-        // A file on one line stays on one line; CRLF and tabs are kept.
+        // A file on one line stays on one line; CRLF, tabs and a byte-order mark are kept.
         let cases = [
+            (
+                "\u{feff}{\"model\": \"opus\"}",
+                "\u{feff}{\"model\": \"opus\",\"hooks\":{\"SessionStart\":[",
+            ),
             (
                 r#"{"n":1e2,"big":12345678901234567890,"hooks":{"PreToolUse":[]}}"#,
                 r#","SessionStart":[{"hooks":[{"type":"command","command":"herdr agent hook claude SessionStart"}]}],"#,
