@@ -209,6 +209,80 @@ fn claude_integration_installs_hooks_that_report_and_resume() {
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}\n");
 }
 
+/// The user's own settings, as a person or another tool wrote them: herdr's command shares
+/// an entry with the user's, numbers are written in ways serde_json would not write them,
+/// a key is there twice, and the file is readable by all.
+const USER_SETTINGS: &str = r#"{
+  "cleanupPeriodDays": 1e2,
+  "big": 12345678901234567890,
+  "bigger": 98765432109876543210987654321,
+  "model": "sonnet",
+  "model": "opus",
+  "hooks": {
+    "Stop": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "say done"
+          },
+          {
+            "type": "command",
+            "command": "herdr agent hook claude Stop"
+          }
+        ]
+      }
+    ]
+  }
+}
+"#;
+
+#[test]
+fn claude_integration_edits_only_what_is_herdrs_in_the_users_settings() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new("agents-settings");
+    let settings = env.home().join(".claude/settings.json");
+    let backup = env.home().join(".claude/settings.json.herdr-backup");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, USER_SETTINGS).unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap();
+    let mode = || std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777;
+
+    ok(env.herdr(&["integration", "install", "claude"]));
+    let installed = read(&settings);
+    // herdr's entries go after the user's last event, and every byte around them stays.
+    let (before, after) = USER_SETTINGS.split_at(USER_SETTINGS.rfind("    ]").unwrap() + 5);
+    assert!(
+        installed.starts_with(before) && installed.ends_with(after),
+        "{installed}"
+    );
+    assert!(installed.contains("herdr agent hook claude UserPromptSubmit"));
+    assert_eq!((read(&backup).as_str(), mode()), (USER_SETTINGS, 0o644));
+    assert!(ok(env.herdr(&["integration", "install", "claude"])).contains("already"));
+    assert_eq!(read(&settings), installed);
+
+    ok(env.herdr(&["integration", "uninstall", "claude"]));
+    let herdrs = r#",
+          {
+            "type": "command",
+            "command": "herdr agent hook claude Stop"
+          }"#;
+    assert_eq!(read(&settings), USER_SETTINGS.replace(herdrs, ""));
+    assert_eq!((read(&backup), mode()), (installed, 0o644));
+
+    // A file herdr cannot read is named, explained and left alone.
+    std::fs::write(&settings, "{\"model\": \"opus\",}").unwrap();
+    let out = env.herdr(&["integration", "install", "claude"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&settings.display().to_string()) && err.contains("not valid JSON"),
+        "{err}"
+    );
+    assert_eq!(read(&settings), "{\"model\": \"opus\",}");
+}
+
 #[test]
 fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_seen() {
     let env = Env::new("agents-fallback");

@@ -6,14 +6,16 @@
 //!
 //! Invariants: the file is edited as text, so comments, order and unknown keys stay as they
 //! were; everything herdr adds sits between two marker lines; uninstall after install gives
-//! back the file byte for byte; a file that is not valid TOML is never touched.
+//! back the file byte for byte; before every change the file as it was is kept in
+//! `config.toml.herdr-backup`; the file keeps its mode (and stays a link if it is one); a
+//! file that is not valid TOML is never touched.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::Deserialize;
 
-use super::integration::{backup_once, read_file, write_file};
+use super::integration::{backup, read_file, write_file};
 
 /// The marker lines around everything herdr adds (matched without their line ending, so
 /// a file an editor turned to CRLF is still recognised).
@@ -177,12 +179,15 @@ fn read(path: &Path) -> anyhow::Result<Option<String>> {
 }
 
 pub fn install(path: &Path) -> anyhow::Result<String> {
-    let text = read(path)?.unwrap_or_default();
+    let old = read(path)?;
+    let text = old.clone().unwrap_or_default();
     let new = add_hook(&text, path)?;
     if new == text {
         return Ok(format!("herdr's hook is already in {}", path.display()));
     }
-    backup_once(path)?;
+    if old.is_some() {
+        backup(path, text.as_bytes())?;
+    }
     write_file(path, new.as_bytes())?;
     Ok(format!("installed herdr's hook in {}", path.display()))
 }
@@ -197,6 +202,7 @@ pub fn uninstall(path: &Path) -> anyhow::Result<String> {
     if !installed(&text) {
         return Ok(format!("no herdr hook in {}", path.display()));
     }
+    backup(path, text.as_bytes())?;
     write_file(path, remove_hook(&text).as_bytes())?;
     Ok(format!("removed herdr's hook from {}", path.display()))
 }
@@ -321,23 +327,28 @@ command = "docs-mcp"
     }
 
     #[test]
-    fn install_keeps_a_backup_and_creates_a_missing_file() {
+    fn every_change_is_backed_up_first_and_the_mode_is_kept() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".codex/config.toml");
+        let backup = || std::fs::read_to_string(path.with_extension("toml.herdr-backup"));
         assert!(status(&path).unwrap().contains("does not exist"));
         install(&path).unwrap();
         assert!(status(&path).unwrap().contains("codex: installed"));
+        assert!(backup().is_err(), "nothing to back up");
         uninstall(&path).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
         std::fs::write(&path, FIXTURE).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         install(&path).unwrap();
+        let installed = std::fs::read_to_string(&path).unwrap();
         install(&path).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(path.with_extension("toml.herdr-backup")).unwrap(),
-            FIXTURE
-        );
+        assert_eq!(backup().unwrap(), FIXTURE);
         uninstall(&path).unwrap();
+        assert_eq!(backup().unwrap(), installed, "uninstall backs up too");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 
     #[test]

@@ -2,14 +2,20 @@
 //! settings (`~/.claude/settings.json`) so that it reports its session id and state, and
 //! takes exactly those hooks out again.
 //!
-//! Invariants: every other setting and unknown key is kept, in its order; installing twice
-//! changes nothing; the first install keeps a backup of the file as it was; uninstall
-//! removes only entries whose command is herdr's.
+//! Invariants: the file is edited as text (`json_text`), so every byte herdr does not need
+//! to change — other settings, numbers as written, key order, duplicate keys, layout —
+//! stays as it was; installing or uninstalling twice changes nothing the second time;
+//! uninstall removes only the hook commands that are herdr's, and an entry only when that
+//! leaves it without hooks; before every change the file as it was is copied to
+//! `<name>.herdr-backup`; the file keeps its mode and stays a symlink if it is one; a file
+//! that is not valid JSON, or not shaped as Claude Code's settings, is never touched.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+use super::json_text::{self, Items, Node};
 
 /// Claude Code events and the state each one means.
 pub const CLAUDE_EVENTS: &[(&str, &str)] = &[
@@ -33,72 +39,160 @@ pub fn claude_settings_path() -> PathBuf {
     home.join(".claude").join("settings.json")
 }
 
-fn is_ours(entry: &Value) -> bool {
+/// A hook command object (`{"type": "command", "command": …}`) that is herdr's.
+fn is_our_command(hook: &Node) -> bool {
+    hook.get("command")
+        .and_then(Node::as_str)
+        .is_some_and(|c| c.starts_with(MARK))
+}
+
+/// An entry (`{"matcher": …, "hooks": [ … ]}`) holding one of herdr's commands.
+fn holds_ours(entry: &Node) -> bool {
     entry
         .get("hooks")
-        .and_then(Value::as_array)
-        .is_some_and(|hs| {
-            hs.iter().any(|h| {
-                h.get("command")
-                    .and_then(Value::as_str)
-                    .is_some_and(|c| c.starts_with(MARK))
-            })
-        })
+        .and_then(Node::elements)
+        .is_some_and(|hooks| hooks.iter().any(is_our_command))
 }
 
-/// The settings with herdr's hooks added (unchanged if they are there already).
-pub fn add_hooks(mut settings: Value) -> anyhow::Result<Value> {
-    let obj = settings
-        .as_object_mut()
-        .context("the settings file is not a JSON object")?;
-    let hooks = obj
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let hooks = hooks
-        .as_object_mut()
-        .context("\"hooks\" in the settings is not an object")?;
+/// The entry herdr adds to an event's list.
+fn our_entry(event: &str) -> Value {
+    json!({ "hooks": [ { "type": "command", "command": hook_command(event) } ] })
+}
+
+fn parse(text: &str, path: &Path) -> anyhow::Result<Node> {
+    let root = json_text::parse(text)
+        .with_context(|| format!("{} is not valid JSON; fix it first", path.display()))?;
+    if root.members().is_none() {
+        anyhow::bail!(
+            "{} does not hold a JSON object (Claude Code's settings are one); fix it first",
+            path.display()
+        );
+    }
+    Ok(root)
+}
+
+/// The text with herdr's hooks added (unchanged if they are there already).
+pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
+    let root = parse(text, path)?;
+    let Some(hooks) = root.get("hooks") else {
+        let all: serde_json::Map<String, Value> = CLAUDE_EVENTS
+            .iter()
+            .map(|(event, _)| (event.to_string(), json!([our_entry(event)])))
+            .collect();
+        let member = [("hooks", Value::Object(all))];
+        let edit = json_text::append(text, &root, &root, Items::Members(&member));
+        return Ok(json_text::apply(text, vec![edit]));
+    };
+    if hooks.members().is_none() {
+        anyhow::bail!(
+            "\"hooks\" in {} is not an object; fix it first",
+            path.display()
+        );
+    }
+    let mut edits = Vec::new();
+    let mut missing = Vec::new();
     for (event, _) in CLAUDE_EVENTS {
-        let list = hooks.entry(*event).or_insert_with(|| Value::Array(vec![]));
-        let list = list
-            .as_array_mut()
-            .with_context(|| format!("\"hooks.{event}\" is not a list"))?;
-        if !list.iter().any(is_ours) {
-            list.push(
-                json!({ "hooks": [ { "type": "command", "command": hook_command(event) } ] }),
-            );
+        let Some(list) = hooks.get(event) else {
+            missing.push((*event, json!([our_entry(event)])));
+            continue;
+        };
+        let entries = list.elements().with_context(|| {
+            format!(
+                "\"hooks.{event}\" in {} is not a list; fix it first",
+                path.display()
+            )
+        })?;
+        if !entries.iter().any(holds_ours) {
+            let entry = [our_entry(event)];
+            edits.push(json_text::append(
+                text,
+                &root,
+                list,
+                Items::Elements(&entry),
+            ));
         }
     }
-    Ok(settings)
+    if !missing.is_empty() {
+        edits.push(json_text::append(
+            text,
+            &root,
+            hooks,
+            Items::Members(&missing),
+        ));
+    }
+    Ok(json_text::apply(text, edits))
 }
 
-/// The settings without herdr's hooks; lists and the "hooks" object left empty by that
-/// are removed too (they were ours).
-pub fn remove_hooks(mut settings: Value) -> Value {
-    if let Some(obj) = settings.as_object_mut() {
-        if let Some(Value::Object(hooks)) = obj.get_mut("hooks") {
-            for (event, _) in CLAUDE_EVENTS {
-                if let Some(Value::Array(list)) = hooks.get_mut(*event) {
-                    list.retain(|e| !is_ours(e));
-                    if list.is_empty() {
-                        hooks.shift_remove(*event);
-                    }
-                }
-            }
-            if hooks.is_empty() {
-                obj.shift_remove("hooks");
+/// The text without herdr's hook commands. An entry, an event's list and the "hooks"
+/// object that this leaves empty are removed too (they only held herdr's); whatever was
+/// empty before stays.
+pub fn remove_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
+    let root = parse(text, path)?;
+    let (Some(at), Some(hooks)) = (root.position("hooks"), root.get("hooks")) else {
+        return Ok(text.to_string());
+    };
+    let Some(events) = hooks.members() else {
+        return Ok(text.to_string());
+    };
+    let mut edits = Vec::new();
+    let mut keep_events = vec![true; events.len()];
+    for (event, _) in CLAUDE_EVENTS {
+        let Some(i) = hooks.position(event) else {
+            continue;
+        };
+        let list = &events[i].value;
+        let Some(entries) = list.elements() else {
+            continue;
+        };
+        let mut list_edits = Vec::new();
+        let mut keep_entries = vec![true; entries.len()];
+        for (j, entry) in entries.iter().enumerate() {
+            let Some(commands) = entry.get("hooks").filter(|_| holds_ours(entry)) else {
+                continue;
+            };
+            let keep: Vec<bool> = commands
+                .elements()
+                .unwrap_or_default()
+                .iter()
+                .map(|h| !is_our_command(h))
+                .collect();
+            if emptied(&keep) {
+                keep_entries[j] = false;
+            } else {
+                list_edits.extend(json_text::remove(commands, &keep));
             }
         }
+        if emptied(&keep_entries) {
+            keep_events[i] = false;
+        } else {
+            edits.extend(list_edits);
+            edits.extend(json_text::remove(list, &keep_entries));
+        }
     }
-    settings
+    if emptied(&keep_events) {
+        let keep: Vec<bool> = (0..root.members().map_or(0, <[_]>::len))
+            .map(|i| i != at)
+            .collect();
+        edits = json_text::remove(&root, &keep);
+    } else {
+        edits.extend(json_text::remove(hooks, &keep_events));
+    }
+    Ok(json_text::apply(text, edits))
 }
 
-pub fn installed(settings: &Value) -> bool {
+/// Whether removing the items not kept empties their container (one that was empty
+/// already is not emptied by herdr, and stays).
+fn emptied(keep: &[bool]) -> bool {
+    !keep.is_empty() && !keep.contains(&true)
+}
+
+/// Whether every event has herdr's hook.
+pub fn installed(root: &Node) -> bool {
     CLAUDE_EVENTS.iter().all(|(event, _)| {
-        settings
-            .get("hooks")
-            .and_then(|h| h.get(*event))
-            .and_then(Value::as_array)
-            .is_some_and(|l| l.iter().any(is_ours))
+        root.get("hooks")
+            .and_then(|h| h.get(event))
+            .and_then(Node::elements)
+            .is_some_and(|l| l.iter().any(holds_ours))
     })
 }
 
@@ -111,76 +205,81 @@ pub(super) fn read_file(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Replaces an agent's config file in one step (its folder made if missing).
+/// Replaces an agent's config file in one step (its folder made if missing), keeping the
+/// file's mode, and the file a link stays pointing at if it is one.
 pub(super) fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    crate::persist::files::write_atomic(path, bytes).map_err(|e| anyhow::anyhow!("{e}"))
+    crate::persist::files::write_atomic_keeping_mode(path, bytes)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// Keeps the file as it was before herdr first changed it (`<name>.herdr-backup`).
-pub(super) fn backup_once(path: &Path) -> anyhow::Result<()> {
+/// Where `backup` keeps a config file's previous content: `<name>.herdr-backup` beside it.
+pub(super) fn backup_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".herdr-backup");
-    let backup = path.with_file_name(name);
-    if path.exists() && !backup.exists() {
-        std::fs::copy(path, &backup)
-            .with_context(|| format!("cannot back up {}", path.display()))?;
-    }
-    Ok(())
+    path.with_file_name(name)
 }
 
-fn read(path: &Path) -> anyhow::Result<Option<Value>> {
+/// Keeps `old`, the file's content right before herdr changes it, as its backup (replacing
+/// the one before: the backup is always of the last change).
+pub(super) fn backup(path: &Path, old: &[u8]) -> anyhow::Result<()> {
+    let backup = backup_path(path);
+    crate::persist::files::write_atomic(&backup, old).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot back up {} to {}: {e}",
+            path.display(),
+            backup.display()
+        )
+    })
+}
+
+fn read(path: &Path) -> anyhow::Result<Option<String>> {
     read_file(path)?
         .map(|bytes| {
-            serde_json::from_slice(&bytes)
-                .with_context(|| format!("{} is not valid JSON; fix it first", path.display()))
+            String::from_utf8(bytes)
+                .with_context(|| format!("{} is not UTF-8 text; fix it first", path.display()))
         })
         .transpose()
 }
 
-/// Claude Code writes its settings pretty-printed with two spaces and a final newline.
-fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
-    write_file(path, text.as_bytes())
-}
-
 pub fn install(path: &Path) -> anyhow::Result<String> {
-    let value = read(path)?.unwrap_or_else(|| json!({}));
-    if installed(&value) {
+    let old = read(path)?;
+    // Claude Code writes its settings pretty-printed with two spaces and a final newline.
+    let text = old.clone().unwrap_or_else(|| "{}\n".to_string());
+    let new = add_hooks(&text, path)?;
+    if old.as_deref() == Some(new.as_str()) {
         return Ok(format!("herdr's hooks are already in {}", path.display()));
     }
-    let new = add_hooks(value)?;
-    backup_once(path)?;
-    write(path, &new)?;
+    if let Some(old) = &old {
+        backup(path, old.as_bytes())?;
+    }
+    write_file(path, new.as_bytes())?;
     Ok(format!("installed herdr's hooks in {}", path.display()))
 }
 
 pub fn uninstall(path: &Path) -> anyhow::Result<String> {
-    let Some(value) = read(path)? else {
+    let Some(text) = read(path)? else {
         return Ok(format!(
             "{} does not exist; nothing to remove",
             path.display()
         ));
     };
-    if !value.get("hooks").is_some_and(|h| {
-        CLAUDE_EVENTS.iter().any(|(e, _)| {
-            h.get(*e)
-                .and_then(Value::as_array)
-                .is_some_and(|l| l.iter().any(is_ours))
-        })
-    }) {
+    let new = remove_hooks(&text, path)?;
+    if new == text {
         return Ok(format!("no herdr hooks in {}", path.display()));
     }
-    write(path, &remove_hooks(value))?;
+    backup(path, text.as_bytes())?;
+    write_file(path, new.as_bytes())?;
     Ok(format!("removed herdr's hooks from {}", path.display()))
 }
 
 pub fn status(path: &Path) -> anyhow::Result<String> {
     Ok(match read(path)? {
-        Some(v) if installed(&v) => format!("claude: installed ({})", path.display()),
+        Some(text) if installed(&parse(&text, path)?) => {
+            format!("claude: installed ({})", path.display())
+        }
         Some(_) => format!("claude: not installed ({})", path.display()),
         None => format!("claude: not installed ({} does not exist)", path.display()),
     })
@@ -276,25 +375,224 @@ mod tests {
         let path = dir.path().join(".claude/settings.json");
         assert!(status(&path).unwrap().contains("does not exist"));
         install(&path).unwrap();
-        assert!(installed(
-            &serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-        ));
+        assert!(status(&path).unwrap().contains("claude: installed"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("{\n  \"hooks\": {\n    \"SessionStart\": ["),
+            "{text}"
+        );
+        assert!(!backup_path(&path).exists(), "nothing to back up");
         uninstall(&path).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
     }
 
-    #[test]
-    fn broken_settings_are_not_touched() {
+    /// `.claude/settings.json` in a fresh folder, holding `text`.
+    fn settings(text: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
-        std::fs::write(&path, "{ not json").unwrap();
-        assert!(install(&path).is_err());
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ not json");
-        std::fs::write(&path, r#"{"hooks": []}"#).unwrap();
-        assert!(install(&path)
-            .unwrap_err()
-            .to_string()
-            .contains("not an object"));
+        let path = dir.path().join(".claude/settings.json");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn text(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn uninstall_keeps_the_users_hooks_that_share_an_entry_with_herdrs() {
+        let shared = r#"{
+  "hooks": {
+    "Stop": [
+      {
+        "matcher": "",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "say done"
+          },
+          {
+            "type": "command",
+            "command": "herdr agent hook claude Stop"
+          },
+          {
+            "type": "command",
+            "command": "notify-send done"
+          }
+        ]
+      }
+    ],
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "herdr agent hook claude UserPromptSubmit"
+          },
+          {
+            "type": "command",
+            "command": "audit-bash"
+          }
+        ]
+      }
+    ]
+  }
+}
+"#;
+        let (_dir, path) = settings(shared);
+        install(&path).unwrap();
+        assert!(status(&path).unwrap().contains("claude: installed"));
+        uninstall(&path).unwrap();
+        // Only herdr's command object goes, from an event herdr hooks; the entry keeps the
+        // user's own; whatever herdr does not hook is not looked at.
+        let want = shared.replace(
+            r#"          {
+            "type": "command",
+            "command": "herdr agent hook claude Stop"
+          },
+"#,
+            "",
+        );
+        assert_eq!(text(&path), want);
+        assert!(uninstall(&path).unwrap().contains("no herdr hooks"));
+        assert_eq!(text(&path), want, "uninstalling twice changes nothing");
+        // Empty places of the user's own are not herdr's to remove.
+        for user in [
+            r#"{"hooks": {}}"#,
+            r#"{"hooks": {"Stop": []}}"#,
+            r#"{"hooks": {"Stop": [{"hooks": []}]}}"#,
+        ] {
+            let (_dir, path) = settings(user);
+            assert!(uninstall(&path).unwrap().contains("no herdr hooks"));
+            assert_eq!(text(&path), user);
+        }
+        // herdr's command last in a shared entry: the comma before it goes with it.
+        let (_dir, path) = settings(
+            r#"{"hooks": {"Stop": [{"hooks": [{"command": "say"}, {"command": "herdr agent hook claude Stop"}]}]}}"#,
+        );
+        uninstall(&path).unwrap();
+        assert_eq!(
+            text(&path),
+            r#"{"hooks": {"Stop": [{"hooks": [{"command": "say"}]}]}}"#
+        );
+    }
+
+    #[test]
+    fn numbers_duplicate_keys_and_layout_stay_as_written() {
+        let user = "{\n    \"cleanupPeriodDays\": 1e2,\n    \"big\": 12345678901234567890,\n    \"bigger\": 98765432109876543210987654321,\n    \"ratio\": 1.50,\n    \"model\": \"sonnet\",\n    \"model\": \"opus\"\n}\n";
+        let (_dir, path) = settings(user);
+        install(&path).unwrap();
+        let once = text(&path);
+        assert!(
+            once.starts_with(user.trim_end().trim_end_matches('}').trim_end()),
+            "{once}"
+        );
+        assert!(
+            once.contains(",\n    \"hooks\": {\n        \"SessionStart\": [\n            {\n"),
+            "indented like the file: {once}"
+        );
+        install(&path).unwrap();
+        assert_eq!(text(&path), once, "installing twice changes nothing");
+        uninstall(&path).unwrap();
+        assert_eq!(text(&path), user);
+        // A file on one line stays on one line; CRLF, tabs and a byte-order mark are kept.
+        let cases = [
+            (
+                "\u{feff}{\"model\": \"opus\"}",
+                "\u{feff}{\"model\": \"opus\",\"hooks\":{\"SessionStart\":[",
+            ),
+            (
+                r#"{"n":1e2,"big":12345678901234567890,"hooks":{"PreToolUse":[]}}"#,
+                r#","SessionStart":[{"hooks":[{"type":"command","command":"herdr agent hook claude SessionStart"}]}],"#,
+            ),
+            (
+                "{\r\n\t\"n\": 1E+2,\r\n\t\"hooks\": {\r\n\t\t\"PreToolUse\": []\r\n\t}\r\n}\r\n",
+                "[],\r\n\t\t\"SessionStart\": [\r\n\t\t\t{\r\n\t\t\t\t\"hooks\": [\r\n\t\t\t\t\t{\r\n",
+            ),
+        ];
+        for (user, added) in cases {
+            let (_dir, path) = settings(user);
+            install(&path).unwrap();
+            let once = text(&path);
+            assert!(once.contains(added), "{once:?}");
+            assert_eq!(
+                once.matches('\n').count(),
+                once.matches("\r\n").count(),
+                "{once:?}"
+            );
+            uninstall(&path).unwrap();
+            assert_eq!(text(&path), user);
+        }
+    }
+
+    #[test]
+    fn the_mode_and_a_link_are_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, path) = settings("");
+        let real = dir.path().join("dotfiles/claude.json");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, FIXTURE).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&real, &path).unwrap();
+        let mode = || std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+        install(&path).unwrap();
+        assert!(text(&real).contains(MARK));
+        assert_eq!(mode(), 0o644);
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        uninstall(&path).unwrap();
+        assert_eq!((text(&real).as_str(), mode()), (FIXTURE, 0o644));
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_backup_is_made_before_every_change() {
+        let (_dir, path) = settings(FIXTURE);
+        let backup = || text(&backup_path(&path));
+        install(&path).unwrap();
+        assert_eq!(backup(), FIXTURE);
+        // The user changes something; the next change herdr makes backs that up.
+        let edited = text(&path).replace("\"opus\"", "\"sonnet\"");
+        std::fs::write(&path, &edited).unwrap();
+        install(&path).unwrap();
+        assert_eq!(backup(), FIXTURE, "no change, no backup");
+        uninstall(&path).unwrap();
+        assert_eq!(backup(), edited);
+        let uninstalled = text(&path);
+        install(&path).unwrap();
+        assert_eq!(backup(), uninstalled);
+    }
+
+    #[test]
+    fn files_herdr_cannot_read_are_left_untouched() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"{ not json", "is not valid JSON"),
+            (b"[1, 2]", "does not hold a JSON object"),
+            (b"{\"hooks\": []}", "\"hooks\" in"),
+            (b"{\"hooks\": {\"Stop\": {}}}", "\"hooks.Stop\" in"),
+            (b"{\"a\": 1,}", "is not valid JSON"),
+            (b"{\"a\": \"\xff\"}", "is not UTF-8"),
+        ];
+        for (bytes, what) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("settings.json");
+            std::fs::write(&path, bytes).unwrap();
+            let e = format!("{:#}", install(&path).unwrap_err());
+            assert!(
+                e.contains(what) && e.contains(&path.display().to_string()),
+                "{e}"
+            );
+            assert!(e.contains("fix it first"), "{e}");
+            assert_eq!(
+                e.matches(" at line ").count(),
+                e.contains(" at line ") as usize,
+                "{e}"
+            );
+            let _ = uninstall(&path);
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}");
+            assert!(!backup_path(&path).exists(), "{what}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod codex;
 pub mod integration;
+mod json_text;
 pub mod rules;
 
 /// How an agent resumes a session.

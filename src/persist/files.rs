@@ -164,13 +164,32 @@ pub fn write_atomic_with(
     bytes: &[u8],
     hook: &mut dyn FnMut(WriteStage) -> io::Result<()>,
 ) -> Result<(), FileError> {
+    write_with_mode(path, bytes, MODE, hook)
+}
+
+/// `write_atomic` for a file that belongs to the user rather than to herdr (an agent's
+/// settings): the replaced file keeps the permission bits it had (a 0644 file stays
+/// 0644); a file that did not exist yet is made 0600.
+pub fn write_atomic_keeping_mode(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    let target = resolve_links(path)?;
+    let mode = unless_missing(fs::metadata(&target), &target)?
+        .map_or(MODE, |meta| meta.permissions().mode() & 0o777);
+    write_with_mode(path, bytes, mode, &mut |_| Ok(()))
+}
+
+fn write_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    hook: &mut dyn FnMut(WriteStage) -> io::Result<()>,
+) -> Result<(), FileError> {
     let target = resolve_links(path)?;
     let folder = folder_of(&target);
     let (temp, mut file) = create_temp(folder, file_name(&target)?)?;
     let mut guard = TempGuard(Some(temp.clone()));
     let fail = |e| io_error(&target, e);
-    // The umask may have cleared bits of MODE at creation; fchmod sets it exactly.
-    file.set_permissions(fs::Permissions::from_mode(MODE))
+    // The umask may have cleared bits of the mode at creation; fchmod sets it exactly.
+    file.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(fail)?;
     hook(WriteStage::Created).map_err(fail)?;
     file.write_all(bytes).map_err(fail)?;
@@ -296,6 +315,25 @@ mod tests {
         write_atomic(&path, b"two").unwrap();
         assert_private_file(&path, b"two");
         assert_eq!(names(dir.path()), ["state.json"]);
+    }
+
+    #[test]
+    fn keeping_mode_keeps_the_mode_and_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("settings.json");
+        let link = dir.path().join("link.json");
+        symlink("settings.json", &link).unwrap();
+        write_atomic_keeping_mode(&link, b"new").unwrap();
+        assert_private_file(&real, b"new");
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic_keeping_mode(&link, b"again").unwrap();
+        assert_eq!(fs::read(&real).unwrap(), b"again");
+        assert_eq!(
+            fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        assert!(is_link(&link));
+        assert_eq!(names(dir.path()), ["link.json", "settings.json"]);
     }
 
     #[test]
