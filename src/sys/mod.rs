@@ -14,6 +14,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 pub mod fdpass;
+pub mod nofile;
+pub mod pty;
 pub mod tty;
 
 fn errno_to_io(e: Errno) -> io::Error {
