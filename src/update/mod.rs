@@ -239,11 +239,8 @@ fn running_sessions() -> Vec<SessionName> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let session = name.strip_suffix(".sock")?;
-            if session.contains(".handoff-") {
-                return None;
-            }
-            SessionName::parse(session).ok()
+            // A live handoff's private socket starts with '.', which no session name may.
+            SessionName::parse(name.strip_suffix(".sock")?).ok()
         })
         .collect();
     out.sort_by(|a, b| a.as_str().cmp(b.as_str()));

@@ -140,11 +140,7 @@ impl Server {
         started: Instant,
     ) -> Result<Done, String> {
         // 1. A private socket and a token.
-        let sock_path = paths::runtime_dir().join(format!(
-            "{}.handoff-{}.sock",
-            self.session.as_str(),
-            std::process::id()
-        ));
+        let sock_path = paths::handoff_socket_path(&self.session, std::process::id());
         let _ = std::fs::remove_file(&sock_path);
         let listener = UnixListener::bind(&sock_path)
             .map_err(|e| format!("cannot create {}: {e}", sock_path.display()))?;

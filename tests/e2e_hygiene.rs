@@ -1,0 +1,62 @@
+//! End-to-end: the session's files, names and output streams. A session's name never
+//! clashes with another's private files, state files are private, the runtime folder is
+//! tightened rather than refused, and output into a closed pipe ends quietly.
+
+mod support;
+
+use support::{ok, Env, BIN};
+
+/// Another session in the same environment, stopped when the test ends (also on failure).
+struct OtherSession<'a> {
+    env: &'a Env,
+    name: String,
+    /// Its server, once started: killed if it cannot be stopped (its socket gone).
+    pid: Option<i32>,
+}
+
+impl OtherSession<'_> {
+    fn herdr(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["--session", self.name.as_str()];
+        all.extend_from_slice(args);
+        self.env.command(BIN, &all).output().expect("run herdr")
+    }
+
+    fn start(&mut self) {
+        ok(self.herdr(&["server", "start"]));
+        let status = support::json(self.herdr(&["server", "status", "--json"]));
+        self.pid = status["pid"].as_i64().map(|p| p as i32);
+    }
+}
+
+impl Drop for OtherSession<'_> {
+    fn drop(&mut self) {
+        let stopped = self.herdr(&["server", "stop"]).status.success();
+        if let Some(pid) = self.pid.filter(|_| !stopped) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_session_named_like_a_handoff_socket_survives_that_handoff() {
+    let env = Env::new("named");
+    ok(env.herdr(&["server", "start"]));
+    let pid = env.server_pid().expect("server pid");
+    // The name the server's private socket for a live handoff once had.
+    let mut other = OtherSession {
+        env: &env,
+        name: format!("{}.handoff-{pid}", env.session),
+        pid: None,
+    };
+    other.start();
+    ok(env.herdr(&["server", "handoff"]));
+    let status = other.herdr(&["server", "status"]);
+    assert!(
+        status.status.success(),
+        "the other session lost its socket: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+}
