@@ -60,3 +60,16 @@ fn a_session_named_like_a_handoff_socket_survives_that_handoff() {
         String::from_utf8_lossy(&status.stderr)
     );
 }
+
+#[test]
+fn server_start_tightens_a_runtime_folder_of_ours_that_others_can_enter() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new("rundir");
+    let dir = env.socket().parent().expect("runtime folder").to_path_buf();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(env.herdr(&["server", "start"]));
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "mode {:o}", mode & 0o777);
+    ok(env.herdr(&["server", "status"]));
+}

@@ -127,6 +127,11 @@ pub fn connect_or_start_with(
     session: &SessionName,
     hello: &Hello,
 ) -> anyhow::Result<(UnixStream, HelloReply, bool)> {
+    // A server we may start makes its folder private when it binds there: a folder of
+    // ours that others can enter is tightened now as well, rather than refused (one that
+    // is not ours still is).
+    let dir = paths::runtime_dir();
+    paths::ensure_private_dir(&dir).context("refusing to connect")?;
     if let Some((s, r)) = connect_with(session, hello)? {
         return Ok((s, r, false));
     }
