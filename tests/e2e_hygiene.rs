@@ -93,3 +93,38 @@ fn the_server_log_is_private_like_the_other_state_files() {
     ok(env.herdr(&["server", "start"]));
     assert_eq!(mode(&log), 0o600, "an old log");
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let env = Env::new("epipe");
+    for args in [
+        &["completion", "zsh"][..],
+        &["completion", "bash"],
+        &["--help"],
+        &["--version"],
+        &["channel", "show"],
+        &["server", "status"],
+    ] {
+        // A reader that has already gone, as `herdr … | head -1` becomes once head exits.
+        let (read, write) = nix::unistd::pipe().expect("pipe");
+        drop(read);
+        let out = env
+            .command(BIN, args)
+            .stdout(std::process::Stdio::from(write))
+            .output()
+            .expect("run herdr");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "herdr {args:?}: {stderr}"
+        );
+        // A command that did its work exits 0, as if its reader had read everything; one
+        // that failed (no server to ask) still says so by its code, but never panics.
+        let expected_ok = args[0] != "server";
+        assert!(
+            out.status.code().is_some_and(|c| c != 101) && out.status.success() == expected_ok,
+            "herdr {args:?}: {:?}",
+            out.status
+        );
+    }
+}

@@ -206,6 +206,18 @@ pub fn poll_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> 
     }
 }
 
+/// Whether whoever read `fd` (a pipe or socket we write to) has gone: a write to it fails
+/// with EPIPE. Tells "our output's reader left" from a broken connection elsewhere.
+pub fn reader_gone(fd: BorrowedFd<'_>) -> bool {
+    let mut pfds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    match poll(&mut pfds, PollTimeout::ZERO) {
+        Ok(_) => pfds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP)),
+        Err(_) => false,
+    }
+}
+
 /// Non-blocking write; `Ok(None)` means "would block".
 pub fn write_nb(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<Option<usize>> {
     loop {
