@@ -13,10 +13,23 @@ fn main() {
     };
     let code = match herdr::cli::run(cli) {
         Ok(code) => code,
+        // The reader of our output has gone (`herdr … | head`): nothing is wrong.
+        Err(e) if broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("herdr: {e:#}");
             1
         }
     };
     std::process::exit(code);
+}
+
+/// A broken pipe that is our own output's (not, say, a connection to a server).
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    use std::os::fd::AsFd;
+    herdr::sys::reader_gone(std::io::stdout().as_fd())
+        && e.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        })
 }

@@ -89,6 +89,13 @@ pub fn socket_path(session: &SessionName) -> PathBuf {
     runtime_dir().join(format!("{}.sock", session.as_str()))
 }
 
+/// The private socket a live handoff of `session` (by the server `pid`) listens on. Its
+/// name starts with '.', which no session name may, so it can never be another session's
+/// socket (`a.handoff-42.sock` would be session `a.handoff-42`'s).
+pub fn handoff_socket_path(session: &SessionName, pid: u32) -> PathBuf {
+    runtime_dir().join(format!(".handoff-{pid}-{}.sock", session.as_str()))
+}
+
 /// A stable path for the SSH agent socket of the session's panes: each attach repoints it
 /// to the attaching side's `SSH_AUTH_SOCK`, so agent forwarding keeps working in panes
 /// started during an earlier connection.
@@ -224,6 +231,13 @@ mod tests {
             Err(NameError::TooLong(_))
         ));
         assert!(SessionName::parse("work-2.b_c").is_ok());
+        // A handoff's socket is never a session's socket.
+        let a = SessionName::parse("a").unwrap();
+        let lookalike = SessionName::parse("a.handoff-42").unwrap();
+        assert_ne!(handoff_socket_path(&a, 42), socket_path(&lookalike));
+        let name = handoff_socket_path(&a, 42);
+        let stem = name.file_name().unwrap().to_str().unwrap();
+        assert!(SessionName::parse(stem.trim_end_matches(".sock")).is_err());
         let msg = SessionName::parse("../x").unwrap_err().to_string();
         assert!(msg.contains("\"../x\""), "{msg}");
     }

@@ -75,7 +75,7 @@ pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
         Some(other) => anyhow::bail!("no integration for {other} yet (supported: claude, codex); its state can still be reported with `herdr agent report`"),
         None => anyhow::bail!("unknown agent {agent:?}; see docs/agents.md"),
     };
-    println!("{}", actions[index](&path)?);
+    crate::say!("{}", actions[index](&path)?);
     Ok(0)
 }
 

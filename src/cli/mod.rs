@@ -225,8 +225,31 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         },
         Some(Command::Completion { shell }) => {
             use clap::CommandFactory;
-            clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut std::io::stdout());
+            use std::io::Write;
+            // Generated in memory: clap_complete panics when its writer fails, and a
+            // reader that has gone (`| head`) must end the command quietly instead.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut script);
+            let mut out = std::io::stdout().lock();
+            out.write_all(&script).and_then(|_| out.flush())?;
             Ok(0)
         }
     }
+}
+
+/// Writes a line to stdout as `println!` does, without its panic when the reader has gone
+/// (`herdr … | head`): a line nobody can read is dropped and the command carries on (its
+/// exit code still says how it went).
+pub fn say_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_fmt(args).and_then(|_| out.write_all(b"\n"));
+}
+
+/// `println!` for everything herdr prints: see [`say_line`].
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cli::say_line(format_args!($($arg)*))
+    };
 }

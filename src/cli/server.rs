@@ -28,9 +28,9 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
             crate::paths::repoint_agent_link(session);
             let (_, started) = crate::client::connect::connect_or_start(session, Role::Api, None)?;
             if started {
-                println!("started the herdr server for session {session}");
+                crate::say!("started the herdr server for session {session}");
             } else {
-                println!("the herdr server for session {session} is already running");
+                crate::say!("the herdr server for session {session} is already running");
             }
             Ok(0)
         }
@@ -81,10 +81,10 @@ fn handoff(
             Ok(3)
         }
         Ok(HandedOff::Done { report, serving }) => {
-            println!("{report}");
+            crate::say!("{report}");
             match serving {
                 Some(s) => {
-                    println!("now serving: {s}");
+                    crate::say!("now serving: {s}");
                     Ok(0)
                 }
                 None => {
@@ -171,12 +171,12 @@ pub(crate) fn hand_off(
 fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
     let Some(mut api) = ApiClient::connect(session)? else {
         if as_json {
-            println!(
+            crate::say!(
                 "{}",
                 json!({ "running": false, "session": session.as_str() })
             );
         } else {
-            println!("no herdr server is running for session {session}");
+            crate::say!("no herdr server is running for session {session}");
         }
         return Ok(3);
     };
@@ -185,7 +185,7 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
         if let Value::Object(m) = &mut st {
             m.insert("running".into(), Value::Bool(true));
         }
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        crate::say!("{}", serde_json::to_string_pretty(&st)?);
         return Ok(0);
     }
     let get = |k: &str| {
@@ -193,27 +193,27 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
             .map(|v| v.to_string().trim_matches('"').to_string())
             .unwrap_or_default()
     };
-    println!("session:  {}", get("session"));
-    println!(
+    crate::say!("session:  {}", get("session"));
+    crate::say!(
         "version:  {} (protocol {})",
         get("version"),
         get("protocol")
     );
-    println!("pid:      {}", get("pid"));
-    println!("uptime:   {}s", get("uptime_secs"));
-    println!(
+    crate::say!("pid:      {}", get("pid"));
+    crate::say!("uptime:   {}s", get("uptime_secs"));
+    crate::say!(
         "panes:    {} in {} workspace(s)",
         get("panes"),
         get("workspaces")
     );
-    println!("clients:  {}", get("clients"));
-    println!("socket:   {}", get("socket"));
+    crate::say!("clients:  {}", get("clients"));
+    crate::say!("socket:   {}", get("socket"));
     Ok(0)
 }
 
 fn stop(session: &SessionName) -> anyhow::Result<i32> {
     let Some(mut api) = ApiClient::connect(session)? else {
-        println!("no herdr server is running for session {session}");
+        crate::say!("no herdr server is running for session {session}");
         return Ok(0);
     };
     let st = api.call("server.status", json!({}))?;
@@ -232,7 +232,7 @@ fn stop(session: &SessionName) -> anyhow::Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("stopped the herdr server for session {session}");
+    crate::say!("stopped the herdr server for session {session}");
     Ok(0)
 }
 

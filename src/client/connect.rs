@@ -127,6 +127,11 @@ pub fn connect_or_start_with(
     session: &SessionName,
     hello: &Hello,
 ) -> anyhow::Result<(UnixStream, HelloReply, bool)> {
+    // A server we may start makes its folder private when it binds there: a folder of
+    // ours that others can enter is tightened now as well, rather than refused (one that
+    // is not ours still is).
+    let dir = paths::runtime_dir();
+    paths::ensure_private_dir(&dir).context("refusing to connect")?;
     if let Some((s, r)) = connect_with(session, hello)? {
         return Ok((s, r, false));
     }
@@ -249,15 +254,26 @@ impl Starting {
 /// server calls setsid itself, so it survives this terminal closing.
 pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
     use std::os::fd::AsFd;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let exe =
         std::env::current_exe().context("cannot find the herdr binary to start the server")?;
     paths::ensure_state_dir(session).context("cannot create the state folder")?;
     let log_path = paths::log_path(session);
+    // Private like the other state files: it holds config problems, paths and commands.
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&log_path)
         .with_context(|| format!("cannot open the server log {}", log_path.display()))?;
+    // One an older herdr created readable by others is closed now.
+    if log
+        .metadata()
+        .is_ok_and(|m| m.permissions().mode() & 0o077 != 0)
+    {
+        log.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", log_path.display()))?;
+    }
     let (ready, ready_tx) =
         crate::sys::pipe_cloexec().context("cannot create a pipe for the server")?;
     let mut cmd = Command::new(exe);

@@ -223,11 +223,11 @@ pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> anyhow::R
         .unwrap_or_default();
     match outcome {
         Outcome::Ended(why) => {
-            println!("[{why}]{hint}");
+            crate::say!("[{why}]{hint}");
             Ok(0)
         }
         Outcome::GaveUp => {
-            println!("[gave up reconnecting to {what}]{hint}");
+            crate::say!("[gave up reconnecting to {what}]{hint}");
             Ok(0)
         }
         Outcome::Lost(why) => {

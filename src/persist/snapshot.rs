@@ -130,7 +130,8 @@ pub struct PaneHistory {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum LoadError {
     #[error("it was written by a newer herdr (snapshot version {found}, this herdr reads up to {SNAPSHOT_VERSION})")]
-    Newer { found: u32 },
+    /// `found`: the version as the file wrote it (it may not fit any integer type).
+    Newer { found: String },
     #[error("it is not a valid session file: {0}")]
     Corrupt(String),
 }
@@ -152,21 +153,30 @@ impl LayoutSnap {
 pub fn parse(bytes: &[u8]) -> Result<SessionSnapshot, LoadError> {
     let value: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| LoadError::Corrupt(e.to_string()))?;
-    let version = value
-        .get("version")
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| LoadError::Corrupt("no \"version\" number".into()))?;
-    let version =
-        u32::try_from(version).map_err(|_| LoadError::Corrupt(format!("version {version}")))?;
-    let snap = match version {
-        v if v > SNAPSHOT_VERSION => return Err(LoadError::Newer { found: v }),
-        1 => {
+    let Some(version) = value.get("version").and_then(|v| v.as_number()).cloned() else {
+        return Err(LoadError::Corrupt("no \"version\" number".into()));
+    };
+    // Any number above ours may be a future herdr's file, however large (JSON numbers
+    // beyond u64 arrive as floats): it is kept and never written over, not moved aside.
+    let newer = match version.as_u64() {
+        Some(v) => v > u64::from(SNAPSHOT_VERSION),
+        None => version
+            .as_f64()
+            .is_some_and(|f| f > f64::from(SNAPSHOT_VERSION)),
+    };
+    if newer {
+        return Err(LoadError::Newer {
+            found: version.to_string(),
+        });
+    }
+    let snap = match version.as_u64() {
+        Some(1) => {
             let v1: v1::SessionV1 =
                 serde_json::from_value(value).map_err(|e| LoadError::Corrupt(e.to_string()))?;
             v1::migrate(v1)
         }
-        2 => serde_json::from_value(value).map_err(|e| LoadError::Corrupt(e.to_string()))?,
-        other => return Err(LoadError::Corrupt(format!("unknown version {other}"))),
+        Some(2) => serde_json::from_value(value).map_err(|e| LoadError::Corrupt(e.to_string()))?,
+        _ => return Err(LoadError::Corrupt(format!("unknown version {version}"))),
     };
     validate(&snap)?;
     Ok(snap)

@@ -1,13 +1,14 @@
-//! Spawn backend: portable-pty opens the pair and starts the child on the slave (setsid,
-//! controlling tty, default signal dispositions, stray fds closed). The parent keeps only
-//! a CLOEXEC dup of the master and the child handle; the slave and portable-pty's own
-//! master object are dropped before returning.
+//! Spawn backend: a new pseudo-terminal pair, and the child started on its slave (its own
+//! session, the slave as controlling tty, default signal dispositions, stray fds closed,
+//! the user's open-file limit: `sys::pty`). The parent keeps only the CLOEXEC master and
+//! the child handle; the slave is closed before returning.
 
-use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
+use std::process::Command;
 
-use portable_pty::{native_pty_system, Child, CommandBuilder, PtySize};
+use portable_pty::Child;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -39,32 +40,49 @@ pub struct Spawned {
 }
 
 /// Variables a pane must not inherit from whoever started the server.
-const SCRUBBED_ENV: &[&str] = &["HERDR_PANE", "TMUX", "TMUX_PANE", "COLUMNS", "LINES"];
+const SCRUBBED_ENV: &[&str] = &[
+    "HERDR_PANE",
+    "TMUX",
+    "TMUX_PANE",
+    "COLUMNS",
+    "LINES",
+    crate::sys::nofile::ORIGINAL_ENV,
+];
 
 pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: spec.rows.max(1),
-            cols: spec.cols.max(1),
-            pixel_width: 0,
-            pixel_height: 0,
+    let pair = crate::sys::pty::open_pair(spec.rows.max(1), spec.cols.max(1)).map_err(|e| {
+        SpawnError::OpenPty(if crate::sys::nofile::is_exhausted(&e) {
+            crate::sys::nofile::exhausted_message()
+        } else {
+            e.to_string()
         })
-        .map_err(|e| SpawnError::OpenPty(e.to_string()))?;
+    })?;
 
-    let mut cmd = if spec.argv.is_empty() {
-        // portable-pty would quietly fall back to the passwd shell; a configured shell
-        // that cannot run must be reported instead.
-        if nix::unistd::access(spec.shell.as_str(), nix::unistd::AccessFlags::X_OK).is_err() {
-            return Err(SpawnError::Exec {
-                program: spec.shell.clone(),
-                reason: "not an executable file (check `shell` in config.toml or $SHELL)".into(),
-            });
+    let (mut cmd, program) = match spec.argv.split_first() {
+        None => {
+            // A configured shell that cannot run is reported, not replaced by another.
+            if nix::unistd::access(spec.shell.as_str(), nix::unistd::AccessFlags::X_OK).is_err() {
+                return Err(SpawnError::Exec {
+                    program: spec.shell.clone(),
+                    reason: "not an executable file (check `shell` in config.toml or $SHELL)"
+                        .into(),
+                });
+            }
+            let mut c = Command::new(&spec.shell);
+            // A login shell, as a terminal starts it: its name with a '-' in front.
+            let name = spec.shell.rsplit('/').next().unwrap_or(&spec.shell);
+            c.arg0(format!("-{name}"));
+            c.env("SHELL", &spec.shell);
+            (c, spec.shell.clone())
         }
-        let mut c = CommandBuilder::new_default_prog();
-        c.env("SHELL", &spec.shell);
-        c
-    } else {
-        CommandBuilder::from_argv(spec.argv.iter().map(OsString::from).collect())
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args);
+            if std::env::var_os("SHELL").is_none() {
+                c.env("SHELL", &spec.shell);
+            }
+            (c, program.clone())
+        }
     };
     for key in SCRUBBED_ENV
         .iter()
@@ -78,31 +96,29 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    if let Some(cwd) = &spec.cwd {
-        cmd.cwd(cwd);
-    }
-    let program = spec
-        .argv
-        .first()
-        .cloned()
-        .unwrap_or_else(|| spec.shell.clone());
-    let child = pair
-        .slave
-        .spawn_command(cmd)
-        .map_err(|e| SpawnError::Exec {
-            program,
-            reason: format!("{e:#}"),
-        })?;
+    // A folder that has gone since (a restored pane's) starts the program at home.
+    let cwd = spec
+        .cwd
+        .clone()
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(crate::paths::home);
+    cmd.current_dir(cwd);
+    let child = crate::sys::pty::spawn_on(&mut cmd, pair.slave.as_fd()).map_err(|e| {
+        let reason = match e.kind() {
+            _ if crate::sys::nofile::is_exhausted(&e) => crate::sys::nofile::exhausted_message(),
+            std::io::ErrorKind::NotFound => "no such program (check the command and $PATH)".into(),
+            std::io::ErrorKind::PermissionDenied => "permission denied (not executable?)".into(),
+            _ => e.to_string(),
+        };
+        SpawnError::Exec { program, reason }
+    })?;
+    drop(cmd);
     drop(pair.slave);
-
-    let raw = pair
-        .master
-        .as_raw_fd()
-        .ok_or_else(|| SpawnError::OpenPty("no master fd".into()))?;
-    let master = crate::sys::dup_raw_cloexec(raw)?;
-    crate::sys::set_nonblocking(master.as_fd())?;
-    drop(pair.master);
-    Ok(Spawned { master, child })
+    crate::sys::set_nonblocking(pair.master.as_fd())?;
+    Ok(Spawned {
+        master: pair.master,
+        child: Box::new(child),
+    })
 }
 
 #[cfg(test)]

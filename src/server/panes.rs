@@ -25,10 +25,19 @@ use crate::term::Emulator;
 pub enum PaneError {
     #[error(transparent)]
     Spawn(#[from] SpawnError),
-    #[error("cannot start the pane's I/O thread: {0}")]
+    #[error("cannot start the pane's I/O thread: {}", io_reason(.0))]
     Thread(#[from] std::io::Error),
     #[error("no such pane")]
     NoPane,
+}
+
+/// An I/O error, or what to do when it is the open-file limit.
+fn io_reason(e: &std::io::Error) -> String {
+    if crate::sys::nofile::is_exhausted(e) {
+        crate::sys::nofile::exhausted_message()
+    } else {
+        e.to_string()
+    }
 }
 
 impl Server {

@@ -174,11 +174,31 @@ impl Server {
     }
 }
 
+/// Raises the soft open-file limit to the hard one (each pane holds about 4 descriptors,
+/// and a handoff needs one more per pane in both processes) and says so in the log.
+/// `told`: the user's soft limit, when a live handoff passed it on.
+pub(crate) fn raise_open_file_limit(told: Option<u64>) {
+    match crate::sys::nofile::raise(told) {
+        Ok(l) => eprintln!(
+            "open files: limit {} (the hard limit; it was {} for this login), programs in panes get {}",
+            l.soft, l.user_soft, l.user_soft
+        ),
+        Err((l, e)) => eprintln!(
+            "open files: cannot raise the soft limit {} to the hard limit {}: {e}; \
+             about {} panes fit",
+            l.soft,
+            l.hard,
+            l.soft / 4
+        ),
+    }
+}
+
 /// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
 /// the first pane, serves. `ready`: a pipe to write one byte to once the socket listens
 /// (connections made from then on wait in its backlog until we serve them).
 pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow::Result<()> {
     let _ = nix::unistd::setsid();
+    raise_open_file_limit(None);
     let loaded = load_config();
     let (listener, socket, lock) = bind(&session)?;
     if let Some(fd) = ready {

@@ -14,6 +14,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 pub mod fdpass;
+pub mod nofile;
+pub mod pty;
 pub mod tty;
 
 fn errno_to_io(e: Errno) -> io::Error {
@@ -201,6 +203,18 @@ pub fn poll_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> 
         Ok(_) => Ok(pfds[0].revents().is_some_and(|r| !r.is_empty())),
         Err(Errno::EINTR) => Ok(false),
         Err(e) => Err(errno_to_io(e)),
+    }
+}
+
+/// Whether whoever read `fd` (a pipe or socket we write to) has gone: a write to it fails
+/// with EPIPE. Tells "our output's reader left" from a broken connection elsewhere.
+pub fn reader_gone(fd: BorrowedFd<'_>) -> bool {
+    let mut pfds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    match poll(&mut pfds, PollTimeout::ZERO) {
+        Ok(_) => pfds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP)),
+        Err(_) => false,
     }
 }
 

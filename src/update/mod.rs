@@ -69,9 +69,9 @@ fn config() -> crate::config::Config {
 
 pub fn channel_show() -> anyhow::Result<i32> {
     let channel = current_channel();
-    println!("channel:  {channel}");
-    println!("version:  {}", version());
-    println!("manifest: {}", manifest_url(&config(), channel));
+    crate::say!("channel:  {channel}");
+    crate::say!("version:  {}", version());
+    crate::say!("manifest: {}", manifest_url(&config(), channel));
     Ok(0)
 }
 
@@ -86,7 +86,7 @@ pub fn channel_set(name: &str) -> anyhow::Result<i32> {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(&file, format!("{channel}\n"))?;
-    println!(
+    crate::say!(
         "channel set to {channel}; `herdr update` now follows {}",
         manifest_url(&config(), channel)
     );
@@ -118,7 +118,7 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
         let now = now
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
-        println!(
+        crate::say!(
             "rolled back {}: now {now} (the replaced one is kept as {})",
             binary.display(),
             install::previous_of(&binary).display()
@@ -137,7 +137,7 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
         Version::parse(&manifest.version).ok_or_else(|| anyhow::anyhow!("bad version"))?;
     let newer = installed.is_none_or(|i| offered.newer_than(&i));
     if !newer {
-        println!(
+        crate::say!(
             "herdr {} is up to date ({channel} channel offers {})",
             version(),
             manifest.version
@@ -147,13 +147,13 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
     let platform = manifest::platform();
     let artifact = manifest.artifact(&platform).map_err(anyhow::Error::msg)?;
     if args.check {
-        println!(
+        crate::say!(
             "herdr {} is available on the {channel} channel (installed: {}); run `herdr update` to install it",
             manifest.version,
             version()
         );
         if !manifest.notes.is_empty() {
-            println!("{}", manifest.notes);
+            crate::say!("{}", manifest.notes);
         }
         return Ok(0);
     }
@@ -170,7 +170,7 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
             version(),
             manifest.version
         )) {
-            println!("nothing was changed");
+            crate::say!("nothing was changed");
             return Ok(0);
         }
     }
@@ -193,7 +193,7 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
     let took = started.elapsed();
     check_runs(staged.path(), &manifest.version)?;
     staged.install(&binary).map_err(anyhow::Error::msg)?;
-    println!(
+    crate::say!(
         "updated {} from {} to {} ({:.1} MB in {:.1} s); the previous binary is kept for `herdr update --rollback`",
         binary.display(),
         version(),
@@ -239,11 +239,8 @@ fn running_sessions() -> Vec<SessionName> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let session = name.strip_suffix(".sock")?;
-            if session.contains(".handoff-") {
-                return None;
-            }
-            SessionName::parse(session).ok()
+            // A live handoff's private socket starts with '.', which no session name may.
+            SessionName::parse(name.strip_suffix(".sock")?).ok()
         })
         .collect();
     out.sort_by(|a, b| a.as_str().cmp(b.as_str()));
@@ -267,7 +264,7 @@ fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
         let protocol = st["protocol"].as_u64().unwrap_or(0) as u32;
         let can = st["live_handoff"].as_bool().unwrap_or(false);
         if running == manifest.version {
-            println!("session {session}: already runs herdr {running}");
+            crate::say!("session {session}: already runs herdr {running}");
             continue;
         }
         let compatible = protocol == manifest.protocol;
@@ -286,15 +283,15 @@ fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
                 format!("it cannot be handed off live; `herdr server stop --session {session}` then `herdr --session {session}` restarts it (its programs end)")
             };
             if compatible {
-                println!("session {session}: still runs herdr {running} (compatible: clients of {} can attach); {how}", manifest.version);
+                crate::say!("session {session}: still runs herdr {running} (compatible: clients of {} can attach); {how}", manifest.version);
             } else {
-                println!("session {session}: still runs herdr {running} (protocol {protocol}; the new herdr speaks {}, so new clients cannot attach); {how}", manifest.protocol);
+                crate::say!("session {session}: still runs herdr {running} (protocol {protocol}; the new herdr speaks {}, so new clients cannot attach); {how}", manifest.protocol);
                 left.push(session);
             }
             continue;
         }
         if !can {
-            println!("session {session}: herdr {running} cannot be handed off live; `herdr server stop --session {session}` then `herdr --session {session}` restarts it (its programs end)");
+            crate::say!("session {session}: herdr {running} cannot be handed off live; `herdr server stop --session {session}` then `herdr --session {session}` restarts it (its programs end)");
             left.push(session);
             continue;
         }
@@ -305,18 +302,18 @@ fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
             Some(manifest.protocol),
         ) {
             Ok(HandedOff::Done { report, serving }) => {
-                println!("{report}");
+                crate::say!("{report}");
                 match serving {
-                    Some(s) => println!("session {session}: now serving {s}"),
+                    Some(s) => crate::say!("session {session}: now serving {s}"),
                     None => {
-                        println!("session {session}: the new server does not answer yet; check `herdr server status --session {session}`");
+                        crate::say!("session {session}: the new server does not answer yet; check `herdr server status --session {session}`");
                         left.push(session);
                     }
                 }
             }
-            Ok(HandedOff::NoServer) => println!("session {session}: no longer running"),
+            Ok(HandedOff::NoServer) => crate::say!("session {session}: no longer running"),
             Err(e) => {
-                println!("session {session}: the handoff failed, herdr {running} keeps serving with every program: {e:#}; retry with `herdr server handoff --session {session}`");
+                crate::say!("session {session}: the handoff failed, herdr {running} keeps serving with every program: {e:#}; retry with `herdr server handoff --session {session}`");
                 left.push(session);
             }
         }

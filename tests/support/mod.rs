@@ -6,6 +6,7 @@
 //! own session (stopped through the CLI, then killed by pid if it lingers).
 #![allow(dead_code)]
 
+pub mod api;
 pub mod http;
 pub mod release;
 pub mod sshd;
@@ -98,14 +99,17 @@ impl Env {
 
     /// Runs a CLI command of this session to completion.
     pub fn herdr(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(BIN);
-        cmd.env_clear()
-            .envs(self.vars())
-            .arg("--session")
-            .arg(&self.session)
-            .args(args);
-        cmd.current_dir(self.home());
+        let mut cmd = self.command(BIN, &["--session", &self.session]);
+        cmd.args(args);
         cmd.output().expect("run herdr")
+    }
+
+    /// A program in this test's environment (its variables only, started at home).
+    pub fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env_clear().envs(self.vars()).args(args);
+        cmd.current_dir(self.home());
+        cmd
     }
 
     /// Starts an interactive client in a PTY of the given size.

@@ -122,10 +122,35 @@ fn newer_versions_are_refused_not_misread() {
     assert_eq!(
         parse(&bytes),
         Err(LoadError::Newer {
-            found: SNAPSHOT_VERSION + 1
+            found: (SNAPSHOT_VERSION + 1).to_string()
         })
     );
     assert_eq!(version_of(&bytes), Some(SNAPSHOT_VERSION + 1));
+}
+
+#[test]
+fn a_version_beyond_u32_is_newer_not_corrupt() {
+    // Above u32, above u64 (JSON reads it as a float), and a float above ours: each may be
+    // a future herdr's file, which must be kept, never moved aside or written over.
+    for version in [
+        "4294967296",
+        "18446744073709551615",
+        "1e30",
+        "99999999999999999999999",
+    ] {
+        let text = format!(r#"{{"version": {version}, "future": true}}"#);
+        match parse(text.as_bytes()) {
+            Err(LoadError::Newer { .. }) => {}
+            other => panic!("version {version}: {other:?}"),
+        }
+    }
+    for version in ["-1", "1.5", "0"] {
+        let text = format!(r#"{{"version": {version}}}"#);
+        assert!(
+            matches!(parse(text.as_bytes()), Err(LoadError::Corrupt(_))),
+            "version {version}"
+        );
+    }
 }
 
 #[test]

@@ -122,8 +122,10 @@ impl Server {
             .map_err(|e| format!("cannot read the open-file limit: {e}"))?;
         if needed as u64 > soft {
             return Err(format!(
-                "a handoff of {} panes needs about {needed} open files, over this server's limit of {soft}; \
-                 raise it (ulimit -n) before starting the server, or close some panes",
+                "a handoff of {} panes needs about {needed} open files, over this server's limit \
+                 of {soft} (RLIMIT_NOFILE, raised at start to the hard limit); close some panes, \
+                 or raise the hard limit (LimitNOFILE= in a systemd unit, nofile in \
+                 /etc/security/limits.conf, or `ulimit -Hn` as root) and restart the server",
                 self.runtimes.len()
             ));
         }
@@ -138,11 +140,7 @@ impl Server {
         started: Instant,
     ) -> Result<Done, String> {
         // 1. A private socket and a token.
-        let sock_path = paths::runtime_dir().join(format!(
-            "{}.handoff-{}.sock",
-            self.session.as_str(),
-            std::process::id()
-        ));
+        let sock_path = paths::handoff_socket_path(&self.session, std::process::id());
         let _ = std::fs::remove_file(&sock_path);
         let listener = UnixListener::bind(&sock_path)
             .map_err(|e| format!("cannot create {}: {e}", sock_path.display()))?;
@@ -277,7 +275,11 @@ impl Server {
 
         phases.mark("captured");
         // 5. The new process.
-        let child = Command::new(&req.binary)
+        let mut cmd = Command::new(&req.binary);
+        if let Some(user) = crate::sys::nofile::user_soft_limit() {
+            cmd.env(crate::sys::nofile::ORIGINAL_ENV, user.to_string());
+        }
+        let child = cmd
             .args([
                 "server",
                 "import",

@@ -42,6 +42,13 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
     )?;
     // Panes started later must not inherit it (nothing else runs yet in this process).
     std::env::remove_var(TOKEN_ENV);
+    // The old server's limit was raised; its panes' programs got the user's, and so will
+    // ours (every descriptor it hands over must fit in this process too).
+    let told = std::env::var(crate::sys::nofile::ORIGINAL_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    std::env::remove_var(crate::sys::nofile::ORIGINAL_ENV);
+    crate::server::start::raise_open_file_limit(told);
     if crate::server::fault::at("exit-before-validated") {
         std::process::exit(3);
     }

@@ -1,0 +1,83 @@
+//! The open-file limit (RLIMIT_NOFILE). A server holds several descriptors per pane, far
+//! more than the 1024 a login's soft limit usually allows, so it raises its soft limit to
+//! the hard one at start; the programs it starts in panes get back the soft limit the user
+//! had, since many programs (every `select()` user among them) misbehave with a huge one.
+//!
+//! Invariant: [`user_soft_limit`] is the soft limit of the user's login, also in a server
+//! started by a live handoff: that one inherits the raised limit and is told the original
+//! in [`ORIGINAL_ENV`].
+
+use std::io;
+use std::sync::OnceLock;
+
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
+
+/// Tells a server started by a live handoff the soft limit the user had. An environment
+/// variable, not an argument, so that an older binary taking over simply ignores it.
+pub const ORIGINAL_ENV: &str = "HERDR_NOFILE_SOFT";
+
+static USER_SOFT: OnceLock<u64> = OnceLock::new();
+
+/// What [`raise`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The soft limit the user had: what the programs in panes get.
+    pub user_soft: u64,
+    /// This process's soft limit now.
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// This process's (soft, hard) open-file limits.
+pub fn current() -> io::Result<(u64, u64)> {
+    getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| io::Error::from_raw_os_error(e as i32))
+}
+
+/// Remembers the user's soft limit (`told`, when a live handoff passed it on, else the
+/// current one) and raises this process's soft limit to the hard one. The error says what
+/// stayed as it was; the user's limit is remembered either way.
+pub fn raise(told: Option<u64>) -> Result<Limits, (Limits, io::Error)> {
+    let (soft, hard) = current().map_err(|e| {
+        let unknown = Limits {
+            user_soft: 0,
+            soft: 0,
+            hard: 0,
+        };
+        (unknown, e)
+    })?;
+    let user_soft = told.unwrap_or(soft).min(hard);
+    let _ = USER_SOFT.set(user_soft);
+    let mut limits = Limits {
+        user_soft,
+        soft,
+        hard,
+    };
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+            .map_err(|e| (limits, io::Error::from_raw_os_error(e as i32)))?;
+        limits.soft = hard;
+    }
+    Ok(limits)
+}
+
+/// The soft limit to give the programs this process starts; `None` when it never raised
+/// its own (they inherit it unchanged).
+pub fn user_soft_limit() -> Option<u64> {
+    USER_SOFT.get().copied()
+}
+
+/// What to tell someone whose new pane found no descriptor left.
+pub fn exhausted_message() -> String {
+    let (soft, hard) = current().unwrap_or((0, 0));
+    format!(
+        "this server has used up its open files (RLIMIT_NOFILE: soft limit {soft}, hard \
+         limit {hard}; each pane takes about 4); close some panes, or raise the hard limit \
+         (LimitNOFILE= in a systemd unit, nofile in /etc/security/limits.conf, or \
+         `ulimit -Hn` as root) and restart the server"
+    )
+}
+
+/// Whether an error is "no descriptor left" (this process's or the system's).
+pub fn is_exhausted(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}

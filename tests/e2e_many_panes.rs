@@ -1,0 +1,187 @@
+//! End-to-end: a session with far more open files than the 1024 a login's soft limit
+//! allows. The server raises its own limit, the programs in its panes still get the
+//! user's, and a live handoff moves every pane to a new server that can hold them too.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::api::Api;
+use support::{ok, pane_list, wait_output, Env, BIN};
+
+/// The soft limit a default Linux login gives.
+const LOGIN_SOFT: u64 = 1024;
+/// Panes in the session: well above the ~250 a server kept at 1024 open files could hold,
+/// and few enough to make and hand over in seconds on a slow machine.
+const PANES: usize = 1000;
+/// Panes per tab: a split chain this deep stays far from the layout's depth limit.
+const PER_TAB: usize = 25;
+
+/// The soft open-file limit of a process, from /proc.
+fn soft_limit(pid: i32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("a soft limit")
+}
+
+/// Sends the requests of one tab ahead of their replies; each must succeed.
+fn make_tab(api: &mut Api, first: bool) {
+    let mut ids = Vec::new();
+    if !first {
+        ids.push(api.send("tab.create", json!({})));
+    }
+    for i in 1..PER_TAB {
+        let direction = if i % 2 == 0 { "down" } else { "right" };
+        ids.push(api.send(
+            "pane.split",
+            json!({"direction": direction, "command": ["sleep", "600"]}),
+        ));
+    }
+    for id in ids {
+        let reply = api.recv();
+        assert_eq!(reply["id"], id, "{reply}");
+        assert!(reply.get("result").is_some(), "request {id}: {reply}");
+    }
+}
+
+/// A pane whose program prints the open-file limit it was given (in a tab of its own, so
+/// the line has room).
+fn limit_seen_in_a_new_pane(env: &Env, api: &mut Api) -> String {
+    api.call("tab.create", json!({}));
+    let probe = api.call(
+        "pane.split",
+        json!({"command": ["sh", "-c", "echo limit=$(ulimit -Sn); exec sleep 600"]}),
+    );
+    let pane = probe["id"].as_str().expect("pane id").to_string();
+    wait_output(env, &pane, "limit=[0-9]+")
+}
+
+fn pids(env: &Env) -> Vec<i64> {
+    let mut pids: Vec<i64> = pane_list(env)
+        .iter()
+        .map(|p: &Value| p["pid"].as_i64().unwrap_or(0))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+#[test]
+fn hundreds_of_panes_fit_and_hand_over_while_their_programs_keep_the_login_limit() {
+    let (_, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    // About 4 descriptors a pane, and one more in each process during a handoff.
+    let needed = PANES as u64 * 6 + 256;
+    if hard < needed {
+        eprintln!("skipped: the hard open-file limit {hard} is below the {needed} this needs");
+        return;
+    }
+    let env = Env::new("nofile");
+    let login = format!("ulimit -Sn {LOGIN_SOFT} && exec \"$0\" \"$@\"");
+    let started = env
+        .command(
+            "sh",
+            &[
+                "-c",
+                &login,
+                BIN,
+                "--session",
+                &env.session,
+                "server",
+                "start",
+            ],
+        )
+        .output()
+        .expect("start the server");
+    ok(started);
+    let old = env.server_pid().expect("server pid");
+
+    let began = std::time::Instant::now();
+    let mut api = Api::connect(&env);
+    for tab in 0..PANES / PER_TAB {
+        make_tab(&mut api, tab == 0);
+    }
+    eprintln!("{PANES} panes made in {:?}", began.elapsed());
+    let fds = std::fs::read_dir(format!("/proc/{old}/fd"))
+        .unwrap()
+        .count();
+    eprintln!("the server holds {fds} descriptors");
+    assert_eq!(soft_limit(old), hard, "the server raised its soft limit");
+    let seen = limit_seen_in_a_new_pane(&env, &mut api);
+    assert_eq!(seen, format!("limit={LOGIN_SOFT}"), "a pane's program");
+    drop(api);
+
+    let before = pids(&env);
+    assert_eq!(before.len(), PANES + 2);
+    let began = std::time::Instant::now();
+    let out = ok(env.herdr(&["server", "handoff"]));
+    eprintln!("{out}\nhandoff took {:?}", began.elapsed());
+    let new = env.server_pid().expect("new server pid");
+    assert_ne!(new, old);
+    assert_eq!(soft_limit(new), hard, "the new server raised its limit too");
+    assert_eq!(
+        pids(&env),
+        before,
+        "every program kept running, in its pane"
+    );
+    let mut api = Api::connect(&env);
+    let seen = limit_seen_in_a_new_pane(&env, &mut api);
+    assert_eq!(
+        seen,
+        format!("limit={LOGIN_SOFT}"),
+        "a program started by the new server"
+    );
+}
+
+#[test]
+fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
+    let env = Env::new("nofile-low");
+    let login = format!("ulimit -n {LOGIN_SOFT} && exec \"$0\" \"$@\"");
+    ok(env
+        .command(
+            "sh",
+            &[
+                "-c",
+                &login,
+                BIN,
+                "--session",
+                &env.session,
+                "server",
+                "start",
+            ],
+        )
+        .output()
+        .expect("start the server"));
+    let mut api = Api::connect(&env);
+    let mut refused = None;
+    'tabs: for tab in 0.. {
+        if tab > 0 {
+            api.call("tab.create", json!({}));
+        }
+        for _ in 1..PER_TAB {
+            let id = api.send("pane.split", json!({"command": ["sleep", "600"]}));
+            let reply = api.recv();
+            assert_eq!(reply["id"], id, "{reply}");
+            if let Some(e) = reply.get("error") {
+                refused = Some(e.clone());
+                break 'tabs;
+            }
+        }
+        assert!(tab < 20, "more panes than {LOGIN_SOFT} open files can hold");
+    }
+    let error = refused.expect("a refusal");
+    assert_eq!(error["code"], "spawn_failed", "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    for what in [
+        "RLIMIT_NOFILE",
+        "hard limit 1024",
+        "close some panes",
+        "LimitNOFILE",
+    ] {
+        assert!(message.contains(what), "{what:?} missing from: {message}");
+    }
+    // The server serves on.
+    ok(env.herdr(&["server", "status"]));
+}
