@@ -5,12 +5,11 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::api::Api;
 use support::{ok, wait_until, Env, PROMPT};
 
 /// The hostile program: each part in turn, then a marker.
@@ -54,25 +53,12 @@ fn rss_kib(pid: i32) -> u64 {
 
 /// Pings the server on one API connection until `stop`; the slowest answer, in ms.
 fn pinger(env: &Env, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    let mut s = UnixStream::connect(env.socket()).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    s.write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n")
-        .unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    assert!(line.contains("\"ok\":true"), "{line}");
+    let mut api = Api::connect(env);
     std::thread::spawn(move || {
         let mut worst = 0;
-        let mut id = 0;
         while !stop.load(Ordering::Acquire) {
-            id += 1;
             let start = Instant::now();
-            s.write_all(format!("{{\"id\":{id},\"method\":\"ping\"}}\n").as_bytes())
-                .unwrap();
-            line.clear();
-            r.read_line(&mut line).unwrap();
-            assert!(line.contains(&format!("\"id\":{id}")), "{line}");
+            api.call("ping", serde_json::json!({}));
             worst = worst.max(start.elapsed().as_millis() as u64);
             std::thread::sleep(Duration::from_millis(50));
         }

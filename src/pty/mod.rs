@@ -11,7 +11,9 @@ pub mod proc;
 pub mod spawn;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::model::ids::TerminalId;
 use crate::term::Emulator;
@@ -22,13 +24,17 @@ pub use actor::{Paused, Program, PtyEvent, PtyHandle, WriteError};
 #[cfg(test)]
 pub(crate) static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The shared emulator of one terminal: the actor feeds it, renderers read it.
+/// The shared emulator of one terminal: the actor feeds it, renderers read it. A
+/// `parking_lot` mutex, so a feeder that held it long can hand it straight to a waiting
+/// renderer (`MutexGuard::bump`), and a panicked holder does not poison it.
 pub type SharedEmulator = Arc<Mutex<Emulator>>;
 
-/// Locks an emulator, recovering from a poisoned lock: a panicked reader must not take the
-/// whole session down with it.
+pub fn shared(emu: Emulator) -> SharedEmulator {
+    Arc::new(Mutex::new(emu))
+}
+
 pub fn lock(emu: &SharedEmulator) -> MutexGuard<'_, Emulator> {
-    emu.lock().unwrap_or_else(|e| e.into_inner())
+    emu.lock()
 }
 
 pub struct TerminalRuntime {

@@ -231,7 +231,6 @@ mod tests {
     use super::*;
     use crate::term::vt::tests::{joined, slices, PIECES};
     use crate::term::Emulator;
-    use std::sync::{Arc, Mutex};
 
     fn text(buf: &Buffer, rect: Rect) -> Vec<String> {
         (rect.y..rect.bottom())
@@ -248,7 +247,7 @@ mod tests {
     #[test]
     fn incremental_drawing_matches_a_fresh_drawing() {
         let rect = Rect::new(3, 1, 20, 5);
-        let emu: SharedEmulator = Arc::new(Mutex::new(Emulator::new(5, 20, 100)));
+        let emu: SharedEmulator = crate::pty::shared(Emulator::new(5, 20, 100));
         let tid = TerminalId(1);
         let mut cache = RowCache::default();
         let mut buf = Buffer::empty(Rect::new(0, 0, 30, 8));
@@ -289,7 +288,7 @@ mod tests {
             let (rows, cols) = (6u16, 12u16);
             let rect = Rect::new(2, 1, cols, rows);
             let area = Rect::new(0, 0, cols + 4, rows + 2);
-            let emu: SharedEmulator = Arc::new(Mutex::new(Emulator::new(rows, cols, 50)));
+            let emu: SharedEmulator = crate::pty::shared(Emulator::new(rows, cols, 50));
             let tid = TerminalId(1);
             let mut cache = RowCache::default();
             let mut buf = Buffer::empty(area);

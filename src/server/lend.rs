@@ -20,10 +20,17 @@ const LEND_TIMEOUT: Duration = Duration::from_millis(5);
 /// No lending for this long after an actor did not answer, or after the lent terminal
 /// poured out bulk output (its actor takes that, in parallel with this thread).
 const LEND_BACKOFF: Duration = Duration::from_secs(1);
+/// Bytes taken per read: what the line discipline holds, and little enough that the
+/// costliest output takes a few ms at most before `TURN_BUDGET` is checked.
+const LENT_READ: usize = 4096;
 /// Bytes read per turn before other work (other clients' keys, frames) gets its go.
 const READ_BURST: usize = 16 * 1024;
 /// Turns in a row that read a whole `READ_BURST`: bulk output, given back to the actor.
 const BULK_TURNS: u8 = 4;
+/// A turn whose output took longer than this to take in (sequences that each redraw the
+/// whole screen, say) gives the terminal back to its actor at once: this thread serves
+/// every client and must not spend its turns on one program's output.
+const TURN_BUDGET: Duration = Duration::from_millis(2);
 
 pub(crate) struct Lent {
     pub tid: TerminalId,
@@ -123,15 +130,19 @@ impl Server {
         let mut events = Vec::new();
         let mut ended = false;
         let mut total = 0;
-        while total < READ_BURST {
-            match crate::sys::read_nb(lent.fd.as_fd(), &mut self.read_buf) {
+        let start = Instant::now();
+        let mut slow = false;
+        while total < READ_BURST && !slow {
+            let buf = &mut self.read_buf[..LENT_READ];
+            match crate::sys::read_nb(lent.fd.as_fd(), buf) {
                 Ok(Some(0)) | Err(_) => {
                     ended = true;
                     break;
                 }
                 Ok(Some(n)) => {
                     total += n;
-                    events.extend(rt.handle.absorb(&rt.emulator, &self.read_buf[..n]));
+                    events.extend(rt.handle.absorb(&rt.emulator, &buf[..n]));
+                    slow = start.elapsed() > TURN_BUDGET;
                 }
                 Ok(None) => break,
             }
@@ -141,7 +152,7 @@ impl Server {
         } else {
             0
         };
-        let bulk = lent.full_turns >= BULK_TURNS;
+        let bulk = lent.full_turns >= BULK_TURNS || slow;
         if ended {
             // The program is gone (or going): its actor sees the end and reports it.
             self.unlend();

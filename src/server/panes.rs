@@ -7,7 +7,6 @@
 //! relayout, redraw.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use ratatui::layout::Rect;
 
@@ -116,7 +115,7 @@ impl Server {
             // Presentation only: fed to the emulator, never to the program.
             let _ = emu.process(&bytes);
         }
-        let emulator = Arc::new(Mutex::new(emu));
+        let emulator = crate::pty::shared(emu);
         let tx = self.events_tx.clone();
         let handle = PtyHandle::start(ActorParts {
             master: spawned.master,

@@ -12,7 +12,7 @@ fn start() -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
     let (ours, theirs) = UnixStream::pair().unwrap();
     let master = OwnedFd::from(ours);
     sys::set_nonblocking(master.as_fd()).unwrap();
-    let emulator = Arc::new(Mutex::new(Emulator::new(24, 80, 100)));
+    let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let handle = PtyHandle::start(ActorParts {
@@ -206,7 +206,7 @@ fn a_preserved_program_outlives_its_closed_terminal() {
     let handle = PtyHandle::start(ActorParts {
         master: spawned.master,
         program: Program::Spawned(spawned.child),
-        emulator: Arc::new(Mutex::new(Emulator::new(24, 80, 100))),
+        emulator: crate::pty::shared(Emulator::new(24, 80, 100)),
         notify: Box::new(|_| {}),
         name: "test-actor".into(),
         paused: false,

@@ -6,7 +6,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -291,7 +291,7 @@ fn import_terminal(
     let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid)
         .map_err(|e| format!("cannot watch its program (pid {}): {e}", runtime.pid))?;
     let id = server.state.alloc_terminal_id();
-    let emulator = Arc::new(Mutex::new(emulator));
+    let emulator = crate::pty::shared(emulator);
     let tx = server.events_tx.clone();
     let handle = PtyHandle::start(ActorParts {
         master,

@@ -65,7 +65,14 @@ impl Row {
     }
 
     fn clear(&mut self, pen: Ink) {
-        for c in &mut self.cells {
+        // With the default pen, cells past `used` are already what clearing makes them:
+        // an erase of what is blank costs nothing (a program may erase 16k times in 64 KiB).
+        let upto = if pen == Ink::DEFAULT {
+            usize::from(self.used).min(self.cells.len())
+        } else {
+            self.cells.len()
+        };
+        for c in &mut self.cells[..upto] {
             c.clear(pen);
         }
         self.used = if pen == Ink::DEFAULT {
@@ -100,6 +107,29 @@ impl Row {
         self.cell_mut(col).clear(pen);
         if col == self.cells.len().saturating_sub(if wide { 2 } else { 1 }) {
             self.wrapped = false;
+        }
+    }
+
+    /// Erases cells `from..to`; with the default pen, only those up to `used` need it.
+    fn erase_range(&mut self, from: usize, to: usize, pen: Ink) {
+        let used = usize::from(self.used);
+        let upto = if pen == Ink::DEFAULT {
+            to.min(used)
+        } else {
+            to
+        };
+        for col in from..upto {
+            self.erase(col, pen);
+        }
+        if upto < to {
+            // What the skipped cells would have done: the last one ends the wrap, and
+            // everything from `from` on is blank now.
+            if to == self.cells.len() {
+                self.wrapped = false;
+            }
+            if to >= used {
+                self.used = self.used.min(from as u16);
+            }
         }
     }
 
@@ -517,10 +547,7 @@ impl Grid {
 
     pub fn erase_row_forward(&mut self, pen: Ink) {
         let (from, width) = (usize::from(self.pos.col), usize::from(self.width));
-        let row = self.cursor_row_mut();
-        for col in from..width {
-            row.erase(col, pen);
-        }
+        self.cursor_row_mut().erase_range(from, width, pen);
     }
 
     pub fn erase_row_backward(&mut self, pen: Ink) {
@@ -534,10 +561,7 @@ impl Grid {
     pub fn erase_cells(&mut self, n: u16, pen: Ink) {
         let from = usize::from(self.pos.col);
         let to = usize::from(self.pos.col.saturating_add(n).min(self.width));
-        let row = self.cursor_row_mut();
-        for col in from..to {
-            row.erase(col, pen);
-        }
+        self.cursor_row_mut().erase_range(from, to, pen);
     }
 
     pub fn insert_cells(&mut self, n: u16) {
