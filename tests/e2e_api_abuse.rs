@@ -298,3 +298,77 @@ fn a_wait_sent_before_the_peer_stops_writing_is_still_answered() {
         "{answer}"
     );
 }
+
+/// The server's resident memory, from /proc.
+fn server_rss_kib(env: &Env) -> u64 {
+    let pid = status(env)["pid"].as_i64().unwrap();
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
+        })
+        .unwrap()
+}
+
+#[test]
+fn input_for_a_pane_that_does_not_read_is_bounded_and_refused_as_busy() {
+    let env = started("sendbusy");
+    let (mut s, mut r) = api_conn(&env);
+    // A program that reads nothing until told to, then keeps all it gets (raw mode: no
+    // line editing in between).
+    let home = env.home();
+    let split = format!(
+        r#"{{"id":1,"method":"pane.split","params":{{"cwd":{:?},"command":["sh","-c","stty raw -echo; touch ready; while [ ! -e go ]; do sleep 0.1; done; exec cat > got"]}}}}"#,
+        home.display().to_string()
+    );
+    let pane = request(&mut s, &mut r, &split)["result"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wait_until("the program is ready", || home.join("ready").exists());
+    // 1 MB sends, each of its own letter: a few MiB are taken, then `busy` and nothing
+    // more, however many follow.
+    let mut accepted = 0u8;
+    let mut refused = 0;
+    for i in 0..20u8 {
+        let text = String::from(char::from(b'a' + i)).repeat(1_000_000);
+        let req = serde_json::json!({"id": 10 + i, "method": "pane.send",
+            "params": {"pane": pane, "text": text}});
+        let v = request(&mut s, &mut r, &req.to_string());
+        if v["result"]["sent"] == 1_000_000 {
+            assert_eq!(refused, 0, "accepted after a refusal: {i}");
+            accepted += 1;
+        } else {
+            assert_eq!(v["error"]["code"], "busy", "{}", &v.to_string()[..200]);
+            let msg = v["error"]["message"].as_str().unwrap();
+            assert!(msg.contains("not reading its input"), "{msg}");
+            refused += 1;
+        }
+    }
+    assert!((3..=5).contains(&accepted), "{accepted} MB accepted");
+    // Bounded: the server itself needs well under this, the waiting input 4 MiB.
+    let rss = server_rss_kib(&env);
+    eprintln!("server RSS with {accepted} MB waiting: {rss} KiB");
+    assert!(rss < 64 * 1024, "server RSS {rss} KiB");
+    // Everything accepted arrives whole and in order, nothing of what was refused.
+    std::fs::write(home.join("go"), "").unwrap();
+    wait_until("room again once the program reads", || {
+        env.herdr(&["pane", "send", "--pane", &pane, "<end>"])
+            .status
+            .success()
+    });
+    let mut want: Vec<u8> = (0..accepted)
+        .flat_map(|i| vec![b'a' + i; 1_000_000])
+        .collect();
+    want.extend_from_slice(b"<end>");
+    let got = home.join("got");
+    wait_until("the accepted input arrived", || {
+        std::fs::read(&got).is_ok_and(|b| b.ends_with(b"<end>"))
+    });
+    assert!(
+        std::fs::read(&got).unwrap() == want,
+        "input cut or reordered"
+    );
+}
