@@ -4,12 +4,14 @@
 //! Invariants:
 //! * Never panics and never buffers without bound: a pending sequence longer than
 //!   64 bytes (4 KiB for OSC/DCS/APC strings) is emitted as [`Token::Unknown`]; a paste
-//!   is emitted in pieces of at most about 64 MiB.
-//! * `Key` and `Unknown` tokens carry exactly the bytes that produced them, so
+//!   is emitted in pieces of at most about 1 MiB (`PASTE_PIECE`).
+//! * Costs little per byte: printable text comes out as [`Token::Text`] runs (one token
+//!   per run, not per character), a paste as a few big pieces.
+//! * `Key`, `Text` and `Unknown` tokens carry exactly the bytes that produced them, so
 //!   forwarding them in order reproduces the input byte for byte.
 //! * Chunking does not matter, except right after an ESC byte or an `ESC ]`, `ESC P`,
-//!   `ESC _` (see below): a sequence, UTF-8 character, paste or its end marker split
-//!   across `feed` calls is kept pending.
+//!   `ESC _` (see below), and for where a text run or a paste piece ends: a sequence,
+//!   UTF-8 character, paste or its end marker split across `feed` calls is kept pending.
 //!
 //! ESC decisions (there is no timer in here; the caller owns timing):
 //! * A lone ESC at the very end of a chunk is the Escape key, emitted at once, so Esc
@@ -44,8 +46,16 @@ pub enum Token {
     Key { key: Key, raw: Vec<u8> },
     /// A mouse report (SGR `ESC [ < b ; x ; y M/m` or X10 `ESC [ M cb cx cy`).
     Mouse(MouseEvent),
-    /// Bracketed paste contents, without the `ESC [ 200~` / `ESC [ 201~` markers.
-    Paste(Vec<u8>),
+    /// A run of printable characters (no control bytes, no ESC), each of which is a key
+    /// without modifiers; see [`text_keys`].
+    Text(String),
+    /// Bracketed paste contents, without the `ESC [ 200~` / `ESC [ 201~` markers; a big
+    /// paste comes in pieces, the first with `start`, the last with `end`.
+    Paste {
+        text: Vec<u8>,
+        start: bool,
+        end: bool,
+    },
     /// Focus in (`ESC [ I`, true) or out (`ESC [ O`, false).
     Focus(bool),
     /// Any other complete sequence, or bytes that cannot be decoded, passed through raw.
@@ -53,9 +63,15 @@ pub enum Token {
 }
 
 pub(super) const ESC: u8 = 0x1b;
+/// The escape byte, for callers that cut input into pieces (see the module doc).
+pub const ESC_BYTE: u8 = ESC;
 const MAX_SEQ: usize = 64;
 const MAX_STRING: usize = 4096;
-const MAX_PASTE: usize = 64 << 20;
+/// A paste is handed on in pieces of about this size: a paste up to it is forwarded in one
+/// write, a bigger one costs this much memory, and a piece always fits a pane's input
+/// queue (`pty::MAX_INPUT_BYTES`), so none is refused for its size alone.
+const PASTE_PIECE: usize = 1 << 20;
+const _: () = assert!(PASTE_PIECE <= crate::pty::MAX_INPUT_BYTES);
 const PASTE_END: &[u8] = b"\x1b[201~";
 
 /// Incremental tokenizer; see the module doc for the rules.
@@ -66,6 +82,8 @@ pub struct InputParser {
     pending: Vec<u8>,
     /// Contents so far while inside a bracketed paste.
     paste: Option<Vec<u8>>,
+    /// A piece of the current paste was handed on already (the next is not its start).
+    paste_started: bool,
     /// Set after an over-long OSC/DCS/APC was cut: the rest of it, up to its end, is
     /// passed through as `Unknown` instead of being read as typed keys.
     in_string: bool,
@@ -99,8 +117,9 @@ impl InputParser {
         InputParser {
             pending: Vec::new(),
             paste: None,
+            paste_started: false,
             in_string: false,
-            paste_cap: MAX_PASTE,
+            paste_cap: PASTE_PIECE,
         }
     }
 
@@ -166,6 +185,9 @@ impl InputParser {
                         }
                     }
                 }
+            } else if let Some(text) = text_run(rest) {
+                pos += text.len();
+                out.push(Token::Text(text.to_owned()));
             } else {
                 match parse_one(rest, eof) {
                     Parsed::Done(item, n) => {
@@ -197,7 +219,7 @@ impl InputParser {
         let Some(paste) = self.paste.as_mut() else {
             return 0;
         };
-        let (content, used, ended) = match find(rest, PASTE_END) {
+        let (content, used, ended) = match find_paste_end(rest) {
             Some(i) => (head(rest, i), i + PASTE_END.len(), true),
             None => {
                 let n = rest.len() - marker_prefix_len(rest, PASTE_END);
@@ -205,11 +227,16 @@ impl InputParser {
             }
         };
         paste.extend_from_slice(content);
+        if ended || paste.len() >= self.paste_cap {
+            out.push(Token::Paste {
+                text: std::mem::take(paste),
+                start: !self.paste_started,
+                end: ended,
+            });
+            self.paste_started = !ended;
+        }
         if ended {
-            out.push(Token::Paste(std::mem::take(paste)));
             self.paste = None;
-        } else if paste.len() >= self.paste_cap {
-            out.push(Token::Paste(std::mem::take(paste)));
         }
         used
     }
@@ -225,8 +252,39 @@ fn push_unknown(out: &mut Vec<Token>, raw: &[u8]) {
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+/// The printable characters `buf` starts with (complete UTF-8 only), if any.
+fn text_run(buf: &[u8]) -> Option<&str> {
+    let end = buf
+        .iter()
+        .position(|&b| b < 0x20 || b == 0x7f)
+        .unwrap_or(buf.len());
+    let run = match std::str::from_utf8(head(buf, end)) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(head(buf, e.valid_up_to())).unwrap_or_default(),
+    };
+    (!run.is_empty()).then_some(run)
+}
+
+/// The keys a [`Token::Text`] run stands for, each with its bytes.
+pub fn text_keys(text: &str) -> impl Iterator<Item = (Key, &str)> + '_ {
+    text.char_indices().map(|(i, c)| {
+        let raw = text.get(i..i + c.len_utf8()).unwrap_or_default();
+        (Key::plain(KeyCode::Char(c)), raw)
+    })
+}
+
+/// Where the paste's end marker is in `hay`.
+fn find_paste_end(hay: &[u8]) -> Option<usize> {
+    // Compared only where an ESC is: a paste is mostly text, looked at once per byte.
+    let mut from = 0;
+    while let Some(i) = hay.get(from..)?.iter().position(|&b| b == ESC) {
+        let at = from + i;
+        if hay.get(at..)?.starts_with(PASTE_END) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// Length of the longest proper prefix of `marker` that `buf` ends with.
@@ -342,6 +400,22 @@ fn parse_esc(buf: &[u8], eof: bool) -> Parsed {
     }
 }
 
+/// Text runs as the keys they stand for (tests compare key by key).
+#[cfg(test)]
+pub(super) fn split_text(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out = Vec::new();
+    for t in tokens {
+        match t {
+            Token::Text(text) => out.extend(text_keys(&text).map(|(key, raw)| Token::Key {
+                key,
+                raw: raw.as_bytes().to_vec(),
+            })),
+            t => out.push(t),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,7 +430,32 @@ mod tests {
         Token::Unknown(raw.to_vec())
     }
     fn feed(bytes: &[u8]) -> Vec<Token> {
-        InputParser::new().feed(bytes)
+        split_text(InputParser::new().feed(bytes))
+    }
+    fn paste(text: &[u8], start: bool, end: bool) -> Token {
+        Token::Paste {
+            text: text.to_vec(),
+            start,
+            end,
+        }
+    }
+
+    /// The parser with its text runs seen as the keys they stand for, so the cases
+    /// below read key by key.
+    struct Keys(InputParser);
+    impl Keys {
+        fn new() -> Keys {
+            Keys(InputParser::new())
+        }
+        fn feed(&mut self, bytes: &[u8]) -> Vec<Token> {
+            split_text(self.0.feed(bytes))
+        }
+        fn flush(&mut self) -> Vec<Token> {
+            split_text(self.0.flush())
+        }
+        fn has_pending(&self) -> bool {
+            self.0.has_pending()
+        }
     }
 
     #[test]
@@ -384,7 +483,7 @@ mod tests {
             })
             .collect();
         assert_eq!(feed(text.as_bytes()), want);
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         let split: Vec<Token> = text.bytes().flat_map(|b| p.feed(&[b])).collect();
         assert_eq!(split, want);
         // Invalid UTF-8 becomes one-byte Unknown tokens, then decoding resyncs.
@@ -395,7 +494,7 @@ mod tests {
             [u(&[0xe0]), u(&[0x80]), u(&[0x80])]
         );
         assert_eq!(feed(&[0xed, 0xa0, 0x80]).len(), 3); // surrogate
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         assert_eq!(p.feed(&[0xe2, 0x82]), []);
         assert!(p.has_pending());
         assert_eq!(p.flush(), [u(&[0xe2, 0x82])]);
@@ -424,7 +523,7 @@ mod tests {
         // Not a CSI after all: ESC [ is M-[ and the rest is read again.
         assert_eq!(feed(b"\x1b[\r"), [k("M-[", b"\x1b["), k("Enter", b"\r")]);
         // The documented price of never waiting on a lone ESC.
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         assert_eq!(p.feed(b"\x1b"), [k("Escape", b"\x1b")]);
         assert_eq!(p.feed(b"[A"), [k("[", b"["), k("A", b"A")]);
         // Everything after the ESC may be split.
@@ -438,35 +537,32 @@ mod tests {
         let input = b"a\x1b[200~hi\x1b[A\x1b\x1b[201y\x1b[201~b";
         let want = [
             k("a", b"a"),
-            Token::Paste(b"hi\x1b[A\x1b\x1b[201y".to_vec()),
+            paste(b"hi\x1b[A\x1b\x1b[201y", true, true),
             k("b", b"b"),
         ];
         assert_eq!(feed(input), want);
         // Byte by byte, except right after the first ESC (a lone ESC is Escape).
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         let mut split = p.feed(&input[..3]);
         split.extend(input[3..].iter().flat_map(|&b| p.feed(&[b])));
         assert_eq!(split, want, "paste markers and contents may split anywhere");
-        assert_eq!(feed(b"\x1b[200~\x1b[201~"), [Token::Paste(Vec::new())]);
+        assert_eq!(feed(b"\x1b[200~\x1b[201~"), [paste(b"", true, true)]);
         // A stalled paste survives flush; it only ends at its end marker.
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         assert_eq!(p.feed(b"\x1b[200~ab\x1b"), []);
         assert_eq!(p.flush(), []);
         assert!(p.has_pending());
-        assert_eq!(p.feed(b"[201~"), [Token::Paste(b"ab".to_vec())]);
+        assert_eq!(p.feed(b"[201~"), [paste(b"ab", true, true)]);
         assert!(!p.has_pending());
         // Over the cap, a paste is handed over in pieces.
-        let mut p = InputParser {
+        let mut p = Keys(InputParser {
             paste_cap: 4,
             ..InputParser::new()
-        };
-        assert_eq!(
-            p.feed(b"\x1b[200~abcdef"),
-            [Token::Paste(b"abcdef".to_vec())]
-        );
+        });
+        assert_eq!(p.feed(b"\x1b[200~abcdef"), [paste(b"abcdef", true, false)]);
         assert_eq!(
             p.feed(b"gh\x1b[201~i"),
-            [Token::Paste(b"gh".to_vec()), k("i", b"i")]
+            [paste(b"gh", false, true), k("i", b"i")]
         );
     }
 
@@ -476,11 +572,11 @@ mod tests {
         long.extend([b'1'; 100]);
         long.push(b'A');
         assert_eq!(feed(&long), [u(&long)], "complete but meaningless");
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         let mut out = vec![p.feed(b"\x1b[")];
         for &b in &long[2..] {
             out.push(p.feed(&[b]));
-            assert!(p.pending.len() <= MAX_SEQ);
+            assert!(p.0.pending.len() <= MAX_SEQ);
         }
         let out: Vec<Token> = out.into_iter().flatten().collect();
         assert_eq!(out[0], u(&long[..MAX_SEQ + 1]));
@@ -490,7 +586,7 @@ mod tests {
         let mut osc = b"\x1b]52;c;".to_vec();
         osc.extend([b'Q'; 10_000]);
         osc.push(0x07);
-        let mut p = InputParser::new();
+        let mut p = Keys::new();
         let mut raw = Vec::new();
         for chunk in osc.chunks(100) {
             for t in p.feed(chunk) {
@@ -499,7 +595,7 @@ mod tests {
                 };
                 raw.extend(bytes);
             }
-            assert!(p.pending.len() <= MAX_STRING);
+            assert!(p.0.pending.len() <= MAX_STRING);
         }
         assert_eq!(raw, osc);
         assert_eq!(p.feed(b"x"), [k("x", b"x")]);
@@ -508,5 +604,67 @@ mod tests {
             feed(b"\x1b]11;ab\x02x"),
             [u(b"\x1b]11;ab"), k("C-b", b"\x02"), k("x", b"x")]
         );
+    }
+
+    #[test]
+    fn text_comes_in_runs() {
+        let run = |s: &str| Token::Text(s.to_string());
+        let mut p = InputParser::new();
+        assert_eq!(
+            p.feed("ls -l é€😀\r\x1b[Acd".as_bytes()),
+            [
+                run("ls -l é€😀"),
+                k("Enter", b"\r"),
+                k("Up", b"\x1b[A"),
+                run("cd")
+            ]
+        );
+        // A character cut between two reads waits for its other bytes.
+        assert_eq!(p.feed(b"ab\xc3"), [run("ab")]);
+        assert_eq!(p.feed(b"\xa9c"), [run("éc")]);
+        // An invalid byte ends a run and is passed on alone.
+        assert_eq!(p.feed(b"a\xffb"), [run("a"), u(b"\xff"), run("b")]);
+        // The prefix and other control keys are never inside a run.
+        assert_eq!(p.feed(b"x\x02y"), [run("x"), k("C-b", b"\x02"), run("y")]);
+        // A megabyte of text is one token.
+        let big = "abc ".repeat(256 * 1024);
+        assert_eq!(p.feed(big.as_bytes()), [run(&big)]);
+        // And its keys are the characters, each with its bytes.
+        let keys: Vec<(Key, &str)> = text_keys("aé").collect();
+        assert_eq!(
+            keys,
+            [
+                (Key::plain(KeyCode::Char('a')), "a"),
+                (Key::plain(KeyCode::Char('é')), "é")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_big_paste_comes_in_pieces_that_add_up() {
+        let content: Vec<u8> = (0..3 * PASTE_PIECE + 123)
+            .map(|i| b'a' + (i % 26) as u8)
+            .collect();
+        let mut input = b"\x1b[200~".to_vec();
+        input.extend_from_slice(&content);
+        input.extend_from_slice(b"\x1b[201~");
+        let mut p = InputParser::new();
+        let mut pieces = Vec::new();
+        for chunk in input.chunks(64 * 1024) {
+            pieces.extend(p.feed(chunk));
+        }
+        let mut got = Vec::new();
+        for (i, t) in pieces.iter().enumerate() {
+            let Token::Paste { text, start, end } = t else {
+                panic!("{t:?}")
+            };
+            assert_eq!(*start, i == 0);
+            assert_eq!(*end, i == pieces.len() - 1);
+            assert!(text.len() < PASTE_PIECE + 64 * 1024);
+            got.extend_from_slice(text);
+        }
+        assert!((3..=4).contains(&pieces.len()), "{} pieces", pieces.len());
+        assert!(got == content);
+        assert!(!p.has_pending());
     }
 }

@@ -18,7 +18,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::model::ids::TerminalId;
 use crate::term::Emulator;
 
-pub use actor::{Paused, Program, PtyEvent, PtyHandle, WriteError};
+pub use actor::{Paused, Program, PtyEvent, PtyHandle, WriteError, MAX_INPUT_BYTES};
 
 /// Tests that count this process's fds must not overlap with tests that open some.
 #[cfg(test)]

@@ -54,6 +54,8 @@ impl Server {
                 drag: None,
                 behind: false,
                 input_flush_at: None,
+                backlog: super::input::Backlog::default(),
+                paste: None,
                 bindings,
                 cache: ui::ComposeCache::default(),
                 spare: None,

@@ -1,12 +1,121 @@
 //! What wakes the server: events other threads queue (each also writes a wake pipe), and
 //! the interactive clients' sockets, which the server thread reads itself — a keystroke
 //! wakes it directly, with no reader thread in between.
+//!
+//! What a client sends is handled in order, a bounded amount per turn (`INPUT_PER_TURN`):
+//! the rest waits in the client's backlog and is taken on the next turns, which come at
+//! once, so a huge paste costs one client's patience, not everybody's. A client whose
+//! backlog is full is not read until it shrinks, so the kernel holds back the rest.
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use super::{ClientId, Event, Server};
 use crate::protocol::frame::ClientMsg;
+
+/// Bytes of one client's input handled per turn of the server thread: 64 KiB of a paste
+/// cost well under a millisecond, and even input that is all control keys (a token
+/// each) stays within a few, so other clients and API requests keep being served.
+const INPUT_PER_TURN: usize = 64 * 1024;
+/// What one other message (resize, ping…) counts against that budget.
+const MESSAGE_COST: usize = 1024;
+/// A client with this much input waiting is not read from until it is taken in (its
+/// terminal or socket holds the rest); one frame may still bring up to 16 MiB.
+const BACKLOG_MAX: usize = 1024 * 1024;
+
+/// What a client sent that is not handled yet, oldest first.
+#[derive(Default)]
+pub(super) struct Backlog {
+    msgs: VecDeque<Queued>,
+    /// Bytes of the front `Input` already handled.
+    offset: usize,
+    /// Input bytes waiting.
+    bytes: usize,
+    /// Its end is queued: nothing more is read from it.
+    gone: bool,
+}
+
+enum Queued {
+    Msg(ClientMsg),
+    /// The connection ended (with the reason when it was malformed).
+    Gone(Option<String>),
+}
+
+impl Backlog {
+    pub(super) fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// Whether to read more from the client now.
+    fn wants_more(&self) -> bool {
+        !self.gone && self.bytes < BACKLOG_MAX
+    }
+
+    fn push(&mut self, msg: ClientMsg) {
+        if let ClientMsg::Input(b) = &msg {
+            self.bytes += b.len();
+        }
+        self.msgs.push_back(Queued::Msg(msg));
+    }
+
+    fn push_gone(&mut self, reason: Option<String>) {
+        self.gone = true;
+        self.msgs.push_back(Queued::Gone(reason));
+    }
+
+    /// The next thing to handle, taking at most `budget` input bytes; what it cost.
+    fn next(&mut self, budget: usize) -> Option<(Queued, usize)> {
+        let Some(Queued::Msg(ClientMsg::Input(bytes))) = self.msgs.front() else {
+            return self.msgs.pop_front().map(|q| (q, MESSAGE_COST));
+        };
+        let rest = bytes.get(self.offset..).unwrap_or_default();
+        let n = cut(rest, budget);
+        let piece = if n < rest.len() {
+            let piece = rest.get(..n).unwrap_or_default().to_vec();
+            self.offset += n;
+            piece
+        } else {
+            let whole = match self.msgs.pop_front() {
+                Some(Queued::Msg(ClientMsg::Input(b))) => b,
+                _ => Vec::new(),
+            };
+            let offset = std::mem::take(&mut self.offset);
+            if offset == 0 {
+                whole
+            } else {
+                whole.get(offset..).unwrap_or_default().to_vec()
+            }
+        };
+        self.bytes -= piece.len();
+        Some((Queued::Msg(ClientMsg::Input(piece)), n))
+    }
+}
+
+/// How much of `bytes` to take with room for `budget`: all if it fits, else at most
+/// `budget`, but never cut right after an ESC (or `ESC ]`, `ESC P`, `ESC _`), where the
+/// tokenizer decides at once instead of waiting for the rest (see `input::parse`).
+fn cut(bytes: &[u8], budget: usize) -> usize {
+    if bytes.len() <= budget {
+        return bytes.len();
+    }
+    let esc = crate::input::parse::ESC_BYTE;
+    let after_introducer = |n: usize| {
+        let last = bytes.get(n.wrapping_sub(1)).copied();
+        let before = n.checked_sub(2).and_then(|i| bytes.get(i)).copied();
+        last == Some(esc) || (before == Some(esc) && matches!(last, Some(b']' | b'P' | b'_')))
+    };
+    let mut n = budget;
+    while n > 0 && after_introducer(n) {
+        n -= 1;
+    }
+    // Nothing but introducers (hostile input): cut anywhere rather than never.
+    if n == 0 {
+        budget.max(1)
+    } else {
+        n
+    }
+}
 
 /// The way into the server's event queue from other threads: every event also wakes the
 /// server's `poll`, which watches the interactive clients' sockets itself.
@@ -40,7 +149,7 @@ impl Server {
         let ready = {
             use std::os::fd::AsFd;
             let mut fds = vec![self.wake.fd()];
-            for (id, c) in &self.clients {
+            for (id, c) in self.clients.iter().filter(|(_, c)| c.backlog.wants_more()) {
                 fds.push(c.reader.as_fd());
                 sources.push((*id, false));
                 if let Some(tty) = &c.tty {
@@ -71,6 +180,40 @@ impl Server {
                 self.read_tty(id);
             } else {
                 self.read_client(id);
+            }
+        }
+        let waiting: Vec<ClientId> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| !c.backlog.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            self.take_backlog(id);
+        }
+    }
+
+    /// Handles what a client sent, in order, up to `INPUT_PER_TURN` bytes of input.
+    fn take_backlog(&mut self, id: ClientId) {
+        let mut budget = INPUT_PER_TURN;
+        while budget > 0 {
+            let Some((item, cost)) = self
+                .clients
+                .get_mut(&id)
+                .and_then(|c| c.backlog.next(budget))
+            else {
+                return;
+            };
+            budget = budget.saturating_sub(cost);
+            match item {
+                Queued::Msg(msg) => self.handle_guarded(Event::ClientMsg(id, msg)),
+                Queued::Gone(reason) => {
+                    if let Some(c) = self.clients.get(&id) {
+                        c.writer.close();
+                    }
+                    self.handle_guarded(Event::ClientGone(id, reason));
+                    return;
+                }
             }
         }
     }
@@ -106,23 +249,23 @@ impl Server {
                 .ok()
                 .filter(|(r, c)| *r > 0 && *c > 0)
                 .map(|(r, c)| super::panes::sane_size((c, r)));
-            if let Some((cols, rows)) = size.filter(|s| *s != known) {
-                self.handle_guarded(Event::ClientMsg(id, ClientMsg::Resize(cols, rows)));
+            if let Some(c) = self.clients.get_mut(&id) {
+                if let Some((cols, rows)) = size.filter(|s| *s != known) {
+                    c.backlog.push(ClientMsg::Resize(cols, rows));
+                }
+                c.backlog.push(ClientMsg::Input(typed));
             }
-            self.handle_guarded(Event::ClientMsg(id, ClientMsg::Input(typed)));
         }
         if gone {
-            if let Some(c) = self.clients.get(&id) {
-                c.writer.close();
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.backlog.push_gone(None);
             }
-            self.handle_guarded(Event::ClientGone(id, None));
         }
     }
 
-    /// Reads what a client sent (a bounded amount per turn) and handles its messages.
+    /// Reads what a client sent (a bounded amount per turn) into its backlog.
     fn read_client(&mut self, id: ClientId) {
         let mut gone = None;
-        let mut msgs = Vec::new();
         if let Some(c) = self.clients.get_mut(&id) {
             use std::os::fd::AsFd;
             for _ in 0..16 {
@@ -137,7 +280,7 @@ impl Server {
             }
             loop {
                 match c.decoder.next_client() {
-                    Ok(Some(msg)) => msgs.push(msg),
+                    Ok(Some(msg)) => c.backlog.push(msg),
                     Ok(None) => break,
                     Err(e) => {
                         // A malformed frame ends this client's connection only.
@@ -146,15 +289,47 @@ impl Server {
                     }
                 }
             }
-        }
-        for msg in msgs {
-            self.handle_guarded(Event::ClientMsg(id, msg));
-        }
-        if let Some(reason) = gone {
-            if let Some(c) = self.clients.get(&id) {
-                c.writer.close();
+            if let Some(reason) = gone {
+                c.backlog.push_gone(reason);
             }
-            self.handle_guarded(Event::ClientGone(id, reason));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_is_cut_within_the_budget_but_never_right_after_an_introducer() {
+        assert_eq!(cut(b"abcdef", 10), 6);
+        assert_eq!(cut(b"abcdef", 4), 4);
+        assert_eq!(cut(b"ab\x1b[A", 3), 2);
+        assert_eq!(cut(b"ab\x1b]11;x", 4), 2);
+        assert_eq!(cut(b"ab\x1b\x1b[A", 4), 2);
+        // All introducers: cut anyway, the budget is the budget.
+        assert_eq!(cut(b"\x1b\x1b\x1b\x1b", 2), 2);
+    }
+
+    #[test]
+    fn the_backlog_gives_input_back_in_order_in_pieces_with_other_messages_between() {
+        let mut b = Backlog::default();
+        b.push(ClientMsg::Input(b"0123456789".to_vec()));
+        b.push(ClientMsg::Ping);
+        b.push(ClientMsg::Input(b"ab".to_vec()));
+        b.push_gone(None);
+        assert!(!b.wants_more());
+        let mut got = Vec::new();
+        while let Some((item, cost)) = b.next(4) {
+            assert!(cost <= 4 || matches!(item, Queued::Msg(ClientMsg::Ping) | Queued::Gone(_)));
+            got.push(match item {
+                Queued::Msg(ClientMsg::Input(bytes)) => String::from_utf8(bytes).unwrap(),
+                Queued::Msg(_) => "msg".into(),
+                Queued::Gone(_) => "gone".into(),
+            });
+        }
+        assert_eq!(got, ["0123", "4567", "89", "msg", "ab", "gone"]);
+        assert_eq!(b.bytes, 0);
+        assert!(b.is_empty());
     }
 }

@@ -12,6 +12,18 @@ use crate::model::ids::TerminalId;
 use crate::model::layout::{Side, SplitDir};
 use crate::render::ui::{self, Hit, Overlay};
 
+/// A paste in progress (it may come in pieces): where it goes and how.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paste {
+    tid: TerminalId,
+    /// The pane's program asked for paste markers when the paste started.
+    bracketed: bool,
+    /// The start marker was written (so the end marker must be).
+    opened: bool,
+    /// A piece was refused: the rest is dropped.
+    dropped: bool,
+}
+
 /// Lines one wheel notch scrolls.
 const WHEEL_LINES: usize = 3;
 /// Cells one resize keypress moves a border.
@@ -40,11 +52,22 @@ impl Server {
     }
 
     fn tokens(&mut self, id: ClientId, tokens: Vec<Token>) {
+        // Bytes for the focused pane, gathered across tokens and written at once (one
+        // write for a run of typing, not one per key); written out before anything else
+        // happens, so nothing overtakes them.
+        let mut out = Vec::new();
         for token in tokens {
             if !self.clients.contains_key(&id) || self.stopping.is_some() {
-                return;
+                break;
             }
-            self.token(id, token);
+            self.token(id, token, &mut out);
+        }
+        self.forward(&mut out);
+    }
+
+    fn forward(&mut self, out: &mut Vec<u8>) {
+        if !out.is_empty() {
+            self.write_focused(std::mem::take(out));
         }
     }
 
@@ -64,7 +87,56 @@ impl Server {
         }
     }
 
-    fn token(&mut self, id: ClientId, token: Token) {
+    fn token(&mut self, id: ClientId, token: Token, out: &mut Vec<u8>) {
+        match (self.mode(id), token) {
+            (_, Token::Text(text)) => self.text(id, &text, out),
+            (Mode::Normal, Token::Key { key, raw })
+                if key != self.bindings_of(id).prefix && self.scrolling_focused().is_none() =>
+            {
+                out.extend_from_slice(&raw)
+            }
+            (Mode::Normal, Token::Unknown(raw)) => out.extend_from_slice(&raw),
+            (Mode::Prefix, Token::Key { key, .. }) if key == self.bindings_of(id).prefix => {
+                self.set_mode(id, Mode::Normal);
+                out.extend(key.to_bytes());
+            }
+            (_, token) => {
+                self.forward(out);
+                self.act(id, token);
+            }
+        }
+    }
+
+    /// A run of plain characters: forwarded whole while they are only text to this client
+    /// (normal mode, no scroll mode, up to a prefix key that is a plain character);
+    /// otherwise key by key.
+    fn text(&mut self, id: ClientId, text: &str, out: &mut Vec<u8>) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            if !self.clients.contains_key(&id) || self.stopping.is_some() {
+                return;
+            }
+            if self.mode(id) == Mode::Normal && self.scrolling_focused().is_none() {
+                let prefix = self.bindings_of(id).prefix;
+                let cut = match prefix.code {
+                    KeyCode::Char(c) if prefix.mods.is_empty() => rest.find(c),
+                    _ => None,
+                };
+                let (run, tail) = rest.split_at(cut.unwrap_or(rest.len()));
+                out.extend_from_slice(run.as_bytes());
+                rest = tail;
+            }
+            let Some((key, raw)) = crate::input::parse::text_keys(rest).next() else {
+                return;
+            };
+            rest = rest.get(raw.len()..).unwrap_or_default();
+            let raw = raw.as_bytes().to_vec();
+            self.token(id, Token::Key { key, raw }, out);
+        }
+    }
+
+    /// Everything but forwarding: modes, bindings, scroll keys, mouse, pastes.
+    fn act(&mut self, id: ClientId, token: Token) {
         match (self.mode(id), token) {
             (_, Token::Mouse(ev)) => {
                 if self.mode(id) == Mode::Help {
@@ -76,10 +148,7 @@ impl Server {
             (Mode::Help, Token::Key { .. }) => self.set_mode(id, Mode::Normal),
             (Mode::Prefix, Token::Key { key, .. }) => {
                 self.set_mode(id, Mode::Normal);
-                let b = self.bindings_of(id);
-                if key == b.prefix {
-                    self.write_focused(key.to_bytes());
-                } else if let Some(action) = b.lookup(&key) {
+                if let Some(action) = self.bindings_of(id).lookup(&key) {
                     self.action(id, action);
                 }
             }
@@ -92,12 +161,12 @@ impl Server {
                     self.write_focused(raw);
                 }
             }
-            (_, Token::Paste(text)) => {
+            (_, Token::Paste { text, start, end }) => {
                 self.set_mode(id, Mode::Normal);
-                self.paste(text);
+                self.paste(id, text, start, end);
             }
             (Mode::Normal, Token::Unknown(raw)) => self.write_focused(raw),
-            (_, Token::Unknown(_)) | (_, Token::Focus(_)) => {}
+            (_, Token::Unknown(_)) | (_, Token::Focus(_)) | (_, Token::Text(_)) => {}
         }
     }
 
@@ -109,33 +178,68 @@ impl Server {
         self.write_terminal(tid, bytes);
     }
 
-    pub(crate) fn write_terminal(&mut self, tid: TerminalId, bytes: Vec<u8>) {
+    /// Whether the bytes were taken (else the status line says why not).
+    pub(crate) fn write_terminal(&mut self, tid: TerminalId, bytes: Vec<u8>) -> bool {
         let Some(rt) = self.runtimes.get(tid) else {
-            return;
+            return false;
         };
-        if let Err(e) = rt.handle.try_write(bytes) {
-            self.say(format!("input dropped: {e}"));
+        match rt.handle.try_write(bytes) {
+            Ok(()) => true,
+            Err(e) => {
+                self.say(format!("input dropped: {e}"));
+                false
+            }
         }
     }
 
-    fn paste(&mut self, text: Vec<u8>) {
-        let Some(tid) = self.state.focused_terminal() else {
+    /// A piece of a paste. Where it goes and whether it is wrapped in paste markers are
+    /// decided at its start, for the whole paste; once a piece is refused the rest of that
+    /// paste is dropped too (no paste with a hole), but a paste that was opened is closed.
+    fn paste(&mut self, id: ClientId, text: Vec<u8>, start: bool, end: bool) {
+        if start {
+            let target = self.state.focused_terminal().map(|tid| Paste {
+                tid,
+                bracketed: self
+                    .runtimes
+                    .get(tid)
+                    .is_some_and(|rt| crate::pty::lock(&rt.emulator).screen().bracketed_paste()),
+                opened: false,
+                dropped: false,
+            });
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.paste = target;
+            }
+        }
+        let Some(mut p) = self.clients.get_mut(&id).and_then(|c| c.paste.take()) else {
             return;
         };
-        let bracketed = self
-            .runtimes
-            .get(tid)
-            .map(|rt| crate::pty::lock(&rt.emulator).screen().bracketed_paste())
-            .unwrap_or(false);
-        let bytes = if bracketed {
-            let mut b = b"\x1b[200~".to_vec();
-            b.extend_from_slice(&text);
-            b.extend_from_slice(b"\x1b[201~");
-            b
+        let open: &[u8] = if p.bracketed && start {
+            b"\x1b[200~"
         } else {
-            text
+            b""
         };
-        self.write_terminal(tid, bytes);
+        let close: &[u8] = if p.bracketed && end {
+            b"\x1b[201~"
+        } else {
+            b""
+        };
+        if !p.dropped {
+            if self.write_terminal(p.tid, [open, &text, close].concat()) {
+                p.opened |= start && p.bracketed;
+            } else {
+                p.dropped = true;
+                if p.opened && !close.is_empty() {
+                    self.write_terminal(p.tid, close.to_vec());
+                }
+            }
+        } else if p.opened && !close.is_empty() {
+            self.write_terminal(p.tid, close.to_vec());
+        }
+        if !end {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.paste = Some(p);
+            }
+        }
     }
 
     pub(crate) fn action(&mut self, id: ClientId, action: Action) {

@@ -140,6 +140,10 @@ pub(crate) struct Client {
     /// An incomplete escape sequence is buffered; if nothing follows by then, it was
     /// typed as is (e.g. alt+[) and is flushed.
     input_flush_at: Option<Instant>,
+    /// What it sent that is not handled yet (taken a bounded amount per turn).
+    backlog: input::Backlog,
+    /// A paste of its in progress.
+    paste: Option<keys::Paste>,
     /// Its own key bindings (`--remote-keybindings local`); `None` uses the server's.
     bindings: Option<Bindings>,
 }
@@ -307,6 +311,12 @@ impl Server {
     fn next_deadline(&self) -> Option<Instant> {
         let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
         let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
+        // A client with input left is served again at once: no sleeping in between.
+        let backlog = self
+            .clients
+            .values()
+            .any(|c| !c.backlog.is_empty())
+            .then(Instant::now);
         let wait = self.next_wait_deadline();
         let activity = self.next_activity_deadline();
         // A client whose last frame could not be queued gets another try soon.
@@ -327,6 +337,7 @@ impl Server {
             save,
             behind,
             quiet,
+            backlog,
         ]
         .into_iter()
         .flatten()
@@ -576,7 +587,9 @@ impl Server {
         let due: Vec<ClientId> = self
             .clients
             .iter()
-            .filter(|(_, c)| c.input_flush_at.is_some_and(|t| t <= now))
+            // (Not while the rest of its input is still waiting here: it may complete the
+            // sequence.)
+            .filter(|(_, c)| c.input_flush_at.is_some_and(|t| t <= now) && c.backlog.is_empty())
             .map(|(id, _)| *id)
             .collect();
         for id in due {

@@ -1,7 +1,8 @@
 //! The per-terminal I/O actor: one thread owns the PTY master and serialises every read,
-//! write, resize and shutdown of it. Callers never block: input goes through a bounded
-//! queue (`try_write` → `WouldBlock` when full), and a wake pipe interrupts the actor's
-//! `poll`. An idle terminal costs nothing: the thread sleeps in `poll` with no timeout.
+//! write, resize and shutdown of it. Callers never block: input goes through a queue
+//! bounded in bytes and in entries (`try_write` → `WouldBlock` when full, and then none of
+//! that write is taken), and a wake pipe interrupts the actor's `poll`. An idle terminal
+//! costs nothing: the thread sleeps in `poll` with no timeout.
 //!
 //! Writes are resumed at an offset after a partial write, so large pastes arrive intact
 //! and in order while output keeps being read (a program that does not read its input
@@ -26,15 +27,19 @@ use run::{absorb, Actor};
 use super::SharedEmulator;
 use crate::sys::{self, WakePipe, Waker};
 
-/// Queued input chunks per terminal before `try_write` reports `WouldBlock`.
+/// Queued input entries per terminal before `try_write` reports `WouldBlock`; the actor
+/// also holds at most this many not yet written (so tiny writes cannot pile up either).
 const INPUT_QUEUE_CHUNKS: usize = 1024;
+/// Input bytes one terminal holds, queued and not yet written, before `try_write` reports
+/// `WouldBlock`: a program that does not read its input costs at most this much memory.
+/// 4 MiB: a few big pastes, or a script's bulk `pane.send`, fit; anything beyond is
+/// refused whole, never half written.
+pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
 /// Read buffer size; one read never exceeds this.
 const READ_CHUNK: usize = 64 * 1024;
 /// Bytes read in one burst before the actor services its queues again, so a flood of
 /// output cannot starve input or a shutdown request.
 const READ_BURST: usize = 1024 * 1024;
-/// Input bytes the actor holds beyond the queue before it stops taking more.
-const MAX_PENDING_BYTES: usize = 1024 * 1024;
 /// How long a closing terminal's child gets after SIGHUP before SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// A terminal nobody sees reads its output in batches: after a small read it waits this
@@ -67,7 +72,11 @@ pub enum PtyEvent {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
-    #[error("the pane's input queue is full; try again shortly")]
+    #[error(
+        "the pane's program is not reading its input ({} MiB wait for it already); \
+         try again once it reads",
+        MAX_INPUT_BYTES >> 20
+    )]
     WouldBlock,
     #[error("the pane's program has exited")]
     Closed,
@@ -126,6 +135,9 @@ struct Direct {
     fd: std::sync::Mutex<Option<OwnedFd>>,
     /// Inputs (and query answers) not yet completely written by the actor.
     busy: std::sync::atomic::AtomicUsize,
+    /// Bytes accepted and not yet written (queued, or pending in the actor): reserved
+    /// before a write is taken, released as the actor writes them.
+    queued: std::sync::atomic::AtomicUsize,
 }
 
 pub struct PtyHandle {
@@ -193,6 +205,7 @@ impl PtyHandle {
             fd: std::sync::Mutex::new(Some(sys::dup_cloexec(parts.master.as_fd())?)),
             // A paused terminal takes no direct writes (see `Control::Pause`).
             busy: std::sync::atomic::AtomicUsize::new(usize::from(parts.paused)),
+            queued: std::sync::atomic::AtomicUsize::new(0),
         });
         let mut actor = Actor {
             direct: direct.clone(),
@@ -265,20 +278,36 @@ impl PtyHandle {
     }
 
     /// Writes bytes for the program: at once if the PTY takes them and nothing is queued
-    /// ahead, else queued for the actor; never blocks.
+    /// ahead, else queued for the actor; never blocks. All or nothing: refused writes
+    /// (`WouldBlock`: more than `MAX_INPUT_BYTES` would wait) leave no byte behind.
     pub fn try_write(&self, bytes: Vec<u8>) -> Result<(), WriteError> {
         if bytes.is_empty() {
             return Ok(());
         }
+        self.reserve(bytes.len())?;
         match self.write_direct(&bytes) {
             Some(n) if n == bytes.len() => Ok(()),
-            Some(n) => self.enqueue(Input::Bytes(bytes[n..].to_vec())),
-            None => self.enqueue(Input::Bytes(bytes)),
+            Some(n) => self.enqueue_reserved(Input::Bytes(bytes[n..].to_vec()), bytes.len() - n),
+            None => {
+                let len = bytes.len();
+                self.enqueue_reserved(Input::Bytes(bytes), len)
+            }
         }
     }
 
-    /// How much of `bytes` went straight into the PTY; `None` when it must be queued
-    /// (input is queued ahead, the actor is writing, or the PTY is full or closed).
+    /// Takes room for `len` more bytes of input, or says the terminal has no room left.
+    fn reserve(&self, len: usize) -> Result<(), WriteError> {
+        let before = self.direct.queued.fetch_add(len, Ordering::AcqRel);
+        if before.saturating_add(len) > MAX_INPUT_BYTES {
+            self.direct.queued.fetch_sub(len, Ordering::AcqRel);
+            return Err(WriteError::WouldBlock);
+        }
+        Ok(())
+    }
+
+    /// How much of `bytes` (reserved by the caller) went straight into the PTY; `None`
+    /// when it must be queued (input is queued ahead, the actor is writing, or the PTY is
+    /// full or closed). What was written is released from the reservation.
     fn write_direct(&self, bytes: &[u8]) -> Option<usize> {
         if self.direct.busy.load(Ordering::Acquire) != 0 {
             return None;
@@ -290,6 +319,7 @@ impl PtyHandle {
         }
         match sys::write_nb(fd.as_fd(), bytes) {
             Ok(Some(n)) if n > 0 => {
+                self.direct.queued.fetch_sub(n, Ordering::AcqRel);
                 if n < bytes.len() {
                     // The rest goes to the queue before the lock is let go, so nothing
                     // can be written between the two parts.
@@ -315,10 +345,13 @@ impl PtyHandle {
         enter: Vec<u8>,
         delay: Duration,
     ) -> Result<(), WriteError> {
-        self.enqueue(Input::Submit { text, enter, delay })
+        let len = text.len() + enter.len();
+        self.reserve(len)?;
+        self.enqueue_reserved(Input::Submit { text, enter, delay }, len)
     }
 
-    fn enqueue(&self, input: Input) -> Result<(), WriteError> {
+    /// Queues input whose `len` bytes are already reserved (released again if refused).
+    fn enqueue_reserved(&self, input: Input, len: usize) -> Result<(), WriteError> {
         self.direct.busy.fetch_add(1, Ordering::AcqRel);
         match self.input.try_send(input) {
             Ok(()) => {
@@ -327,6 +360,7 @@ impl PtyHandle {
             }
             Err(e) => {
                 self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                self.direct.queued.fetch_sub(len, Ordering::AcqRel);
                 match e {
                     TrySendError::Full(_) => Err(WriteError::WouldBlock),
                     TrySendError::Disconnected(_) => Err(WriteError::Closed),
@@ -377,8 +411,11 @@ impl PtyHandle {
     /// among them when the renderer had seen everything before.
     pub fn absorb(&self, emulator: &SharedEmulator, bytes: &[u8]) -> Vec<PtyEvent> {
         let (responses, mut events) = absorb(emulator, bytes);
-        if !responses.is_empty() {
-            let _ = self.enqueue(Input::Bytes(responses));
+        // Answers for a program that does not read its input are dropped past the limit
+        // (a terminal would block instead; we must not).
+        if !responses.is_empty() && self.reserve(responses.len()).is_ok() {
+            let len = responses.len();
+            let _ = self.enqueue_reserved(Input::Bytes(responses), len);
         }
         if !self.dirty.swap(true, Ordering::AcqRel) {
             events.push(PtyEvent::Output);

@@ -185,18 +185,19 @@ impl Actor {
                 Err(TryRecvError::Empty) => break,
             }
         }
-        // Take input only while little is pending: when the program stops reading, the
-        // bounded channel fills and callers get `WouldBlock` instead of us buffering
-        // without limit. If the limit stopped us and everything was then written, take
-        // more now: no wake-up will come for input that is already queued.
+        // Take input only while few entries are pending (the bytes are bounded when they
+        // are queued): when the program stops reading, the channel fills and callers get
+        // `WouldBlock` instead of us buffering without limit. If the limit stopped us and
+        // everything was then written, take more now: no wake-up will come for input that
+        // is already queued.
         loop {
-            while self.pending_len < MAX_PENDING_BYTES {
+            while self.pending.len() < INPUT_QUEUE_CHUNKS {
                 match self.input.try_recv() {
                     Ok(input) => self.take_input(input),
                     Err(_) => break,
                 }
             }
-            let hit_limit = self.pending_len >= MAX_PENDING_BYTES;
+            let hit_limit = self.pending.len() >= INPUT_QUEUE_CHUNKS;
             self.flush()?;
             if !(hit_limit && self.pending.is_empty()) {
                 break;
@@ -294,7 +295,8 @@ impl Actor {
         // Answers to queries go back to the program; one that asks without ever reading
         // its input must not make us buffer without limit, so answers beyond the cap
         // are dropped (a terminal would block instead; we must not).
-        if !responses.is_empty() && self.pending_len < MAX_PENDING_BYTES {
+        let queued = self.direct.queued.load(Ordering::Acquire);
+        if !responses.is_empty() && queued.saturating_add(responses.len()) <= MAX_INPUT_BYTES {
             self.push_counted(responses);
         }
         for ev in events {
@@ -315,9 +317,11 @@ impl Actor {
         }
     }
 
-    /// Bytes of our own (answers, handed-over input) ahead of later direct writes.
+    /// Bytes of our own (answers, handed-over input) ahead of later direct writes; they
+    /// count against the input limit like any other.
     pub(super) fn push_counted(&mut self, chunk: Vec<u8>) {
         self.direct.busy.fetch_add(1, Ordering::AcqRel);
+        self.direct.queued.fetch_add(chunk.len(), Ordering::AcqRel);
         self.taken += 1;
         self.push_pending(chunk);
     }
@@ -361,6 +365,7 @@ impl Actor {
                 Some(n) => {
                     self.offset += n;
                     self.pending_len -= n;
+                    self.direct.queued.fetch_sub(n, Ordering::AcqRel);
                     if self.offset >= front.len() {
                         self.pending.pop_front();
                         self.offset = 0;

@@ -107,6 +107,45 @@ fn a_program_that_does_not_read_makes_writes_would_block_not_hang() {
 }
 
 #[test]
+fn input_for_a_program_that_does_not_read_is_bounded_in_bytes_and_refused_whole() {
+    let (handle, mut prog, _rx, _emu) = start();
+    // Writes of 1 MiB, each of its own letter, until one is refused.
+    let mut accepted = 0u8;
+    while handle.try_write(vec![b'a' + accepted; 1 << 20]).is_ok() {
+        accepted += 1;
+        assert!(accepted < 20, "4 MiB bound not enforced");
+    }
+    // At most the bound waits (plus what the socket itself holds, under 1 MiB).
+    assert!((4..=5).contains(&accepted), "accepted {accepted} MiB");
+    // Smaller writes fill what is left, then are refused too: the bound is in bytes.
+    let mut small = 0;
+    while handle.try_write(vec![b'!'; 4096]).is_ok() {
+        small += 1;
+        assert!(
+            small <= 256,
+            "more than the refused MiB taken in small writes"
+        );
+    }
+    // Everything accepted arrives, whole and in order; nothing of the refused ones.
+    let mut want: Vec<u8> = (0..accepted)
+        .flat_map(|i| vec![b'a' + i; 1 << 20])
+        .collect();
+    want.extend(vec![b'!'; small * 4096]);
+    let mut got = vec![0u8; want.len()];
+    prog.read_exact(&mut got).unwrap();
+    assert!(got == want, "input reordered or cut");
+    // Once read, the room is given back.
+    let deadline = Instant::now() + WAIT;
+    while handle.try_write(b"more".to_vec()).is_err() {
+        assert!(Instant::now() < deadline, "room never released");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut more = [0u8; 4];
+    prog.read_exact(&mut more).unwrap();
+    assert_eq!(&more, b"more");
+}
+
+#[test]
 fn end_of_output_is_reported_as_exit() {
     let (_handle, prog, rx, _emu) = start();
     drop(prog);

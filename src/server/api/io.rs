@@ -38,10 +38,7 @@ pub(crate) struct PendingWait {
 
 fn write_err(e: WriteError) -> ApiError {
     match e {
-        WriteError::WouldBlock => ApiError::new(
-            "busy",
-            "the pane's input queue is full (its program is not reading); retry later",
-        ),
+        WriteError::WouldBlock => ApiError::new("busy", e.to_string()),
         WriteError::Closed => ApiError::new("pane_exited", "the pane's program has exited"),
     }
 }
