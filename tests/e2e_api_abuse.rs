@@ -298,3 +298,103 @@ fn a_wait_sent_before_the_peer_stops_writing_is_still_answered() {
         "{answer}"
     );
 }
+
+/// The slowest of `n` pings on a connection of its own, in milliseconds.
+fn slowest_ping_ms(env: &Env, n: usize) -> u128 {
+    let (mut s, mut r) = api_conn(env);
+    (0..n)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            let v = request(
+                &mut s,
+                &mut r,
+                &format!("{{\"id\":{i},\"method\":\"ping\"}}"),
+            );
+            assert_eq!(v["result"]["pong"], true, "{v}");
+            t.elapsed().as_millis()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Sends `count` waits on the focused pane that never match, then a ping whose answer says
+/// the server has taken them all (replies come in order; the waits do not answer).
+fn pile_waits(s: &mut UnixStream, r: &mut BufReader<UnixStream>, count: usize) {
+    let mut batch = Vec::new();
+    for i in 0..count {
+        // Half of them may match across lines (the slower kind to re-check).
+        let pattern = match i % 2 {
+            0 => format!("never-{i}-seen"),
+            _ => format!("never\\\\s{i}-seen"),
+        };
+        batch.extend_from_slice(
+            format!(
+                "{{\"id\":{i},\"method\":\"pane.wait\",\"params\":{{\"output\":\"{pattern}\"}}}}\n"
+            )
+            .as_bytes(),
+        );
+    }
+    s.write_all(&batch).unwrap();
+    let v = request(s, r, r#"{"id":"after","method":"ping"}"#);
+    assert_eq!(v["result"]["pong"], true, "a wait was refused: {v}");
+}
+
+#[test]
+fn waits_are_bounded_in_all_and_output_keeps_the_server_responsive() {
+    let env = started("manywaits");
+    // A full window of history, then a line every 10 ms: every wait is looked at again
+    // and again.
+    support::submit(
+        &env,
+        "p1",
+        "seq 1 3000; while :; do echo tick $RANDOM; sleep 0.01; done",
+    );
+    support::wait_output(&env, "p1", "^tick");
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let (mut s, mut r) = api_conn(&env);
+        pile_waits(&mut s, &mut r, 256);
+        held.push((s, r));
+    }
+    // The server's budget of waits is spent: a fifth connection is told so.
+    let (mut s, mut r) = api_conn(&env);
+    let v = request(
+        &mut s,
+        &mut r,
+        r#"{"id":1,"method":"pane.wait","params":{"output":"never"}}"#,
+    );
+    assert_eq!(v["error"]["code"], "too_many_waits", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("1024") && message.contains("all connections"),
+        "{message}"
+    );
+    // While the pane prints, an honest client is still answered promptly (the bound is
+    // generous: it catches stalls of seconds, not a slow machine).
+    let slowest = slowest_ping_ms(&env, 50);
+    eprintln!("slowest ping with 1024 waits on a printing pane: {slowest} ms");
+    assert!(slowest < 2000, "a ping took {slowest} ms");
+    // A peer that leaves without its answers gives its waits back.
+    // (The server hears of it a moment later: ask until it has.)
+    drop(held.pop());
+    let deadline = std::time::Instant::now() + support::WAIT;
+    let v = loop {
+        let v = request(
+            &mut s,
+            &mut r,
+            r#"{"id":2,"method":"pane.wait","params":{"output":"never","timeout_ms":300}}"#,
+        );
+        if v["error"]["code"] != "too_many_waits" || std::time::Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(v["error"]["code"], "timeout", "{v}");
+    // And a wait on new output still hears of it.
+    let v = request(
+        &mut s,
+        &mut r,
+        r#"{"id":3,"method":"pane.wait","params":{"output":"^tick [0-9]+$","timeout_ms":20000}}"#,
+    );
+    assert!(v["result"]["matched"].as_str().is_some(), "{v}");
+}

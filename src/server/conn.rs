@@ -446,6 +446,11 @@ impl ApiWriter {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
+    /// Whether the peer is gone entirely (it cannot read a reply any more).
+    pub fn peer_gone(&self) -> bool {
+        crate::sys::hung_up(self.stream.as_fd())
+    }
+
     /// Waits until everything queued is written (for a last reply before the process
     /// exits); false if that took longer than `timeout`.
     pub fn flush_wait(&self, timeout: Duration) -> bool {

@@ -10,6 +10,7 @@ mod events;
 mod io;
 mod layout;
 mod targets;
+mod waits;
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ use crate::protocol::{version, PROTOCOL_VERSION};
 
 pub(crate) use agents::Activity;
 pub use events::Summary;
-pub(crate) use io::PendingWait;
+pub(crate) use waits::PendingWait;
 
 /// `pane.output` is announced at most this often per pane (leading and trailing edge).
 const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
@@ -74,6 +75,8 @@ pub(crate) struct ApiConn {
 pub(crate) struct ApiState {
     conns: BTreeMap<ClientId, ApiConn>,
     pub waits: Vec<PendingWait>,
+    /// Per terminal with output waits: its lines (hashed) when they were last checked.
+    wait_lines: BTreeMap<TerminalId, Vec<u64>>,
     /// The structure as last announced to subscribers.
     last: Option<Summary>,
     /// Per terminal: when `pane.output` was last announced, and whether more output came
@@ -186,7 +189,14 @@ impl Server {
 
     pub(crate) fn api_closed(&mut self, id: ClientId) {
         if self.api.waits.iter().any(|w| w.conn == id) {
-            if let Some(c) = self.api.conns.get_mut(&id) {
+            // A peer that only stopped writing still reads its answers; one that is gone
+            // entirely must not hold waits (and the server's budget of them).
+            let conn = self
+                .api
+                .conns
+                .get_mut(&id)
+                .filter(|c| !c.writer.peer_gone());
+            if let Some(c) = conn {
                 c.draining = true;
                 c.subscribed = false;
                 return;
@@ -194,6 +204,21 @@ impl Server {
         }
         self.api.conns.remove(&id);
         self.api.waits.retain(|w| w.conn != id);
+    }
+
+    /// Drops draining connections whose peer has gone away since, with their waits.
+    pub(crate) fn api_forget_gone(&mut self) {
+        let gone: Vec<ClientId> = self
+            .api
+            .conns
+            .iter()
+            .filter(|(_, c)| c.draining && c.writer.peer_gone())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.api.conns.remove(&id);
+            self.api.waits.retain(|w| w.conn != id);
+        }
     }
 
     /// Drops draining connections that have nothing left to answer.
