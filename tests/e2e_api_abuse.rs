@@ -398,3 +398,73 @@ fn waits_are_bounded_in_all_and_output_keeps_the_server_responsive() {
     );
     assert!(v["result"]["matched"].as_str().is_some(), "{v}");
 }
+
+/// A number from the server's /proc status (`Threads`, `VmRSS` in KiB, …).
+fn proc_status(pid: i32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)
+                .and_then(|v| v.strip_prefix(':'))
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+fn open_fds(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+#[test]
+fn connections_that_never_say_hello_cost_a_bounded_number_of_threads() {
+    let env = started("nohello");
+    let pid = env.server_pid().unwrap();
+    // A client that said its hello before the flood is served throughout.
+    let (mut honest, mut honest_r) = api_conn(&env);
+    let (threads, fds) = (proc_status(pid, "Threads"), open_fds(pid));
+    let mut silent = Vec::new();
+    let (mut most_threads, mut most_fds) = (0, 0);
+    for i in 0..3000 {
+        silent.push(UnixStream::connect(env.socket()).unwrap());
+        if i % 100 == 0 {
+            most_threads = most_threads.max(proc_status(pid, "Threads"));
+            most_fds = most_fds.max(open_fds(pid));
+            let v = request(&mut honest, &mut honest_r, r#"{"id":1,"method":"ping"}"#);
+            assert_eq!(v["result"]["pong"], true);
+        }
+    }
+    let t = std::time::Instant::now();
+    let v = request(&mut honest, &mut honest_r, r#"{"id":2,"method":"ping"}"#);
+    assert_eq!(v["result"]["pong"], true);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "ping took {:?}",
+        t.elapsed()
+    );
+    // At most 64 wait for their hello (a thread and a descriptor each), plus a little
+    // slack for the server's own comings and goings.
+    eprintln!("server threads {threads} → {most_threads}, descriptors {fds} → {most_fds}");
+    assert!(most_threads <= threads + 64 + 8, "{most_threads} threads");
+    assert!(most_fds <= fds + 64 + 8, "{most_fds} descriptors");
+    // The ones beyond were told why, at once.
+    let last = silent.pop().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut line = String::new();
+    BufReader::new(last).read_line(&mut line).unwrap();
+    assert!(
+        line.contains("\"ok\":false")
+            && line.contains("too many connections waiting for their hello (64)"),
+        "{line}"
+    );
+    // The silent ones run out of time, and new connections are welcome again.
+    wait_until("the hello places are free again", || {
+        env.herdr(&["server", "status"]).status.success()
+    });
+    drop(silent);
+    wait_until("the threads are gone", || {
+        proc_status(pid, "Threads") <= threads + 2
+    });
+}

@@ -21,8 +21,16 @@ use super::{Event, EventTx};
 
 /// Frames queued per client before the server starts skipping frames for it.
 const CLIENT_QUEUE_FRAMES: usize = 8;
-/// A peer must finish its hello within this time.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// A peer must finish its hello within this time. Every herdr client and script writes
+/// its hello right after connecting (the remote bridge has it waiting on its stdin), so
+/// this only needs to cover a loaded machine; it bounds how long a silent peer holds one
+/// of the [`MAX_PENDING_HELLOS`] places.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections that may be waiting for their hello at once (each has a thread until it
+/// finishes). Beyond it a new connection is answered with an error and closed at once, so
+/// a flood of silent connections costs neither threads nor descriptors; honest peers
+/// finish their hello in milliseconds and rarely hold a place at all.
+pub const MAX_PENDING_HELLOS: usize = 64;
 
 pub type ClientId = u64;
 
@@ -165,6 +173,7 @@ impl Acceptor {
         let stop = Arc::new(AtomicBool::new(false));
         let next_id = next_id.unwrap_or_default();
         let (flag, ids) = (stop.clone(), next_id.clone());
+        let pending = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("herdr-accept".into())
             .spawn(move || loop {
@@ -186,11 +195,18 @@ impl Acceptor {
                             if stream.set_nonblocking(false).is_err() {
                                 continue;
                             }
+                            if !same_user(&stream) {
+                                continue; // another user's process: close without a word
+                            }
+                            let Some(place) = HelloPlace::take(&pending) else {
+                                refuse_busy(&stream);
+                                continue;
+                            };
                             let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
                             let events = events.clone();
                             let _ = std::thread::Builder::new()
                                 .name(format!("herdr-conn-{id}"))
-                                .spawn(move || handle_connection(id, stream, events));
+                                .spawn(move || handle_connection(id, stream, events, place));
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         // WouldBlock (all taken) or a failed connection: back to poll.
@@ -218,17 +234,49 @@ impl Acceptor {
     }
 }
 
-fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
+fn same_user(stream: &UnixStream) -> bool {
     let uid = nix::unistd::getuid().as_raw();
-    match crate::sys::peer_uid(stream.as_fd()) {
-        Ok(peer) if peer == uid => {}
-        _ => return, // another user's process: close without a word
+    matches!(crate::sys::peer_uid(stream.as_fd()), Ok(peer) if peer == uid)
+}
+
+/// One of the [`MAX_PENDING_HELLOS`] places, given back when dropped (the hello is done or
+/// failed, or its thread could not start).
+struct HelloPlace(Arc<AtomicUsize>);
+
+impl HelloPlace {
+    fn take(pending: &Arc<AtomicUsize>) -> Option<HelloPlace> {
+        pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_PENDING_HELLOS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| HelloPlace(pending.clone()))
     }
+}
+
+impl Drop for HelloPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Answers a connection that found every hello place taken, without waiting (the line is
+/// far smaller than an empty socket buffer), and lets it close.
+fn refuse_busy(stream: &UnixStream) {
+    let reply = HelloReply::reject(format!(
+        "the server has too many connections waiting for their hello ({MAX_PENDING_HELLOS}); \
+         some process is opening connections without speaking: stop it, then retry"
+    ));
+    if let Ok(mut line) = serde_json::to_string(&reply) {
+        line.push('\n');
+        send_dontwait(stream, line.as_bytes());
+    }
+}
+
+fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx, place: HelloPlace) {
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
+    // One descriptor while the hello is pending: the second half is made only after it.
+    let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
     let ok = (&mut reader)
         .take(MAX_HELLO_LEN as u64)
@@ -241,7 +289,7 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     let hello = match check_hello(text.trim()) {
         Ok(h) => h,
         Err(msg) => {
-            let _ = write_line(&stream, &HelloReply::reject(msg));
+            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
             return;
         }
     };
@@ -252,11 +300,11 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     if take_tty {
         reply.features.push(FEATURE_TTY.into());
     }
-    if write_line(&stream, &reply).is_err() {
+    if write_line(reader.get_ref(), &reply).is_err() {
         return;
     }
     let tty = match take_tty {
-        true => match receive_tty(&stream) {
+        true => match receive_tty(reader.get_ref()) {
             Ok(fd) => Some(Arc::new(fd)),
             Err(e) => {
                 eprintln!("client {id}: closing connection: no terminal after offering one: {e}");
@@ -265,7 +313,11 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
         },
         false => None,
     };
-    let _ = stream.set_read_timeout(None);
+    let _ = reader.get_ref().set_read_timeout(None);
+    drop(place);
+    let Ok(stream) = reader.get_ref().try_clone() else {
+        return;
+    };
     match hello.role {
         Role::Client => client_loop(id, stream, reader, hello, tty, events),
         Role::Api => api_loop(id, stream, reader, events),
