@@ -2,9 +2,12 @@
 //! threads. Nothing here touches session state: everything becomes an [`Event`] for the
 //! server's single owner thread.
 //!
-//! Invariants: a connection from another uid is refused before reading a byte; a
-//! malformed hello or frame closes that connection only; a client that stops reading
-//! never blocks the server (its writer queue is bounded and frames are skipped instead).
+//! Invariants: a connection from another uid is refused before reading a byte; at most
+//! [`MAX_PENDING_HELLOS`] connections wait for their hello (a thread each), any beyond is
+//! refused at once by the accept thread; a malformed hello or frame closes that connection
+//! only; a client that stops reading never blocks the server (its writer queue is bounded
+//! and frames are skipped instead); API replies are bounded per connection and in all
+//! (`api`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -18,6 +21,12 @@ use crate::protocol::frame::ServerMsg;
 use crate::protocol::{check_hello, HelloReply, Role, FEATURE_TTY, MAX_HELLO_LEN};
 
 use super::{Event, EventTx};
+
+mod api;
+use api::api_loop;
+pub use api::{
+    api_budget_spent, ApiWriter, Refused, API_QUEUE_TOTAL_BYTES, MAX_API_LINE, MAX_API_REPLY,
+};
 
 /// Frames queued per client before the server starts skipping frames for it.
 const CLIENT_QUEUE_FRAMES: usize = 8;
@@ -458,126 +467,4 @@ fn send_dontwait(stream: &UnixStream, bytes: &[u8]) -> usize {
         }
     }
     done
-}
-
-/// Longest API request line; a longer one is answered with an error and the connection
-/// closed, so a peer cannot make the server buffer without limit.
-pub const MAX_API_LINE: usize = 1024 * 1024;
-/// Reply and event lines queued per API connection; a peer that stops reading is
-/// disconnected when its queue is full.
-const API_QUEUE_LINES: usize = 4096;
-
-/// The server's handle on one API connection's outgoing lines.
-pub struct ApiWriter {
-    tx: SyncSender<String>,
-    pub(super) stream: UnixStream,
-    /// Bytes queued and not yet written: replies can be large (`pane.read`), so the queue
-    /// is bounded in bytes as well as in lines.
-    queued_bytes: Arc<AtomicUsize>,
-}
-
-/// Reply/event bytes queued per API connection before it counts as not reading.
-const API_QUEUE_BYTES: usize = 64 * 1024 * 1024;
-
-impl ApiWriter {
-    /// Queues one line (without its newline); false if the peer is not keeping up.
-    pub fn try_send(&self, line: String) -> bool {
-        let len = line.len() + 1;
-        if self.queued_bytes.fetch_add(len, Ordering::AcqRel) + len > API_QUEUE_BYTES {
-            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
-            return false;
-        }
-        if self.tx.try_send(line).is_err() {
-            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
-            return false;
-        }
-        true
-    }
-
-    pub fn close(&self) {
-        let _ = self.stream.shutdown(std::net::Shutdown::Both);
-    }
-
-    /// Whether the peer is gone entirely (it cannot read a reply any more).
-    pub fn peer_gone(&self) -> bool {
-        crate::sys::hung_up(self.stream.as_fd())
-    }
-
-    /// Waits until everything queued is written (for a last reply before the process
-    /// exits); false if that took longer than `timeout`.
-    pub fn flush_wait(&self, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        while self.queued_bytes.load(Ordering::Acquire) > 0 {
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        true
-    }
-}
-
-fn api_loop(id: ClientId, stream: UnixStream, mut reader: BufReader<UnixStream>, events: EventTx) {
-    let (tx, rx) = mpsc::sync_channel::<String>(API_QUEUE_LINES);
-    let Ok(mut write_half) = stream.try_clone() else {
-        return;
-    };
-    let queued_bytes = Arc::new(AtomicUsize::new(0));
-    let written = queued_bytes.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("herdr-api-write-{id}"))
-        .spawn(move || {
-            for mut line in rx {
-                line.push('\n');
-                let ok = write_half.write_all(line.as_bytes()).is_ok();
-                written.fetch_sub(line.len(), Ordering::AcqRel);
-                if !ok {
-                    break;
-                }
-            }
-            let _ = write_half.shutdown(std::net::Shutdown::Both);
-        });
-    if spawned.is_err() {
-        return;
-    }
-    let writer = ApiWriter {
-        tx,
-        stream,
-        queued_bytes,
-    };
-    let peer_pid = crate::sys::peer_pid(std::os::fd::AsFd::as_fd(&writer.stream)).unwrap_or(0);
-    if events
-        .send(Event::ApiOpen {
-            id,
-            writer,
-            peer_pid,
-        })
-        .is_err()
-    {
-        return;
-    }
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let limit = MAX_API_LINE as u64 + 1;
-        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if line.last() != Some(&b'\n') {
-            if line.len() > MAX_API_LINE {
-                let _ = events.send(Event::ApiTooLong(id));
-            }
-            // Otherwise: end of stream in the middle of a line, nothing to answer.
-            break;
-        }
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let text = String::from_utf8_lossy(&line).into_owned();
-        if events.send(Event::ApiRequest { id, line: text }).is_err() {
-            break;
-        }
-    }
-    let _ = events.send(Event::ApiClosed(id));
 }

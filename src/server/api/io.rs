@@ -97,9 +97,15 @@ impl Server {
         let emu = lock(&rt.emulator);
         let (rows, cols) = emu.size();
         let text = match lines {
-            Some(n) => emu
-                .last_lines(usize::try_from(n).unwrap_or(usize::MAX), ansi)
-                .join("\n"),
+            Some(n) => {
+                let lines = emu.last_lines(usize::try_from(n).unwrap_or(usize::MAX), ansi);
+                // Refused before the reply is built (it would be a second and third copy).
+                let bytes: usize = lines.iter().map(|l| super::json_text_len(l) + 2).sum();
+                if bytes >= super::MAX_API_REPLY {
+                    return Err(super::too_large_reply(bytes, Some(lines.len())));
+                }
+                lines.join("\n")
+            }
             None if ansi => emu.screen().contents_formatted(),
             None => emu.screen().contents(),
         };

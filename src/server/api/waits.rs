@@ -15,7 +15,7 @@ use regex_syntax::hir::{Class, Hir, HirKind, Look};
 use serde_json::{json, Value};
 
 use super::targets::{opt_bool, opt_str, opt_u64};
-use super::{now, reply_line, ApiError, ApiResult, Outcome};
+use super::{now, ApiError, ApiResult, Outcome};
 use crate::model::ids::TerminalId;
 use crate::pty::lock;
 use crate::server::{ClientId, Server};
@@ -346,14 +346,14 @@ impl Server {
             match result {
                 Some(r) => {
                     let w = self.api.waits.remove(i);
-                    done.push((w.conn, reply_line(&w.id, r)));
+                    done.push((w.conn, w.id, r));
                 }
                 None => i += 1,
             }
         }
         let answered = !done.is_empty();
-        for (conn, line) in done {
-            self.api_send(conn, line);
+        for (conn, id, result) in done {
+            self.api_reply(conn, &id, result);
         }
         if answered {
             self.api_reap_drained();
