@@ -528,6 +528,7 @@ fn a_reply_over_the_limit_says_to_ask_for_fewer_lines_and_the_connection_carries
     );
     assert_eq!(v["error"]["code"], "too_large", "{v}");
     let message = v["error"]["message"].as_str().unwrap();
+    eprintln!("pane.read of 100000 lines: {message}");
     let fit: u64 = message
         .split("--lines ")
         .nth(1)

@@ -187,6 +187,33 @@ impl ApiWriter {
     }
 }
 
+impl ApiWriter {
+    /// The writer of a connection, with its thread.
+    fn spawn(id: ClientId, stream: UnixStream) -> std::io::Result<ApiWriter> {
+        let (tx, rx) = mpsc::sync_channel::<Line>(API_QUEUE_LINES);
+        let mut write_half = stream.try_clone()?;
+        let queue = Arc::new(ApiQueue {
+            state: Mutex::new(QueueState {
+                bytes: 0,
+                counted: true,
+                moved: Instant::now(),
+            }),
+        });
+        std::thread::Builder::new()
+            .name(format!("herdr-api-write-{id}"))
+            .spawn(move || {
+                for line in rx.iter() {
+                    if !write_line_noting(&mut write_half, &line) {
+                        break;
+                    }
+                }
+                let _ = write_half.shutdown(std::net::Shutdown::Both);
+                // Dropping `rx` here frees (and gives back) whatever was still queued.
+            })?;
+        Ok(ApiWriter { tx, stream, queue })
+    }
+}
+
 /// Writes a line in pieces, noting progress after each.
 fn write_line_noting(stream: &mut UnixStream, line: &Line) -> bool {
     for piece in line.bytes.chunks(API_WRITE_PIECE) {
@@ -204,32 +231,9 @@ pub(super) fn api_loop(
     mut reader: BufReader<UnixStream>,
     events: EventTx,
 ) {
-    let (tx, rx) = mpsc::sync_channel::<Line>(API_QUEUE_LINES);
-    let Ok(mut write_half) = stream.try_clone() else {
+    let Ok(writer) = ApiWriter::spawn(id, stream) else {
         return;
     };
-    let queue = Arc::new(ApiQueue {
-        state: Mutex::new(QueueState {
-            bytes: 0,
-            counted: true,
-            moved: Instant::now(),
-        }),
-    });
-    let spawned = std::thread::Builder::new()
-        .name(format!("herdr-api-write-{id}"))
-        .spawn(move || {
-            for line in rx.iter() {
-                if !write_line_noting(&mut write_half, &line) {
-                    break;
-                }
-            }
-            let _ = write_half.shutdown(std::net::Shutdown::Both);
-            // Dropping `rx` here frees (and gives back) whatever was still queued.
-        });
-    if spawned.is_err() {
-        return;
-    }
-    let writer = ApiWriter { tx, stream, queue };
     let peer_pid = crate::sys::peer_pid(std::os::fd::AsFd::as_fd(&writer.stream)).unwrap_or(0);
     if events
         .send(Event::ApiOpen {
@@ -265,4 +269,57 @@ pub(super) fn api_loop(
         }
     }
     let _ = events.send(Event::ApiClosed(id));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn total() -> usize {
+        API_QUEUED_TOTAL.load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn the_budget_in_all_refuses_big_lines_and_comes_back_when_a_connection_closes() {
+        // Two peers that never read.
+        let (a, _peer_a) = UnixStream::pair().unwrap();
+        let (b, _peer_b) = UnixStream::pair().unwrap();
+        let (a, b) = (
+            ApiWriter::spawn(1, a).unwrap(),
+            ApiWriter::spawn(2, b).unwrap(),
+        );
+        let mib = "x".repeat((1 << 20) - 1);
+        // A's own queue takes up to the whole budget in all.
+        let mut sent = 0;
+        while a.try_send(mib.clone()).is_ok() {
+            sent += 1;
+            assert!(sent <= 64, "the budget did not hold");
+        }
+        assert!(sent >= 60, "{sent}");
+        // B's big line is refused (and given back); its small ones still pass.
+        assert_eq!(b.try_send(mib.clone()), Err(Refused::Budget(mib.clone())));
+        assert!(b.try_send("{\"id\":1,\"result\":{}}".into()).is_ok());
+        assert!(b.try_send_error("x".repeat(100 * 1024)).is_ok());
+        // Closing A gives its share back at once, before its thread has freed anything.
+        let before = total();
+        a.close();
+        assert!(
+            total() + 60 * (1 << 20) <= before,
+            "{} → {}",
+            before,
+            total()
+        );
+        assert!(b.try_send(mib.clone()).is_ok());
+        // Once B is closed and its thread has dropped its lines, nothing is counted.
+        b.close();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while b.queued() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(b.queued(), 0);
+        assert!(
+            a.try_send("late".into()).is_err(),
+            "a closed connection takes no more"
+        );
+    }
 }
