@@ -7,6 +7,7 @@
 //! them, and searches a regex that cannot match across lines only in the lines that changed
 //! since the last check; a passed deadline looks only at the waits that expired.
 
+use std::cell::Cell;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
@@ -45,6 +46,10 @@ pub(crate) struct OutputWait {
     /// The pattern may match a line break (or looks at the start of the text), so a new
     /// match may begin in lines that did not change: a re-check looks [`SPAN_LINES`] above.
     spans: bool,
+    /// Not yet re-checked: the lines it was first searched in may differ from those the
+    /// terminal's other waits were last checked against, so its first re-check searches
+    /// everything.
+    fresh: Cell<bool>,
 }
 
 pub(crate) struct PendingWait {
@@ -90,14 +95,17 @@ impl Lines {
     }
 
     /// Searches for `w`'s regex in what changed (a match that was there at the last check
-    /// would have answered the wait then). `find_at` keeps the text before `from` as
-    /// context, so `^` and `\b` see the same line boundaries as a search of everything.
-    fn find(&self, w: &OutputWait) -> Option<Value> {
-        // Nothing changed: nothing new can match.
-        let first = *self.starts.get(self.changed)?;
-        let from = match w.spans {
-            true => self.starts[self.changed.saturating_sub(SPAN_LINES)],
-            false => first,
+    /// would have answered the wait then), or in everything (`all`). `find_at` keeps the
+    /// text before `from` as context, so `^` and `\b` see the same line boundaries as a
+    /// search of everything.
+    /// The match and its whole line.
+    fn find(&self, w: &OutputWait, all: bool) -> Option<(&str, &str)> {
+        let from = match (all, w.spans) {
+            (true, _) => 0,
+            // Nothing changed: nothing new can match.
+            (false, _) if self.changed >= self.starts.len() => return None,
+            (false, true) => self.starts[self.changed.saturating_sub(SPAN_LINES)],
+            (false, false) => self.starts[self.changed],
         };
         let m = w.re.find_at(&self.text, from)?;
         let line = self.starts.partition_point(|&s| s <= m.start()).max(1) - 1;
@@ -105,7 +113,7 @@ impl Lines {
         let end = self.text[start..]
             .find('\n')
             .map_or(self.text.len(), |e| start + e);
-        Some(json!({ "matched": m.as_str(), "line": &self.text[start..end] }))
+        Some((m.as_str(), &self.text[start..end]))
     }
 }
 
@@ -190,6 +198,7 @@ impl Server {
                         ApiError::params(format!("\"output\" is not a valid regex: {e}"))
                     })?,
                 spans: may_span_lines(re),
+                fresh: Cell::new(true),
             }),
             (None, true, None) => WaitKind::Exit,
             (None, false, Some(state)) if super::agents::STATES.contains(&state) => {
@@ -265,17 +274,18 @@ impl Server {
             .map(|p| self.pane_no(p));
         match &w.kind {
             WaitKind::Output(ow) => {
-                let found = match lines {
-                    Some(l) => l.find(ow),
+                let own;
+                let (l, all) = match lines {
+                    Some(l) => (l, ow.fresh.replace(false)),
                     None => {
                         let rt = self.runtimes.get(w.terminal)?;
                         let text = lock(&rt.emulator).last_lines(WAIT_LINES, false);
-                        Lines::new(text, None).0.find(ow)
+                        own = Lines::new(text, None).0;
+                        (&own, true)
                     }
                 };
-                let mut v = found?;
-                v["id"] = json!(pane);
-                Some(v)
+                let (matched, line) = l.find(ow, all)?;
+                Some(json!({ "id": pane, "matched": matched, "line": line }))
             }
             WaitKind::Exit => {
                 let term = self.state.terminals.get(&w.terminal);
@@ -387,6 +397,7 @@ mod tests {
                 .build()
                 .unwrap(),
             spans: may_span_lines(pattern),
+            fresh: Cell::new(false),
         }
     }
 
@@ -428,26 +439,28 @@ mod tests {
         let (_, hashes) = Lines::new(before, None);
         let (l, _) = Lines::new(lines(&["old 42", "keep", "$ echo", "new"]), Some(&hashes));
         // "old 42" was there at the last check and did not match then: it cannot now.
-        assert!(l.find(&wait("42")).is_none());
-        assert_eq!(l.find(&wait("^new$")).unwrap()["line"], "new");
-        assert_eq!(l.find(&wait("echo")).unwrap()["line"], "$ echo");
+        assert!(l.find(&wait("42"), false).is_none());
+        assert_eq!(l.find(&wait("^new$"), false).unwrap().1, "new");
+        assert_eq!(l.find(&wait("echo"), false).unwrap().1, "$ echo");
         // A pattern across lines may start in an unchanged line (not too far up).
-        assert_eq!(l.find(&wait(r"keep\n\$")).unwrap()["line"], "keep");
+        assert_eq!(l.find(&wait(r"keep\n\$"), false).unwrap().1, "keep");
         let mut many = vec!["start".to_string()];
         many.extend((0..SPAN_LINES).map(|i| format!("filler {i}")));
         let (_, hashes) = Lines::new(many.clone(), None);
         many.push("end".into());
         let (l, _) = Lines::new(many, Some(&hashes));
-        assert!(l.find(&wait(r"(?s)start.*end")).is_none());
-        assert!(l.find(&wait(r"(?s)filler 1.*end")).is_some());
+        assert!(l.find(&wait(r"(?s)start.*end"), false).is_none());
+        assert!(l.find(&wait(r"(?s)filler 1.*end"), false).is_some());
         // Nothing changed: nothing to find.
         let (_, hashes) = Lines::new(lines(&["a 42"]), None);
         assert!(Lines::new(lines(&["a 42"]), Some(&hashes))
             .0
-            .find(&wait("42"))
+            .find(&wait("42"), false)
             .is_none());
         // A fresh wait searches everything.
-        let (fresh, _) = Lines::new(lines(&["old 42", "keep"]), None);
-        assert_eq!(fresh.find(&wait("42")).unwrap()["line"], "old 42");
+        let (_, hashes) = Lines::new(lines(&["old 42", "keep"]), None);
+        let (l, _) = Lines::new(lines(&["old 42", "keep"]), Some(&hashes));
+        assert!(l.find(&wait("42"), false).is_none());
+        assert_eq!(l.find(&wait("42"), true).unwrap().1, "old 42");
     }
 }
