@@ -72,10 +72,16 @@ fn say_hello(mut stream: UnixStream, hello: &Hello) -> anyhow::Result<(UnixStrea
     }
     let mut line = serde_json::to_string(hello)?;
     line.push('\n');
-    stream
-        .write_all(line.as_bytes())
-        .map_err(|e| anyhow::anyhow!("the server closed the connection before the hello ({e})"))?;
+    let sent = stream.write_all(line.as_bytes());
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    if let Err(e) = sent {
+        // A server that refuses the connection at once (too many waiting for their hello)
+        // says why before closing: that is the error to show, if it is there.
+        return match read_hello_reply(&mut stream, "the server") {
+            Err(refused) if !refused.to_string().contains("not a herdr hello") => Err(refused),
+            _ => anyhow::bail!("the server closed the connection before the hello ({e})"),
+        };
+    }
     let reply = read_hello_reply(&mut stream, "the server")?;
     stream.set_read_timeout(None)?;
     Ok((stream, reply))

@@ -2,9 +2,12 @@
 //! threads. Nothing here touches session state: everything becomes an [`Event`] for the
 //! server's single owner thread.
 //!
-//! Invariants: a connection from another uid is refused before reading a byte; a
-//! malformed hello or frame closes that connection only; a client that stops reading
-//! never blocks the server (its writer queue is bounded and frames are skipped instead).
+//! Invariants: a connection from another uid is refused before reading a byte; at most
+//! [`MAX_PENDING_HELLOS`] connections wait for their hello (a thread each), any beyond is
+//! refused at once by the accept thread; a malformed hello or frame closes that connection
+//! only; a client that stops reading never blocks the server (its writer queue is bounded
+//! and frames are skipped instead); API replies are bounded per connection and in all
+//! (`api`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -19,10 +22,24 @@ use crate::protocol::{check_hello, HelloReply, Role, FEATURE_TTY, MAX_HELLO_LEN}
 
 use super::{Event, EventTx};
 
+mod api;
+use api::api_loop;
+pub use api::{
+    api_budget_spent, ApiWriter, Refused, API_QUEUE_TOTAL_BYTES, MAX_API_LINE, MAX_API_REPLY,
+};
+
 /// Frames queued per client before the server starts skipping frames for it.
 const CLIENT_QUEUE_FRAMES: usize = 8;
-/// A peer must finish its hello within this time.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// A peer must finish its hello within this time. Every herdr client and script writes
+/// its hello right after connecting (the remote bridge has it waiting on its stdin), so
+/// this only needs to cover a loaded machine; it bounds how long a silent peer holds one
+/// of the [`MAX_PENDING_HELLOS`] places.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections that may be waiting for their hello at once (each has a thread until it
+/// finishes). Beyond it a new connection is answered with an error and closed at once, so
+/// a flood of silent connections costs neither threads nor descriptors; honest peers
+/// finish their hello in milliseconds and rarely hold a place at all.
+pub const MAX_PENDING_HELLOS: usize = 64;
 
 pub type ClientId = u64;
 
@@ -165,6 +182,7 @@ impl Acceptor {
         let stop = Arc::new(AtomicBool::new(false));
         let next_id = next_id.unwrap_or_default();
         let (flag, ids) = (stop.clone(), next_id.clone());
+        let pending = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("herdr-accept".into())
             .spawn(move || loop {
@@ -186,11 +204,18 @@ impl Acceptor {
                             if stream.set_nonblocking(false).is_err() {
                                 continue;
                             }
+                            if !same_user(&stream) {
+                                continue; // another user's process: close without a word
+                            }
+                            let Some(place) = HelloPlace::take(&pending) else {
+                                refuse_busy(&stream);
+                                continue;
+                            };
                             let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
                             let events = events.clone();
                             let _ = std::thread::Builder::new()
                                 .name(format!("herdr-conn-{id}"))
-                                .spawn(move || handle_connection(id, stream, events));
+                                .spawn(move || handle_connection(id, stream, events, place));
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         // WouldBlock (all taken) or a failed connection: back to poll.
@@ -218,17 +243,49 @@ impl Acceptor {
     }
 }
 
-fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
+fn same_user(stream: &UnixStream) -> bool {
     let uid = nix::unistd::getuid().as_raw();
-    match crate::sys::peer_uid(stream.as_fd()) {
-        Ok(peer) if peer == uid => {}
-        _ => return, // another user's process: close without a word
+    matches!(crate::sys::peer_uid(stream.as_fd()), Ok(peer) if peer == uid)
+}
+
+/// One of the [`MAX_PENDING_HELLOS`] places, given back when dropped (the hello is done or
+/// failed, or its thread could not start).
+struct HelloPlace(Arc<AtomicUsize>);
+
+impl HelloPlace {
+    fn take(pending: &Arc<AtomicUsize>) -> Option<HelloPlace> {
+        pending
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_PENDING_HELLOS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| HelloPlace(pending.clone()))
     }
+}
+
+impl Drop for HelloPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Answers a connection that found every hello place taken, without waiting (the line is
+/// far smaller than an empty socket buffer), and lets it close.
+fn refuse_busy(stream: &UnixStream) {
+    let reply = HelloReply::reject(format!(
+        "the server has too many connections waiting for their hello ({MAX_PENDING_HELLOS}); \
+         some process is opening connections without speaking: stop it, then retry"
+    ));
+    if let Ok(mut line) = serde_json::to_string(&reply) {
+        line.push('\n');
+        send_dontwait(stream, line.as_bytes());
+    }
+}
+
+fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx, place: HelloPlace) {
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
+    // One descriptor while the hello is pending: the second half is made only after it.
+    let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
     let ok = (&mut reader)
         .take(MAX_HELLO_LEN as u64)
@@ -241,7 +298,7 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     let hello = match check_hello(text.trim()) {
         Ok(h) => h,
         Err(msg) => {
-            let _ = write_line(&stream, &HelloReply::reject(msg));
+            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
             return;
         }
     };
@@ -252,11 +309,11 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
     if take_tty {
         reply.features.push(FEATURE_TTY.into());
     }
-    if write_line(&stream, &reply).is_err() {
+    if write_line(reader.get_ref(), &reply).is_err() {
         return;
     }
     let tty = match take_tty {
-        true => match receive_tty(&stream) {
+        true => match receive_tty(reader.get_ref()) {
             Ok(fd) => Some(Arc::new(fd)),
             Err(e) => {
                 eprintln!("client {id}: closing connection: no terminal after offering one: {e}");
@@ -265,7 +322,11 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx) {
         },
         false => None,
     };
-    let _ = stream.set_read_timeout(None);
+    let _ = reader.get_ref().set_read_timeout(None);
+    drop(place);
+    let Ok(stream) = reader.get_ref().try_clone() else {
+        return;
+    };
     match hello.role {
         Role::Client => client_loop(id, stream, reader, hello, tty, events),
         Role::Api => api_loop(id, stream, reader, events),
@@ -406,121 +467,4 @@ fn send_dontwait(stream: &UnixStream, bytes: &[u8]) -> usize {
         }
     }
     done
-}
-
-/// Longest API request line; a longer one is answered with an error and the connection
-/// closed, so a peer cannot make the server buffer without limit.
-pub const MAX_API_LINE: usize = 1024 * 1024;
-/// Reply and event lines queued per API connection; a peer that stops reading is
-/// disconnected when its queue is full.
-const API_QUEUE_LINES: usize = 4096;
-
-/// The server's handle on one API connection's outgoing lines.
-pub struct ApiWriter {
-    tx: SyncSender<String>,
-    pub(super) stream: UnixStream,
-    /// Bytes queued and not yet written: replies can be large (`pane.read`), so the queue
-    /// is bounded in bytes as well as in lines.
-    queued_bytes: Arc<AtomicUsize>,
-}
-
-/// Reply/event bytes queued per API connection before it counts as not reading.
-const API_QUEUE_BYTES: usize = 64 * 1024 * 1024;
-
-impl ApiWriter {
-    /// Queues one line (without its newline); false if the peer is not keeping up.
-    pub fn try_send(&self, line: String) -> bool {
-        let len = line.len() + 1;
-        if self.queued_bytes.fetch_add(len, Ordering::AcqRel) + len > API_QUEUE_BYTES {
-            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
-            return false;
-        }
-        if self.tx.try_send(line).is_err() {
-            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
-            return false;
-        }
-        true
-    }
-
-    pub fn close(&self) {
-        let _ = self.stream.shutdown(std::net::Shutdown::Both);
-    }
-
-    /// Waits until everything queued is written (for a last reply before the process
-    /// exits); false if that took longer than `timeout`.
-    pub fn flush_wait(&self, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        while self.queued_bytes.load(Ordering::Acquire) > 0 {
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        true
-    }
-}
-
-fn api_loop(id: ClientId, stream: UnixStream, mut reader: BufReader<UnixStream>, events: EventTx) {
-    let (tx, rx) = mpsc::sync_channel::<String>(API_QUEUE_LINES);
-    let Ok(mut write_half) = stream.try_clone() else {
-        return;
-    };
-    let queued_bytes = Arc::new(AtomicUsize::new(0));
-    let written = queued_bytes.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("herdr-api-write-{id}"))
-        .spawn(move || {
-            for mut line in rx {
-                line.push('\n');
-                let ok = write_half.write_all(line.as_bytes()).is_ok();
-                written.fetch_sub(line.len(), Ordering::AcqRel);
-                if !ok {
-                    break;
-                }
-            }
-            let _ = write_half.shutdown(std::net::Shutdown::Both);
-        });
-    if spawned.is_err() {
-        return;
-    }
-    let writer = ApiWriter {
-        tx,
-        stream,
-        queued_bytes,
-    };
-    let peer_pid = crate::sys::peer_pid(std::os::fd::AsFd::as_fd(&writer.stream)).unwrap_or(0);
-    if events
-        .send(Event::ApiOpen {
-            id,
-            writer,
-            peer_pid,
-        })
-        .is_err()
-    {
-        return;
-    }
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let limit = MAX_API_LINE as u64 + 1;
-        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if line.last() != Some(&b'\n') {
-            if line.len() > MAX_API_LINE {
-                let _ = events.send(Event::ApiTooLong(id));
-            }
-            // Otherwise: end of stream in the middle of a line, nothing to answer.
-            break;
-        }
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let text = String::from_utf8_lossy(&line).into_owned();
-        if events.send(Event::ApiRequest { id, line: text }).is_err() {
-            break;
-        }
-    }
-    let _ = events.send(Event::ApiClosed(id));
 }

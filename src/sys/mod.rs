@@ -218,6 +218,16 @@ pub fn reader_gone(fd: BorrowedFd<'_>) -> bool {
     }
 }
 
+/// Whether the other end of a socket is gone entirely (a hangup, not just the end of what
+/// it sends: a peer that only shut down its writing still reads).
+pub fn hung_up(fd: BorrowedFd<'_>) -> bool {
+    let mut pfds = [PollFd::new(fd, PollFlags::empty())];
+    matches!(poll(&mut pfds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && pfds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+}
+
 /// Non-blocking write; `Ok(None)` means "would block".
 pub fn write_nb(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<Option<usize>> {
     loop {

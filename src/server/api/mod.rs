@@ -10,6 +10,7 @@ mod events;
 mod io;
 mod layout;
 mod targets;
+mod waits;
 
 use std::collections::BTreeMap;
 
@@ -17,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::conn::ApiWriter;
+use super::conn::{ApiWriter, Refused, API_QUEUE_TOTAL_BYTES, MAX_API_REPLY};
 use super::{ClientId, Server};
 use crate::model::ids::TerminalId;
 use crate::protocol::{version, PROTOCOL_VERSION};
 
 pub(crate) use agents::Activity;
 pub use events::Summary;
-pub(crate) use io::PendingWait;
+pub(crate) use waits::PendingWait;
 
 /// `pane.output` is announced at most this often per pane (leading and trailing edge).
 const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
@@ -74,6 +75,8 @@ pub(crate) struct ApiConn {
 pub(crate) struct ApiState {
     conns: BTreeMap<ClientId, ApiConn>,
     pub waits: Vec<PendingWait>,
+    /// Per terminal with output waits: its lines (hashed) when they were last checked.
+    wait_lines: BTreeMap<TerminalId, Vec<u64>>,
     /// The structure as last announced to subscribers.
     last: Option<Summary>,
     /// Per terminal: when `pane.output` was last announced, and whether more output came
@@ -115,6 +118,49 @@ pub fn parse_request(line: &str) -> Result<(Value, String, Value), (Value, ApiEr
         Some(_) => return Err((id, ApiError::params("\"params\" must be an object"))),
     };
     Ok((id, method.to_string(), params))
+}
+
+/// The error for a reply that finds the budget of queued replies in all spent.
+fn budget_spent() -> ApiError {
+    ApiError::new(
+        "busy",
+        format!(
+            "the server's {} MiB for replies in all is taken by replies other connections \
+             have not read yet; retry in a moment, or ask for less",
+            API_QUEUE_TOTAL_BYTES >> 20
+        ),
+    )
+}
+
+/// The error for a reply of `bytes` bytes, over [`MAX_API_REPLY`]; `lines`: how many
+/// lines the request asked for, when it did, so the message can say how many would do.
+pub fn too_large_reply(bytes: usize, lines: Option<usize>) -> ApiError {
+    let limit = MAX_API_REPLY >> 20;
+    let size = bytes.div_ceil(1 << 20);
+    let advice = match lines {
+        // Proportionally fewer, with a margin for lines longer than the average.
+        Some(n) => {
+            let fit = (n as u128 * MAX_API_REPLY as u128 * 9 / 10 / bytes.max(1) as u128) as usize;
+            format!("ask for fewer lines: at most about {fit} (\"lines\": {fit}, or --lines {fit})")
+        }
+        None => "ask for less".to_string(),
+    };
+    ApiError::new(
+        "too_large",
+        format!("the reply would be {size} MiB, over the {limit} MiB limit of a reply; {advice}"),
+    )
+}
+
+/// The length of `text` as a JSON string's contents (escapes included; serde_json writes
+/// other control characters as `\u00XX` and everything else as it is).
+pub fn json_text_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum()
 }
 
 pub fn reply_line(id: &Value, result: Result<Value, ApiError>) -> String {
@@ -168,7 +214,7 @@ impl Server {
             if let Some(c) = self.api.conns.remove(&id) {
                 if c.subscribed {
                     let line = json!({ "event": "server.handoff", "message": "live update in progress; reconnect and subscribe again" });
-                    c.writer.try_send(line.to_string());
+                    let _ = c.writer.try_send(line.to_string());
                 }
                 // Dropping the writer lets its thread write what is queued, then close.
             }
@@ -178,7 +224,7 @@ impl Server {
     /// Sends a last reply and waits (bounded) until it is written.
     pub(crate) fn api_send_final(&mut self, conn: ClientId, line: String) {
         if let Some(c) = self.api.conns.get(&conn) {
-            if c.writer.try_send(line) {
+            if c.writer.try_send_error(line).is_ok() {
                 c.writer.flush_wait(Duration::from_secs(2));
             }
         }
@@ -186,7 +232,14 @@ impl Server {
 
     pub(crate) fn api_closed(&mut self, id: ClientId) {
         if self.api.waits.iter().any(|w| w.conn == id) {
-            if let Some(c) = self.api.conns.get_mut(&id) {
+            // A peer that only stopped writing still reads its answers; one that is gone
+            // entirely must not hold waits (and the server's budget of them).
+            let conn = self
+                .api
+                .conns
+                .get_mut(&id)
+                .filter(|c| !c.writer.peer_gone());
+            if let Some(c) = conn {
                 c.draining = true;
                 c.subscribed = false;
                 return;
@@ -194,6 +247,21 @@ impl Server {
         }
         self.api.conns.remove(&id);
         self.api.waits.retain(|w| w.conn != id);
+    }
+
+    /// Drops draining connections whose peer has gone away since, with their waits.
+    pub(crate) fn api_forget_gone(&mut self) {
+        let gone: Vec<ClientId> = self
+            .api
+            .conns
+            .iter()
+            .filter(|(_, c)| c.draining && c.writer.peer_gone())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.api.conns.remove(&id);
+            self.api.waits.retain(|w| w.conn != id);
+        }
     }
 
     /// Drops draining connections that have nothing left to answer.
@@ -218,16 +286,100 @@ impl Server {
         self.api.waits.retain(|w| w.conn != id);
     }
 
-    /// Sends one line to an API connection; a peer that is not reading is dropped.
+    /// Sends one line to an API connection; a peer that is not reading is dropped (so is a
+    /// subscriber whose event finds the budget of all connections spent).
     pub(crate) fn api_send(&mut self, id: ClientId, line: String) {
+        if let Err(why) = self.api_queue(id, line) {
+            self.api_drop(id, &why);
+        }
+    }
+
+    /// Sends the reply to a request. One too large to send is answered `too_large`; one
+    /// that finds the budget of all connections spent (after stalled peers were dropped)
+    /// is answered `busy`; a peer that is not reading is dropped.
+    pub(crate) fn api_reply(
+        &mut self,
+        conn: ClientId,
+        id: &Value,
+        result: Result<Value, ApiError>,
+    ) {
+        let line = reply_line(id, result);
+        let line = match line.len() >= MAX_API_REPLY {
+            true => reply_line(id, Err(too_large_reply(line.len(), None))),
+            false => line,
+        };
+        let refused = match self.api_queue(conn, line) {
+            Ok(()) => return,
+            Err(Refused::Budget(_)) => budget_spent(),
+            Err(why) => return self.api_drop(conn, &why),
+        };
+        let sent = self
+            .api
+            .conns
+            .get(&conn)
+            .map(|c| c.writer.try_send_error(reply_line(id, Err(refused))));
+        if let Some(Err(why)) = sent {
+            self.api_drop(conn, &why);
+        }
+    }
+
+    /// Queues a line; when the budget of all connections is spent, the connections that
+    /// stopped reading are dropped first and the line tried again.
+    fn api_queue(&mut self, id: ClientId, line: String) -> Result<(), Refused> {
+        let Some(conn) = self.api.conns.get(&id) else {
+            return Ok(());
+        };
+        let line = match conn.writer.try_send(line) {
+            Err(Refused::Budget(line)) => line,
+            other => return other,
+        };
+        self.api_drop_stalled(id);
+        match self.api.conns.get(&id) {
+            Some(conn) => conn.writer.try_send(line),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a big reply could be queued now (stalled peers are dropped to make room):
+    /// when not, a request for one is refused before its reply is built, so peers that do
+    /// not read cannot keep the server thread busy building replies for nobody.
+    fn api_room_for_big_reply(&mut self, id: ClientId) -> bool {
+        if super::conn::api_budget_spent() {
+            self.api_drop_stalled(id);
+        }
+        !super::conn::api_budget_spent()
+    }
+
+    fn api_drop_stalled(&mut self, id: ClientId) {
+        let stalled: Vec<ClientId> = self
+            .api
+            .conns
+            .iter()
+            .filter(|(c, conn)| **c != id && conn.writer.stalled())
+            .map(|(c, _)| *c)
+            .collect();
+        for c in stalled {
+            self.api_drop(c, &Refused::Behind);
+        }
+    }
+
+    fn api_drop(&mut self, id: ClientId, why: &Refused) {
         let Some(conn) = self.api.conns.get(&id) else {
             return;
         };
-        if !conn.writer.try_send(line) {
-            eprintln!("api connection {id}: not reading its replies/events; disconnecting");
-            conn.writer.close();
-            self.api_closed(id);
+        match why {
+            Refused::Behind => eprintln!(
+                "api connection {id}: not reading its replies/events ({} bytes queued); \
+                 disconnecting",
+                conn.writer.queued()
+            ),
+            Refused::Budget(_) => eprintln!(
+                "api connection {id}: an event found the server's budget for queued \
+                 replies spent; disconnecting"
+            ),
         }
+        conn.writer.close();
+        self.api_closed(id);
     }
 
     pub(crate) fn api_request(&mut self, conn: ClientId, line: &str) {
@@ -235,10 +387,13 @@ impl Server {
             Ok(r) => r,
             Err((id, err)) => return self.api_send(conn, reply_line(&id, Err(err))),
         };
+        if method == "pane.read" && !self.api_room_for_big_reply(conn) {
+            return self.api_reply(conn, &id, Err(budget_spent()));
+        }
         match self.dispatch(conn, &id, &method, &params) {
-            Ok(Outcome::Now(v)) => self.api_send(conn, reply_line(&id, Ok(v))),
+            Ok(Outcome::Now(v)) => self.api_reply(conn, &id, Ok(v)),
             Ok(Outcome::Later) => {}
-            Err(e) => self.api_send(conn, reply_line(&id, Err(e))),
+            Err(e) => self.api_reply(conn, &id, Err(e)),
         }
         self.publish_structure();
     }
@@ -433,6 +588,30 @@ impl Server {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn text_lengths_match_what_serde_writes() {
+        for text in [
+            "plain",
+            "\x1b[0;31mred\x1b[0m",
+            "a\"b\\c\n\t\r\x08\x0c\x01\x7f",
+            "é✓",
+        ] {
+            let written = Value::String(text.into()).to_string();
+            assert_eq!(json_text_len(text) + 2, written.len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_reply_too_large_says_how_many_lines_would_fit() {
+        let e = too_large_reply(3 * MAX_API_REPLY, Some(90_000));
+        assert_eq!(e.code, "too_large");
+        assert!(e.message.contains("--lines 27000"), "{}", e.message);
+        assert!(e.message.contains("over the 64 MiB limit"), "{}", e.message);
+        assert!(too_large_reply(MAX_API_REPLY, None)
+            .message
+            .contains("ask for less"));
+    }
 
     #[test]
     fn requests_parse_or_say_why() {
