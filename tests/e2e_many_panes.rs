@@ -184,4 +184,34 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     }
     // The server serves on.
     ok(env.herdr(&["server", "status"]));
+
+    // Connections that find no descriptor left wait in the backlog, and the listening
+    // socket stays readable meanwhile: the server must wait, not spin on it.
+    let pid = env.server_pid().expect("server pid");
+    let conns: Vec<_> = (0..16)
+        .map(|_| std::os::unix::net::UnixStream::connect(env.socket()).expect("connect"))
+        .collect();
+    let before = cpu_ticks(pid);
+    let start = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let used = cpu_ticks(pid) - before;
+    let wall = start.elapsed().as_secs_f64() * 100.0;
+    assert!(
+        (used as f64) < wall * 0.3,
+        "the server used {used} of {wall:.0} ticks with connections waiting for descriptors"
+    );
+    drop(conns);
+    ok(env.herdr(&["server", "status"]));
+}
+
+/// User and system CPU time of a process so far, in clock ticks (1/100 s).
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0)
 }

@@ -161,6 +161,10 @@ impl ClientWriter {
     }
 }
 
+/// How long the accept thread waits before trying again when the process has no
+/// descriptor left for a new connection.
+const EXHAUSTED_RETRY: Duration = Duration::from_millis(100);
+
 /// The accept thread of the session socket. Connection ids keep counting across a
 /// stop and a restart (a rolled-back handoff), so none is reused.
 pub struct Acceptor {
@@ -185,7 +189,9 @@ impl Acceptor {
         let pending = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("herdr-accept".into())
-            .spawn(move || loop {
+            .spawn(move || {
+              let mut exhausted = false;
+              loop {
                 let ready =
                     match crate::sys::poll_pty_and_wake(listener.as_fd(), &wake, true, false, None)
                     {
@@ -218,10 +224,27 @@ impl Acceptor {
                                 .spawn(move || handle_connection(id, stream, events, place));
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        // No descriptor left: the connection waits in the backlog, and the
+                        // socket stays readable, so poll would return at once; wait a
+                        // while (or for the stop) instead of spinning.
+                        Err(e) if crate::sys::nofile::is_exhausted(&e) => {
+                            if !exhausted {
+                                eprintln!("herdr server: cannot accept connections: {e}; retrying every {} ms", EXHAUSTED_RETRY.as_millis());
+                                exhausted = true;
+                            }
+                            match crate::sys::poll_wake(&wake, Some(EXHAUSTED_RETRY)) {
+                                Ok(r) if !r.woken => break,
+                                _ => return,
+                            }
+                        }
                         // WouldBlock (all taken) or a failed connection: back to poll.
-                        Err(_) => break,
+                        Err(_) => {
+                            exhausted = false;
+                            break;
+                        }
                     }
                 }
+              }
             })?;
         Ok(Acceptor {
             stop,
