@@ -188,6 +188,25 @@ impl Screen {
         )
     }
 
+    /// RIS: everything as a new screen has it, in place (a program may reset 512 times in
+    /// 1 KiB; new grids each time would be a megabyte of allocation per reset).
+    fn reset(&mut self) {
+        let seq = self.primary.seq;
+        self.primary.clear();
+        self.alternate.clear();
+        self.alt = false;
+        self.pen = Pen::DEFAULT;
+        self.ink = Ink::DEFAULT;
+        self.saved_pen = Pen::DEFAULT;
+        self.modes = 0;
+        self.mouse_mode = MouseProtocolMode::None;
+        self.mouse_encoding = MouseProtocolEncoding::Default;
+        self.last_char = None;
+        self.stamp(seq);
+        self.primary.all_changed = seq;
+        self.switched = seq;
+    }
+
     fn stamp(&mut self, seq: u64) {
         self.primary.seq = seq;
         self.alternate.seq = seq;
@@ -282,6 +301,13 @@ pub struct Terminal {
     /// The output ended with an ESC, not yet given to the parser: the next byte tells
     /// whether it begins a string.
     held_esc: bool,
+    /// The parser stands right after an ESC (and bytes that leave it there: controls, which
+    /// it executes, and DEL and bytes above 0x7f, which it ignores): the next byte may
+    /// still begin a string.
+    in_escape: bool,
+    /// The next this many bytes go to the parser one at a time: the last it was given
+    /// ended inside a character (see `await_char`).
+    bytewise: u8,
     /// The last place in the output being processed where `ground` held.
     ground_at: Option<usize>,
     state: State,
@@ -313,6 +339,8 @@ impl Terminal {
             string: None,
             osc: Vec::new(),
             held_esc: false,
+            in_escape: false,
+            bytewise: 0,
             ground_at: None,
             state: State {
                 screen: Screen::new(rows, cols),
@@ -333,7 +361,7 @@ impl Terminal {
         self.state.screen.stamp(seq);
         #[cfg(test)]
         if self.parser_only {
-            for part in tests::at_escapes(bytes) {
+            for part in tests::one_by_one(bytes) {
                 self.parser.advance(&mut self.state, part);
             }
             return;
@@ -347,6 +375,7 @@ impl Terminal {
                 Esc::Plain => {
                     self.parser.advance(&mut self.state, b"\x1b");
                     self.state.await_char = false;
+                    self.in_escape = true;
                 }
             }
         }
@@ -370,15 +399,67 @@ impl Terminal {
                             i += 2;
                             continue;
                         }
-                        Esc::Plain => {}
+                        Esc::Plain => {
+                            // The ESC and the byte after it (unless another ESC, which is
+                            // looked at in turn).
+                            let take = if rest[1] == 0x1b { 1 } else { 2 };
+                            self.state.stop = false;
+                            let n = self
+                                .parser
+                                .advance_until_terminated(&mut self.state, &rest[..take]);
+                            i += n;
+                            self.ground = self.state.stop;
+                            self.in_escape =
+                                !self.ground && (take == 1 || stays_in_escape(rest[1]));
+                            if self.ground {
+                                self.ground_at = Some(i);
+                            }
+                            continue;
+                        }
+                    }
+                }
+                if self.state.await_char || self.bytewise > 0 {
+                    // The rest of a character cut off: a byte at a time, as vte, given
+                    // the rest and more in one call, would take up to 3 bytes after it
+                    // as part of it.
+                    self.bytewise = match rest[0] {
+                        b @ 0xc0.. => utf8_len(b) - 1,
+                        0x80..=0xbf => self.bytewise.saturating_sub(1),
+                        _ => 0,
+                    };
+                    self.state.stop = false;
+                    i += self
+                        .parser
+                        .advance_until_terminated(&mut self.state, &rest[..1]);
+                    self.ground = self.state.stop;
+                    if self.ground {
+                        self.ground_at = Some(i);
+                    }
+                    continue;
+                }
+                if std::mem::take(&mut self.in_escape) {
+                    // The parser stands right after an ESC: a string may still begin.
+                    if let Some(string) = Str::begin(rest[0]) {
+                        self.parser = vte::Parser::new();
+                        self.string = Some(string);
+                        i += 1;
+                        continue;
+                    }
+                    if stays_in_escape(rest[0]) {
+                        self.parser.advance(&mut self.state, &rest[..1]);
+                        self.in_escape = true;
+                        i += 1;
+                        continue;
                     }
                 }
                 // Up to the next ESC, which is looked at before the parser gets it.
                 let end = memchr::memchr(0x1b, &rest[1..]).map_or(rest.len(), |n| n + 1);
                 self.state.stop = false;
-                i += self
+                let n = self
                     .parser
                     .advance_until_terminated(&mut self.state, &rest[..end]);
+                self.bytewise = still_needed(&rest[..n]);
+                i += n;
                 self.ground = self.state.stop;
                 if self.ground {
                     self.ground_at = Some(i);
@@ -386,6 +467,7 @@ impl Terminal {
                 continue;
             }
             // Text up to the next escape, as the parser's ground state takes it.
+            self.in_escape = false;
             let rest = &bytes[i..];
             let end = memchr::memchr(0x1b, rest).unwrap_or(rest.len());
             let (text, cut) = match std::str::from_utf8(&rest[..end]) {
@@ -438,6 +520,8 @@ impl Terminal {
             self.ground = false;
             return Esc::Held;
         };
+        // The ESC ends any character the parser holds the start of.
+        self.bytewise = 0;
         let Some(string) = Str::begin(next) else {
             return Esc::Plain;
         };
@@ -449,6 +533,7 @@ impl Terminal {
             self.state.await_char = false;
         }
         self.ground = false;
+        self.in_escape = false;
         self.string = Some(string);
         Esc::String
     }
@@ -525,6 +610,33 @@ impl Terminal {
         self.state.screen.alt = alt;
         out
     }
+}
+
+/// How many bytes the UTF-8 character that `bytes` ends inside still needs (0: it ends
+/// between characters).
+fn still_needed(bytes: &[u8]) -> u8 {
+    let tail = &bytes[bytes.len().saturating_sub(3)..];
+    match tail.iter().rposition(|&b| b >= 0xc0) {
+        Some(p) if matches!(std::str::from_utf8(&tail[p..]), Err(e) if e.error_len().is_none()) => {
+            utf8_len(tail[p]).saturating_sub((tail.len() - p) as u8)
+        }
+        _ => 0,
+    }
+}
+
+/// The length of the UTF-8 character that begins with `lead` (a byte from 0xc0 on).
+fn utf8_len(lead: u8) -> u8 {
+    match lead {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    }
+}
+
+/// Whether `b` leaves `vte`'s parser where it is after an ESC (controls other than CAN,
+/// SUB and ESC are executed there; DEL and bytes above 0x7f are ignored).
+fn stays_in_escape(b: u8) -> bool {
+    matches!(b, 0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x7f..=0xff)
 }
 
 /// What to do at an ESC.

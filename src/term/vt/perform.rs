@@ -213,14 +213,7 @@ impl vte::Perform for State {
             b'=' => s.set_mode(APP_KEYPAD, true),
             b'>' => s.set_mode(APP_KEYPAD, false),
             b'M' => s.grid_mut().row_dec_scroll(1),
-            b'c' => {
-                let (rows, cols) = s.size();
-                let seq = s.primary.seq;
-                *s = Screen::new(rows, cols);
-                s.stamp(seq);
-                s.primary.all_changed = seq;
-                s.switched = seq;
-            }
+            b'c' => s.reset(),
             _ => {}
         }
     }

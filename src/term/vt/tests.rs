@@ -264,18 +264,12 @@ pub(crate) fn joined(pieces: &[&[u8]], picks: &[(usize, usize)]) -> Vec<u8> {
 
 /// `out` in slices of the sizes in `cuts` (repeated as needed), each with how many bytes
 /// of `out` have been given once it has.
-/// `bytes` in parts, a new one at each ESC: how the oracles are fed. vte 0.15 (the parser
-/// under vt100 and ours) takes an ESC as part of a character cut across two calls when
-/// more follows the ESC in the second call; herdr never gives its parser an ESC in such a
-/// call, and the oracles are not given one either.
-pub(crate) fn at_escapes(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut rest = bytes;
-    std::iter::from_fn(move || {
-        let end = memchr::memchr(0x1b, rest.get(1..)?).map_or(rest.len(), |n| n + 1);
-        let (part, more) = rest.split_at(end);
-        rest = more;
-        Some(part)
-    })
+/// `bytes` one at a time: how the oracles are fed. vte 0.15 (the parser under vt100 and
+/// ours), given a call that completes a character cut off at the end of the last one and
+/// goes on, takes the bytes after the character up to its fourth as part of it (text is
+/// lost); herdr never gives its parser such a call, and the oracles must not get one.
+pub(crate) fn one_by_one(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.chunks(1)
 }
 
 pub(crate) fn slices<'a>(
@@ -340,7 +334,7 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
                 continue;
             }
             ours.process(&now[fed..k], seq);
-            at_escapes(&now[fed..k]).for_each(|part| theirs.process(part));
+            one_by_one(&now[fed..k]).for_each(|part| theirs.process(part));
             fed = k;
             let (_, col) = theirs.screen().cursor_position();
             if col >= theirs.screen().size().1.get() {
@@ -350,7 +344,7 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
         }
         ours.process(&now[fed..], seq);
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            at_escapes(&now[fed..]).for_each(|part| theirs.process(part))
+            one_by_one(&now[fed..]).for_each(|part| theirs.process(part))
         }));
         if ok.is_err() || widened {
             ours.process(later, seq);
@@ -521,6 +515,14 @@ const GROUND: &[&[u8]] = &[
     b"\x05",
     &[0x9c],
     &[0xc2, 0x9c],
+    // What leaves the parser right after an ESC: a string may still begin after it.
+    b"\x1b\x07",
+    b"\x1b\x7f",
+    &[0x1b, 0x80],
+    b"\x1b\x05]",
+    b"\x08",
+    b"]",
+    b"P",
 ];
 
 proptest::proptest! {
@@ -659,6 +661,17 @@ fn a_string_begun_inside_a_broken_sequence_is_bounded_too() {
     out.extend_from_slice(b"\x07\x1b]2;ok\x07");
     feed_in_reads(&mut t, &out);
     assert_eq!(t.title(), "ok");
+    // Controls, DEL and bytes above 0x7f between the ESC and the `]` leave the parser
+    // where the ESC put it.
+    for between in [b"\x07".as_slice(), b"\x05\x7f", &[0x80, 0xff], b"\x1b"] {
+        let mut out = b"\xe6\x1b".to_vec();
+        out.extend_from_slice(between);
+        out.extend_from_slice(b"]2;");
+        out.resize(4 << 20, b'y');
+        out.push(0x07);
+        feed_in_reads(&mut t, &out);
+        assert_eq!(t.title(), "ok", "after ESC {between:?}");
+    }
     for (i, cut) in [b"\x1b".as_slice(), b"]2;held\x07"].iter().enumerate() {
         t.process(cut, 10 + i as u64);
     }
@@ -686,4 +699,16 @@ fn a_repeat_count_stops_at_the_end_of_the_line() {
     assert_eq!(t.screen().line(1), "xxx");
     assert_eq!(t.screen().line(2), "");
     assert!(t.dropped().is_empty(), "nothing scrolled");
+}
+
+#[test]
+fn a_character_cut_across_reads_keeps_what_follows_it() {
+    // (vte, handed the rest of the character and more at once, swallowed the `e`.)
+    let mut t = Terminal::new(2, 10);
+    t.process(b"e\xcc", 1);
+    t.process(b"\x81e\xcc\x81", 2);
+    t.process(b"\r\n\xe2", 3);
+    t.process(b"\x94\x80a", 4);
+    assert_eq!(t.screen().line(0), "e\u{301}e\u{301}");
+    assert_eq!(t.screen().line(1), "\u{2500}a");
 }
