@@ -299,3 +299,28 @@ fn closing_a_pane_ends_its_waits_at_once() {
     assert_eq!(answer["id"], 1);
     assert_eq!(answer["error"]["code"], "pane_exited", "{answer}");
 }
+
+#[test]
+fn a_pattern_that_matches_nothing_answers_on_a_blank_pane() {
+    // (Its first re-check indexed the lines of a pane that had none, and the request
+    // was never answered.)
+    let env = started("blank");
+    let pane = ok(env.herdr(&["pane", "split", "--", "sleep", "600"]));
+    for pattern in ["", "^", "x*"] {
+        let out = env.herdr(&[
+            "pane",
+            "wait",
+            "--pane",
+            &pane,
+            "--output",
+            pattern,
+            "--timeout",
+            "10",
+        ]);
+        assert!(
+            out.status.success(),
+            "{pattern:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

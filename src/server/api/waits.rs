@@ -109,7 +109,8 @@ impl Lines {
         };
         let m = w.re.find_at(&self.text, from)?;
         let line = self.starts.partition_point(|&s| s <= m.start()).max(1) - 1;
-        let start = self.starts[line];
+        // No lines at all (a blank pane): a pattern that matches nothing matches there.
+        let start = self.starts.get(line).copied().unwrap_or(0);
         let end = self.text[start..]
             .find('\n')
             .map_or(self.text.len(), |e| start + e);
