@@ -217,3 +217,47 @@ fn the_server_reads_keys_from_the_terminal_and_draws_on_it_itself() {
     assert_eq!(t.wait_exit(), 0);
     t.wait_text("[detached");
 }
+
+#[test]
+fn a_client_that_leaves_in_the_middle_of_a_paste_leaves_it_closed() {
+    // The program asked for paste markers; the client sends the start marker and 3 MiB,
+    // then is gone before the end marker. The end marker must still reach the program,
+    // or everything typed later would be taken as pasted text.
+    let env = Env::new("paste-left");
+    let got = env.home().join("got");
+    let program = format!(
+        "import os, sys, tty\n\
+         tty.setraw(0)\n\
+         os.write(1, b'\\x1b[?2004hREADY\\r\\n')\n\
+         out = open({:?}, 'wb')\n\
+         while True:\n\
+         \x20   data = os.read(0, 1 << 16)\n\
+         \x20   out.write(data)\n\
+         \x20   out.flush()\n",
+        got.display().to_string()
+    );
+    std::fs::write(env.home().join("reader.py"), program).unwrap();
+    let mut t = env.client(100, 30);
+    t.wait_text(PROMPT);
+    t.line("python3 reader.py");
+    t.wait_text("READY");
+    let mut paste = b"\x1b[200~".to_vec();
+    paste.resize(3 << 20, b'p');
+    t.send(&paste);
+    wait_until("the first pieces of the paste arrived", || {
+        std::fs::metadata(&got).is_ok_and(|m| m.len() >= 1 << 20)
+    });
+    let client = t.pid();
+    drop(t);
+    wait_until("the client is gone", || !pid_alive(client));
+    wait_until("the paste was closed", || {
+        std::fs::read(&got).is_ok_and(|b| b.ends_with(b"\x1b[201~"))
+    });
+    let got = std::fs::read(&got).unwrap();
+    assert!(got.starts_with(b"\x1b[200~"), "opened");
+    assert_eq!(
+        got.iter().filter(|&&b| b == 0x1b).count(),
+        2,
+        "one start, one end"
+    );
+}

@@ -242,6 +242,14 @@ impl Server {
         }
     }
 
+    /// A client left in the middle of a paste: one that was opened with a start marker
+    /// is closed, or the pane's program would take everything after as pasted text.
+    pub(super) fn abandon_paste(&mut self, paste: Option<Paste>) {
+        if let Some(p) = paste.filter(|p| p.opened) {
+            self.write_terminal(p.tid, b"\x1b[201~".to_vec());
+        }
+    }
+
     pub(crate) fn action(&mut self, id: ClientId, action: Action) {
         match action {
             Action::SplitRight => self.split_focused(SplitDir::Right),

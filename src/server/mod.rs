@@ -379,7 +379,9 @@ impl Server {
                 if let Some(reason) = reason {
                     eprintln!("client {id}: closing connection: {reason}");
                 }
-                self.clients.remove(&id);
+                if let Some(c) = self.clients.remove(&id) {
+                    self.abandon_paste(c.paste);
+                }
                 self.client_left(id);
             }
             Event::ApiOpen {
@@ -436,6 +438,7 @@ impl Server {
         if let Some(c) = self.clients.remove(&id) {
             let text = format!("{why} (from session {})", self.session);
             c.writer.send_last(ServerMsg::Exit(text).encode());
+            self.abandon_paste(c.paste);
         }
         self.client_left(id);
     }
