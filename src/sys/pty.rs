@@ -50,6 +50,7 @@ pub fn spawn_on(cmd: &mut Command, slave: BorrowedFd<'_>) -> io::Result<Child> {
         .stdout(Stdio::from(slave.try_clone_to_owned()?))
         .stderr(Stdio::from(slave.try_clone_to_owned()?));
     let (soft, hard) = super::nofile::current()?;
+    let user_top = super::nofile::user_soft_limit().unwrap_or(soft).min(soft);
     let user_limit = super::nofile::user_soft_limit().map(|user| libc::rlimit {
         rlim_cur: user,
         rlim_max: hard,
@@ -79,8 +80,10 @@ pub fn spawn_on(cmd: &mut Command, slave: BorrowedFd<'_>) -> io::Result<Child> {
                 libc::CLOSE_RANGE_CLOEXEC,
             );
             if marked < 0 {
-                // A kernel before 5.11: every number up to the limit, one by one.
-                let top = libc::c_int::try_from(soft).unwrap_or(libc::c_int::MAX);
+                // A kernel before 5.11: every number up to the limit the user had, one
+                // by one (what we were given lies below it; ours are CLOEXEC already),
+                // not up to the raised one, which may be a billion.
+                let top = libc::c_int::try_from(user_top).unwrap_or(libc::c_int::MAX);
                 for fd in 3..top {
                     libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
                 }
