@@ -20,6 +20,10 @@ use crate::protocol::frame::ClientMsg;
 const INPUT_PER_TURN: usize = 64 * 1024;
 /// What one other message (resize, ping…) counts against that budget.
 const MESSAGE_COST: usize = 1024;
+/// What each byte that may begin the prefix key counts against that budget, beside
+/// itself: what follows it may be a binding, and a binding (a new pane, say) costs far
+/// more than a byte, so a turn takes at most 16 of them.
+const PREFIX_COST: usize = 4 * 1024;
 /// A client with this much input waiting is not read from until it is taken in (its
 /// terminal or socket holds the rest); one frame may still bring up to 16 MiB.
 const BACKLOG_MAX: usize = 1024 * 1024;
@@ -64,13 +68,30 @@ impl Backlog {
         self.msgs.push_back(Queued::Gone(reason));
     }
 
-    /// The next thing to handle, taking at most `budget` input bytes; what it cost.
-    fn next(&mut self, budget: usize) -> Option<(Queued, usize)> {
+    /// The next thing to handle, within `budget`; what it cost. Input costs a byte a byte
+    /// and `PREFIX_COST` more for each `prefix` byte (the first byte of the prefix key).
+    fn next(&mut self, budget: usize, prefix: u8) -> Option<(Queued, usize)> {
         let Some(Queued::Msg(ClientMsg::Input(bytes))) = self.msgs.front() else {
             return self.msgs.pop_front().map(|q| (q, MESSAGE_COST));
         };
         let rest = bytes.get(self.offset..).unwrap_or_default();
-        let n = cut(rest, budget);
+        let mut limit = budget;
+        for (k, at) in memchr::memchr_iter(prefix, rest).enumerate() {
+            if at + 1 + (k + 1) * PREFIX_COST > budget {
+                // Up to this one; or this one and what may follow it (the rest of an
+                // escape sequence), if it is the first thing left.
+                limit = if at > 0 {
+                    at
+                } else {
+                    memchr::memchr(prefix, &rest[1..])
+                        .map_or(rest.len(), |p| p + 1)
+                        .min(8)
+                };
+                break;
+            }
+        }
+        let n = cut(rest, limit);
+        let cost = n + PREFIX_COST * memchr::memchr_iter(prefix, &rest[..n]).count();
         let piece = if n < rest.len() {
             let piece = rest.get(..n).unwrap_or_default().to_vec();
             self.offset += n;
@@ -88,7 +109,7 @@ impl Backlog {
             }
         };
         self.bytes -= piece.len();
-        Some((Queued::Msg(ClientMsg::Input(piece)), n))
+        Some((Queued::Msg(ClientMsg::Input(piece)), cost))
     }
 }
 
@@ -196,11 +217,18 @@ impl Server {
     /// Handles what a client sent, in order, up to `INPUT_PER_TURN` bytes of input.
     fn take_backlog(&mut self, id: ClientId) {
         let mut budget = INPUT_PER_TURN;
+        let prefix = self
+            .bindings_of(id)
+            .prefix
+            .to_bytes()
+            .first()
+            .copied()
+            .unwrap_or(crate::input::parse::ESC_BYTE);
         while budget > 0 {
             let Some((item, cost)) = self
                 .clients
                 .get_mut(&id)
-                .and_then(|c| c.backlog.next(budget))
+                .and_then(|c| c.backlog.next(budget, prefix))
             else {
                 return;
             };
@@ -320,7 +348,7 @@ mod tests {
         b.push_gone(None);
         assert!(!b.wants_more());
         let mut got = Vec::new();
-        while let Some((item, cost)) = b.next(4) {
+        while let Some((item, cost)) = b.next(4, 0x02) {
             assert!(cost <= 4 || matches!(item, Queued::Msg(ClientMsg::Ping) | Queued::Gone(_)));
             got.push(match item {
                 Queued::Msg(ClientMsg::Input(bytes)) => String::from_utf8(bytes).unwrap(),
@@ -331,5 +359,31 @@ mod tests {
         assert_eq!(got, ["0123", "4567", "89", "msg", "ab", "gone"]);
         assert_eq!(b.bytes, 0);
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn each_prefix_byte_costs_as_a_binding_might() {
+        // (64 KiB of "ctrl+b c" would have made 32,768 panes in one turn.)
+        let mut b = Backlog::default();
+        b.push(ClientMsg::Input(b"\x02c".repeat(100)));
+        let Some((Queued::Msg(ClientMsg::Input(piece)), cost)) = b.next(INPUT_PER_TURN, 0x02)
+        else {
+            panic!("input");
+        };
+        let prefixes = piece.iter().filter(|&&c| c == 0x02).count();
+        assert_eq!(prefixes, INPUT_PER_TURN / PREFIX_COST - 1, "{piece:?}");
+        assert!(cost <= INPUT_PER_TURN && cost >= piece.len());
+        // With no budget to spare, the first one still goes (and what may follow it).
+        let Some((Queued::Msg(ClientMsg::Input(piece)), _)) = b.next(1, 0x02) else {
+            panic!("input");
+        };
+        assert_eq!(piece, b"\x02c");
+        // Plain text is not slowed down.
+        let mut b = Backlog::default();
+        b.push(ClientMsg::Input(vec![b'x'; 100_000]));
+        let Some((_, cost)) = b.next(INPUT_PER_TURN, 0x02) else {
+            panic!("input");
+        };
+        assert_eq!(cost, INPUT_PER_TURN);
     }
 }

@@ -20,8 +20,9 @@ const LEND_TIMEOUT: Duration = Duration::from_millis(5);
 /// No lending for this long after an actor did not answer, or after the lent terminal
 /// poured out bulk output (its actor takes that, in parallel with this thread).
 const LEND_BACKOFF: Duration = Duration::from_secs(1);
-/// Bytes taken per read: what the line discipline holds, and little enough that the
-/// costliest output takes a few ms at most before `TURN_BUDGET` is checked.
+/// Bytes taken per read at most: what the line discipline holds, and (with the pane's
+/// emulator pieces, `feed_piece`: four of them) little enough that the costliest output
+/// takes a few ms at most before `TURN_BUDGET` is checked.
 const LENT_READ: usize = 4096;
 /// Bytes read per turn before other work (other clients' keys, frames) gets its go.
 const READ_BURST: usize = 16 * 1024;
@@ -133,7 +134,9 @@ impl Server {
         let start = Instant::now();
         let mut slow = false;
         while total < READ_BURST && !slow {
-            let buf = &mut self.read_buf[..LENT_READ];
+            let (rows, cols) = rt.size;
+            let n = LENT_READ.min(4 * crate::pty::actor::feed_piece(rows, cols));
+            let buf = &mut self.read_buf[..n];
             match crate::sys::read_nb(lent.fd.as_fd(), buf) {
                 Ok(Some(0)) | Err(_) => {
                     ended = true;

@@ -22,6 +22,7 @@ mod program;
 mod run;
 
 pub use program::Program;
+pub use run::feed_piece;
 use run::{absorb, Actor};
 
 use super::SharedEmulator;

@@ -47,11 +47,16 @@ pub(super) struct Actor {
     pub(super) read_after: Option<Instant>,
 }
 
-/// Output is fed to the emulator in pieces of this many bytes, so that whoever waits for
-/// its lock (a frame, an API read) waits for at most one piece beyond `LOCK_HOLD`. The
-/// costliest sequences (an erase of the whole screen in a colour, 4 bytes) make a piece
-/// take about 2 ms on a 160 × 47 pane.
-const FEED_PIECE: usize = 1024;
+/// Output is fed to the emulator in pieces, so that whoever waits for its lock (a frame,
+/// an API read) waits for at most one piece beyond `LOCK_HOLD`. The costliest sequences
+/// (an erase of the whole screen in a colour: 4 bytes, a write of every cell) make 1 KiB
+/// take about 1 ms on a 160 × 47 pane; on a larger one the pieces are smaller in
+/// proportion, down to 64 bytes.
+pub fn feed_piece(rows: u16, cols: u16) -> usize {
+    const CELLS: usize = 160 * 47;
+    (1024 * CELLS / (usize::from(rows) * usize::from(cols)).max(1)).clamp(64, 1024)
+}
+
 /// The lock is handed to a waiter once feeding has held it this long.
 const LOCK_HOLD: Duration = Duration::from_millis(2);
 
@@ -63,7 +68,8 @@ pub(super) fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8>, Vec<P
     let mut responses = Vec::new();
     let mut events = Vec::new();
     let (mut bell, mut title) = (false, false);
-    for piece in bytes.chunks(FEED_PIECE) {
+    let (rows, cols) = emu.size();
+    for piece in bytes.chunks(feed_piece(rows, cols)) {
         let effects = emu.process(piece);
         if responses.is_empty() {
             responses = effects.responses;
