@@ -286,9 +286,10 @@ pub(crate) use grid_and_keep;
 /// stand in its ground state (fresh, or just after a control or escape sequence ended),
 /// such text is taken here, without the parser, and runs of printable ASCII are written
 /// to the row in one go. Control strings (OSC, DCS, …) are taken here too, with bounded
-/// memory ([`strings`]): the parser is never given an ESC before the byte after it has been
-/// seen, so it never enters one. Everything else goes through the parser, which is told to
-/// stop as soon as it is back in the ground state.
+/// memory ([`strings`]): the parser is never given an ESC before the byte after it has
+/// been seen, and is watched after one until it leaves that state, so it never enters
+/// one. Everything else goes through the parser, which is told to stop as soon as it is
+/// back in the ground state.
 pub struct Terminal {
     parser: vte::Parser,
     /// The parser is in its ground state, holding no part of a character, and no string
