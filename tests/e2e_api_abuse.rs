@@ -858,3 +858,45 @@ fn peers_that_never_read_big_replies_keep_the_server_memory_bounded() {
     );
     assert!(v["result"]["text"].as_str().is_some(), "{}", v["error"]);
 }
+
+#[test]
+fn input_waiting_in_a_backlog_reaches_the_pane_across_a_handoff() {
+    // One 8 MiB Input frame is taken 64 KiB a turn; a live handoff asked for meanwhile
+    // waits until the server's part of it is in the pane, as the new server could not
+    // take it over.
+    let env = started("handoff-backlog");
+    let text = paste_text(8 << 20, false);
+    // One byte more than is sent: the program stays, so the handoff has it to move.
+    let got = keeping_pane(&env, text.len() + 1);
+    let mut c = UnixStream::connect(env.socket()).unwrap();
+    c.write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"client\",\"size\":[100,30]}\n")
+        .unwrap();
+    let mut r = BufReader::new(c.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":true"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+    let mut frame = Vec::with_capacity(text.len() + 32);
+    frame.extend_from_slice(&(text.len() as u32 + 1).to_be_bytes());
+    frame.push(1);
+    frame.extend_from_slice(&text);
+    c.write_all(&frame).unwrap();
+    let (mut s, mut r) = api_conn(&env);
+    let v = request(
+        &mut s,
+        &mut r,
+        r#"{"id":1,"method":"server.live_handoff","params":{}}"#,
+    );
+    assert!(v.get("result").is_some(), "{v}");
+    // The byte more, through the new server: the program ends and writes out what it
+    // still holds.
+    support::ok(env.herdr(&["pane", "send", "x"]));
+    wait_until("the whole frame arrived", || {
+        std::fs::metadata(&got).is_ok_and(|m| m.len() == text.len() as u64 + 1)
+    });
+    let got = std::fs::read(&got).unwrap();
+    assert!(
+        got[..text.len()] == text[..],
+        "the input was cut or reordered"
+    );
+}

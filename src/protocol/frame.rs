@@ -128,6 +128,11 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// Whether it holds the start of a frame whose rest has not come yet.
+    pub fn holds_part(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
     pub fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }

@@ -214,6 +214,14 @@ impl Server {
         }
     }
 
+    /// Whether any client's input was read and is not in the panes yet (in its backlog,
+    /// a frame not whole yet, or an escape sequence the tokenizer waits to complete).
+    pub(super) fn input_waiting(&self) -> bool {
+        self.clients
+            .values()
+            .any(|c| !c.backlog.is_empty() || c.input_flush_at.is_some() || c.decoder.holds_part())
+    }
+
     /// Handles what a client sent, in order, up to `INPUT_PER_TURN` bytes of input.
     fn take_backlog(&mut self, id: ClientId) {
         let mut budget = INPUT_PER_TURN;

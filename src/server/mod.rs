@@ -216,6 +216,10 @@ pub struct Server {
     lock: Option<SessionLock>,
     /// The session now belongs to another server: stop without touching any program.
     handed_off: bool,
+    /// A live handoff asked for while clients' input waited to be handled: it starts once
+    /// that input is in the panes (the new server could not take it over), or at the
+    /// deadline.
+    handoff_after_input: Option<handoff::Deferred>,
 }
 
 impl Server {
@@ -267,6 +271,7 @@ impl Server {
             next_conn_id: None,
             lock: None,
             handed_off: false,
+            handoff_after_input: None,
         }
     }
 
@@ -566,7 +571,10 @@ impl Server {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // Only after timers that may have changed something: an idle server must not
             // wake itself (the structure comparison would otherwise re-arm its own timer).
-            if self.tick() {
+            // After the input of this turn and any escape sequence given up on by tick.
+            let ticked = self.tick();
+            self.handoff_if_input_done();
+            if ticked && self.stopping.is_none() {
                 self.note_seen();
                 self.update_lending();
                 self.update_background();

@@ -29,6 +29,9 @@ pub(crate) use waits::PendingWait;
 
 /// `pane.output` is announced at most this often per pane (leading and trailing edge).
 const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a live handoff waits for clients' input that the server has read to reach
+/// the panes (a paste is taken 64 KiB a turn; a client that stalls must not hold it up).
+const HANDOFF_INPUT_WAIT: Duration = Duration::from_secs(2);
 
 /// An API error: a stable machine-readable code and a sentence for people.
 #[derive(Debug)]
@@ -496,6 +499,41 @@ impl Server {
                 .map(String::from),
             expected_protocol,
         };
+        if self.input_waiting() {
+            self.handoff_after_input = Some(crate::server::handoff::Deferred {
+                conn,
+                id: id.clone(),
+                req,
+                deadline: Instant::now() + HANDOFF_INPUT_WAIT,
+            });
+            return Ok(Outcome::Later);
+        }
+        self.run_live_handoff(conn, id, req)
+    }
+
+    /// Starts a handoff that waited for clients' input, once that is in the panes (or
+    /// it waited long enough).
+    pub(crate) fn handoff_if_input_done(&mut self) {
+        let ready = self
+            .handoff_after_input
+            .as_ref()
+            .is_some_and(|d| !self.input_waiting() || Instant::now() >= d.deadline);
+        if !ready {
+            return;
+        }
+        if let Some(d) = self.handoff_after_input.take() {
+            if let Err(e) = self.run_live_handoff(d.conn, &d.id, d.req) {
+                self.api_reply(d.conn, &d.id, Err(e));
+            }
+        }
+    }
+
+    fn run_live_handoff(
+        &mut self,
+        conn: ClientId,
+        id: &Value,
+        req: crate::server::handoff::export::Request,
+    ) -> ApiResult {
         let done = self
             .live_handoff(conn, req)
             .map_err(|e| ApiError::new("handoff_failed", e))?;

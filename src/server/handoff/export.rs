@@ -156,6 +156,12 @@ impl Server {
             self.next_conn_id = Some(a.stop());
         }
         progress.released = true;
+        // A paste still coming in (its end not read yet) is closed here; what is left of
+        // it reaches the new server as typed text.
+        let pastes: Vec<_> = self.clients.values_mut().map(|c| c.paste.take()).collect();
+        for paste in pastes {
+            self.abandon_paste(paste);
+        }
         let why = "live update in progress; reconnecting when it completes";
         let msg = ServerMsg::Reconnect(why.into()).encode();
         let writers: Vec<_> = std::mem::take(&mut self.clients)

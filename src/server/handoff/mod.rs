@@ -10,6 +10,14 @@
 pub mod export;
 pub mod import;
 
+/// A live handoff asked for, waiting for clients' input to reach the panes first.
+pub(crate) struct Deferred {
+    pub conn: crate::server::ClientId,
+    pub id: serde_json::Value,
+    pub req: export::Request,
+    pub deadline: std::time::Instant,
+}
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
