@@ -900,3 +900,31 @@ fn input_waiting_in_a_backlog_reaches_the_pane_across_a_handoff() {
         "the input was cut or reordered"
     );
 }
+
+#[test]
+fn open_api_connections_are_bounded_and_the_next_one_is_told_why() {
+    let env = started("api-conns");
+    let mut open = Vec::new();
+    for _ in 0..512 {
+        open.push(api_conn(&env));
+    }
+    let mut s = UnixStream::connect(env.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(HELLO).unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    assert!(
+        line.contains("\"ok\":false") && line.contains("too many API connections open (512)"),
+        "{line}"
+    );
+    // One closes: there is room again.
+    drop(open.pop());
+    wait_until("a place is free", || {
+        let mut s = UnixStream::connect(env.socket()).unwrap();
+        s.write_all(HELLO).unwrap();
+        let mut line = String::new();
+        let _ = BufReader::new(s).read_line(&mut line);
+        line.contains("\"ok\":true")
+    });
+    let _ = status(&env);
+}

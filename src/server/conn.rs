@@ -40,6 +40,10 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// a flood of silent connections costs neither threads nor descriptors; honest peers
 /// finish their hello in milliseconds and rarely hold a place at all.
 pub const MAX_PENDING_HELLOS: usize = 64;
+/// API connections that may be open at once (each has two threads and two descriptors
+/// for its life). Scripts' calls are short; `herdr events` and agents' subscriptions are
+/// the long ones, far fewer than this.
+pub const MAX_API_CONNECTIONS: usize = 512;
 
 pub type ClientId = u64;
 
@@ -187,6 +191,7 @@ impl Acceptor {
         let next_id = next_id.unwrap_or_default();
         let (flag, ids) = (stop.clone(), next_id.clone());
         let pending = Arc::new(AtomicUsize::new(0));
+        let api_open = Arc::new(AtomicUsize::new(0));
         let thread = std::thread::Builder::new()
             .name("herdr-accept".into())
             .spawn(move || {
@@ -218,10 +223,12 @@ impl Acceptor {
                                 continue;
                             };
                             let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
-                            let events = events.clone();
+                            let (events, api_open) = (events.clone(), api_open.clone());
                             let _ = std::thread::Builder::new()
                                 .name(format!("herdr-conn-{id}"))
-                                .spawn(move || handle_connection(id, stream, events, place));
+                                .spawn(move || {
+                                    handle_connection(id, stream, events, place, &api_open)
+                                });
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         // No descriptor left: the connection waits in the backlog, and the
@@ -276,13 +283,18 @@ fn same_user(stream: &UnixStream) -> bool {
 struct HelloPlace(Arc<AtomicUsize>);
 
 impl HelloPlace {
-    fn take(pending: &Arc<AtomicUsize>) -> Option<HelloPlace> {
-        pending
+    /// One of `max` places counted in `count`, given back when dropped.
+    fn take_of(count: &Arc<AtomicUsize>, max: usize) -> Option<HelloPlace> {
+        count
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < MAX_PENDING_HELLOS).then_some(n + 1)
+                (n < max).then_some(n + 1)
             })
             .ok()
-            .map(|_| HelloPlace(pending.clone()))
+            .map(|_| HelloPlace(count.clone()))
+    }
+
+    fn take(pending: &Arc<AtomicUsize>) -> Option<HelloPlace> {
+        HelloPlace::take_of(pending, MAX_PENDING_HELLOS)
     }
 }
 
@@ -305,7 +317,13 @@ fn refuse_busy(stream: &UnixStream) {
     }
 }
 
-fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx, place: HelloPlace) {
+fn handle_connection(
+    id: ClientId,
+    stream: UnixStream,
+    events: EventTx,
+    place: HelloPlace,
+    api_open: &Arc<AtomicUsize>,
+) {
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
     // One descriptor while the hello is pending: the second half is made only after it.
     let mut reader = BufReader::new(stream);
@@ -324,6 +342,21 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx, place: H
             let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
             return;
         }
+    };
+    // Held for the connection's life.
+    let api_place = match hello.role {
+        Role::Api => match HelloPlace::take_of(api_open, MAX_API_CONNECTIONS) {
+            Some(p) => Some(p),
+            None => {
+                let msg = format!(
+                    "the server has too many API connections open ({MAX_API_CONNECTIONS}); \
+                     close some (`herdr events`, scripts that keep a connection), then retry"
+                );
+                let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
+                return;
+            }
+        },
+        Role::Client => None,
     };
     // A terminal is taken only from a client that waits for the reply before it sends
     // anything more (its descriptor must not be read as part of a buffered frame).
@@ -354,6 +387,7 @@ fn handle_connection(id: ClientId, stream: UnixStream, events: EventTx, place: H
         Role::Client => client_loop(id, stream, reader, hello, tty, events),
         Role::Api => api_loop(id, stream, reader, events),
     }
+    drop(api_place);
 }
 
 /// The terminal a client hands over after the reply (within the hello's time limit).
