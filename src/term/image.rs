@@ -132,6 +132,29 @@ impl Tracker {
         }
     }
 
+    /// For a sequence that outgrew `MAX_TAIL`: bytes that put a new emulator where this
+    /// one stands, so the rest of it is taken as the rest of a string, not as text. A
+    /// string other than an OSC keeps nothing anyway (only its kind matters); an OSC that
+    /// long is dropped when it ends, so it begins again as one past the limit.
+    fn overflowed_tail(&self) -> Vec<u8> {
+        let head: &[u8] = match self.state {
+            Seq::Osc => {
+                let mut osc = b"\x1b]".to_vec();
+                osc.resize(2 + crate::term::vt::OSC_MAX + 1, b'x');
+                return osc;
+            }
+            Seq::Dcs(Dcs::Entry) => b"\x1bP",
+            Seq::Dcs(Dcs::Param) => b"\x1bP1",
+            Seq::Dcs(Dcs::Intermediate) => b"\x1bP ",
+            Seq::Dcs(Dcs::Ignore) => b"\x1bP1<",
+            Seq::Dcs(Dcs::Passthrough) => b"\x1bPq",
+            Seq::Sos => b"\x1bX",
+            // Nothing else grows without end.
+            _ => b"",
+        };
+        head.to_vec()
+    }
+
     /// Back between sequences, with nothing unfinished.
     pub(super) fn reset(&mut self) {
         self.state = Seq::Ground;
@@ -353,7 +376,7 @@ impl Emulator {
             history: Lines::default(),
             bytes: out.into_bytes(),
             tail: if self.tracker.overflow {
-                Vec::new()
+                self.tracker.overflowed_tail()
             } else {
                 self.tracker.tail.clone()
             },
@@ -681,6 +704,22 @@ mod tests {
                 // Only the alternate screen travelled; it must still match while shown.
                 prop_assert_eq!(e.screen().contents_formatted(), copy.screen().contents_formatted());
             }
+        }
+    }
+
+    #[test]
+    fn a_string_longer_than_the_tail_goes_on_as_a_string_after_a_move() {
+        // (The new emulator was given nothing and drew the rest of the string as text.)
+        for (start, end) in [
+            (b"\x1bPq".as_slice(), b"\x1b\\".as_slice()),
+            (b"\x1b_G", b"\x1b\\"),
+            (b"\x1b]2;", b"\x07"),
+        ] {
+            let mut before = start.to_vec();
+            before.resize(MAX_TAIL + 4096, b'#');
+            let copy = moved_between(&before, &[b"####".as_slice(), end, b"after"].concat());
+            assert_eq!(copy.screen().line(0), "after", "{start:?}");
+            assert_eq!(copy.title(), "", "{start:?}: an OSC that long is dropped");
         }
     }
 }
