@@ -410,7 +410,12 @@ fn paste_text(len: usize, with_prefix: bool) -> Vec<u8> {
 
 /// A pane (focused) whose program keeps exactly `len` bytes of input in `got`, raw.
 fn keeping_pane(env: &Env, len: usize) -> std::path::PathBuf {
-    let script = format!("stty raw -echo; touch ready; exec head -c {len} > got");
+    keeping_pane_after(env, len, 0)
+}
+
+/// The same, the program starting to read only `delay` seconds after it is ready.
+fn keeping_pane_after(env: &Env, len: usize, delay: u32) -> std::path::PathBuf {
+    let script = format!("stty raw -echo; touch ready; sleep {delay}; exec head -c {len} > got");
     let home = env.home();
     assert!(env
         .herdr(&[
@@ -927,4 +932,27 @@ fn open_api_connections_are_bounded_and_the_next_one_is_told_why() {
         line.contains("\"ok\":true")
     });
     let _ = status(&env);
+}
+
+#[test]
+fn a_paste_bigger_than_a_panes_input_bound_waits_for_its_program_to_read() {
+    // 12 MiB into a program that reads only after 2 s: the pane takes 4 MiB at most, so
+    // the paste waits (and the client's terminal holds it back) instead of losing the rest.
+    let env = Env::new("slowpaste");
+    let mut t = env.client(120, 36);
+    t.wait_text(support::PROMPT);
+    let text = paste_text(12 << 20, false);
+    let got = keeping_pane_after(&env, text.len(), 2);
+    let (stop, pings) = pinger(&env);
+    t.send(&[&b"\x1b[200~"[..], &text, b"\x1b[201~"].concat());
+    wait_until("the whole paste arrived", || {
+        std::fs::metadata(&got).is_ok_and(|m| m.len() == text.len() as u64)
+    });
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let worst = pings.join().unwrap();
+    assert!(
+        std::fs::read(&got).unwrap() == text,
+        "the paste was cut or reordered"
+    );
+    assert!(worst < Duration::from_secs(2), "a ping took {worst:?}");
 }

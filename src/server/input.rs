@@ -224,6 +224,9 @@ impl Server {
 
     /// Handles what a client sent, in order, up to `INPUT_PER_TURN` bytes of input.
     fn take_backlog(&mut self, id: ClientId) {
+        if self.paste_waits_for_room(id) {
+            return;
+        }
         let mut budget = INPUT_PER_TURN;
         let prefix = self
             .bindings_of(id)

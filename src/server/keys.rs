@@ -193,7 +193,8 @@ impl Server {
     }
 
     /// A piece of a paste. Where it goes and whether it is wrapped in paste markers are
-    /// decided at its start, for the whole paste; once a piece is refused the rest of that
+    /// decided at its start, for the whole paste. Later pieces wait until the pane has
+    /// room (`paste_waits_for_room`); should one be refused all the same, the rest of that
     /// paste is dropped too (no paste with a hole), but a paste that was opened is closed.
     fn paste(&mut self, id: ClientId, text: Vec<u8>, start: bool, end: bool) {
         if start {
@@ -240,6 +241,20 @@ impl Server {
                 c.paste = Some(p);
             }
         }
+    }
+
+    /// Whether a paste of this client's is coming in and its pane has no room for the
+    /// next piece: its input then waits (the pane's program is slow to read a big paste;
+    /// dropping the rest would lose it).
+    pub(super) fn paste_waits_for_room(&self, id: ClientId) -> bool {
+        let Some(p) = self.clients.get(&id).and_then(|c| c.paste.as_ref()) else {
+            return false;
+        };
+        !p.dropped
+            && self
+                .runtimes
+                .get(p.tid)
+                .is_some_and(|rt| rt.handle.input_room() < crate::input::parse::PASTE_PIECE + 64)
     }
 
     /// A client left in the middle of a paste: one that was opened with a start marker

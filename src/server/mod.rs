@@ -52,6 +52,8 @@ const FRAME_INTERVAL: Duration = Duration::from_millis(8);
 const FRAME_BURST: u32 = 3;
 /// Events handled between two looks at the timers and the frame schedule.
 const MAX_EVENTS_PER_TURN: usize = 1024;
+/// How often a paste that waits for its pane to read looks again.
+const PASTE_RETRY: Duration = Duration::from_millis(5);
 /// How soon a client that is behind (its writer queue was full) is offered a frame again.
 const BEHIND_RETRY: Duration = Duration::from_millis(20);
 /// The largest terminal we lay out: a bigger size from a client is clamped (a hostile
@@ -316,12 +318,17 @@ impl Server {
     fn next_deadline(&self) -> Option<Instant> {
         let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
         let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
-        // A client with input left is served again at once: no sleeping in between.
+        // A client with input left is served again at once: no sleeping in between; one
+        // whose paste waits for its pane to read, soon.
         let backlog = self
             .clients
-            .values()
-            .any(|c| !c.backlog.is_empty())
-            .then(Instant::now);
+            .iter()
+            .filter(|(_, c)| !c.backlog.is_empty())
+            .map(|(id, _)| match self.paste_waits_for_room(*id) {
+                true => Instant::now() + PASTE_RETRY,
+                false => Instant::now(),
+            })
+            .min();
         let wait = self.next_wait_deadline();
         let activity = self.next_activity_deadline();
         // A client whose last frame could not be queued gets another try soon.

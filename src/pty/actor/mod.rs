@@ -296,6 +296,11 @@ impl PtyHandle {
         }
     }
 
+    /// Bytes of input the terminal would still take now.
+    pub fn input_room(&self) -> usize {
+        MAX_INPUT_BYTES.saturating_sub(self.direct.queued.load(Ordering::Acquire))
+    }
+
     /// Takes room for `len` more bytes of input, or says the terminal has no room left.
     fn reserve(&self, len: usize) -> Result<(), WriteError> {
         let before = self.direct.queued.fetch_add(len, Ordering::AcqRel);
