@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{wait_until, Env};
+use support::{proc_status, wait_until, Env};
 
 const HELLO: &[u8] = b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
 
@@ -179,15 +179,7 @@ fn a_peer_that_never_reads_is_disconnected_with_bounded_memory() {
         status(&env)["api_clients"] == 1
     });
     // The server's memory stayed bounded and it still serves.
-    let pid = status(&env)["pid"].as_i64().unwrap();
-    let rss_kib: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VmRSS:")
-                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
-        })
-        .unwrap();
+    let rss_kib = server_rss_kib(&env);
     assert!(rss_kib < 200 * 1024, "server RSS {rss_kib} KiB");
     assert!(env.herdr(&["pane", "list"]).status.success());
 }
@@ -302,15 +294,7 @@ fn a_wait_sent_before_the_peer_stops_writing_is_still_answered() {
 
 /// The server's resident memory, from /proc.
 fn server_rss_kib(env: &Env) -> u64 {
-    let pid = status(env)["pid"].as_i64().unwrap();
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VmRSS:")
-                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
-        })
-        .unwrap()
+    proc_status(status(env)["pid"].as_i64().unwrap() as i32, "VmRSS")
 }
 
 #[test]
@@ -376,15 +360,30 @@ fn input_for_a_pane_that_does_not_read_is_bounded_and_refused_as_busy() {
 
 /// The server's peak resident memory so far, from /proc.
 fn server_peak_kib(env: &Env) -> u64 {
-    let pid = status(env)["pid"].as_i64().unwrap();
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VmHWM:")
-                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
-        })
-        .unwrap()
+    proc_status(status(env)["pid"].as_i64().unwrap() as i32, "VmHWM")
+}
+
+/// A client that keeps its terminal (it sends what is typed in Input frames), after its
+/// hello; the frames sent to it are read and thrown away.
+fn raw_client(env: &Env) -> UnixStream {
+    let c = UnixStream::connect(env.socket()).unwrap();
+    (&c).write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"client\",\"size\":[100,30]}\n")
+        .unwrap();
+    let mut r = BufReader::new(c.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":true"), "{line}");
+    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+    c
+}
+
+/// An Input frame carrying `text`.
+fn input_frame(text: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(text.len() + 5);
+    frame.extend_from_slice(&(text.len() as u32 + 1).to_be_bytes());
+    frame.push(1);
+    frame.extend_from_slice(text);
+    frame
 }
 
 /// `len` bytes of text as a paste carries it: lines of letters and spaces, some UTF-8,
@@ -501,21 +500,10 @@ fn a_huge_input_frame_costs_bounded_memory_and_arrives_whole() {
     let got = keeping_pane(&env, text.len());
     // A client that keeps its terminal sends what is typed in Input frames; one of 8 MiB
     // of plain text (no paste markers: each character could be a key).
-    let mut c = UnixStream::connect(env.socket()).unwrap();
-    c.write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"client\",\"size\":[100,30]}\n")
-        .unwrap();
-    let mut r = BufReader::new(c.try_clone().unwrap());
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    assert!(line.contains("\"ok\":true"), "{line}");
-    // Frames for it are read and thrown away.
-    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+    let mut c = raw_client(&env);
     let before = server_peak_kib(&env);
     let (stop, pings) = pinger(&env);
-    let mut frame = Vec::with_capacity(text.len() + 32);
-    frame.extend_from_slice(&(text.len() as u32 + 1).to_be_bytes());
-    frame.push(1);
-    frame.extend_from_slice(&text);
+    let frame = input_frame(&text);
     let start = std::time::Instant::now();
     c.write_all(&frame).unwrap();
     wait_until("the whole frame arrived", || {
@@ -633,19 +621,6 @@ fn waits_are_bounded_in_all_and_output_keeps_the_server_responsive() {
         r#"{"id":3,"method":"pane.wait","params":{"output":"^tick [0-9]+$","timeout_ms":20000}}"#,
     );
     assert!(v["result"]["matched"].as_str().is_some(), "{v}");
-}
-
-/// A number from the server's /proc status (`Threads`, `VmRSS` in KiB, …).
-fn proc_status(pid: i32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix(field)
-                .and_then(|v| v.strip_prefix(':'))
-                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap())
-        })
-        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
 /// Whether a socket has something to read (or was closed by the server).
@@ -873,18 +848,8 @@ fn input_waiting_in_a_backlog_reaches_the_pane_across_a_handoff() {
     let text = paste_text(8 << 20, false);
     // One byte more than is sent: the program stays, so the handoff has it to move.
     let got = keeping_pane(&env, text.len() + 1);
-    let mut c = UnixStream::connect(env.socket()).unwrap();
-    c.write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"client\",\"size\":[100,30]}\n")
-        .unwrap();
-    let mut r = BufReader::new(c.try_clone().unwrap());
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    assert!(line.contains("\"ok\":true"), "{line}");
-    std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
-    let mut frame = Vec::with_capacity(text.len() + 32);
-    frame.extend_from_slice(&(text.len() as u32 + 1).to_be_bytes());
-    frame.push(1);
-    frame.extend_from_slice(&text);
+    let mut c = raw_client(&env);
+    let frame = input_frame(&text);
     c.write_all(&frame).unwrap();
     let (mut s, mut r) = api_conn(&env);
     let v = request(

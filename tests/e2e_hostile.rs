@@ -41,16 +41,6 @@ out.write(b"\x18\x1b\\\x1bc\r\nHOSTILE-DONE\r\n")
 out.flush()
 "##;
 
-/// The server's resident memory, in KiB.
-fn rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Pings the server on one API connection until `stop`; the slowest answer, in ms.
 fn pinger(env: &Env, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     let mut api = Api::connect(env);
@@ -96,7 +86,7 @@ fn hostile_output_leaves_the_server_bounded_and_responsive() {
             .windows(3)
             .any(|w| w == b"cat")
     });
-    let before = rss_kib(pid);
+    let before = support::proc_status(pid, "VmRSS");
 
     let stop = Arc::new(AtomicBool::new(false));
     let pings = pinger(&env, stop.clone());
@@ -105,7 +95,7 @@ fn hostile_output_leaves_the_server_bounded_and_responsive() {
         let (stop, peak) = (stop.clone(), peak.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Acquire) {
-                peak.fetch_max(rss_kib(pid), Ordering::AcqRel);
+                peak.fetch_max(support::proc_status(pid, "VmRSS"), Ordering::AcqRel);
                 std::thread::sleep(Duration::from_millis(20));
             }
         })

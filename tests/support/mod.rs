@@ -458,6 +458,17 @@ pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// A number from `/proc/<pid>/status` (`Threads`; `VmRSS`, `VmHWM` in KiB); 0 when the
+/// process or the field is gone.
+pub fn proc_status(pid: i32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
 pub fn pid_alive(pid: i32) -> bool {
     // A zombie still answers kill(0); look at its state too.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
