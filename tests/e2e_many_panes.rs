@@ -16,6 +16,26 @@ const PANES: usize = 1000;
 /// Panes per tab: a split chain this deep stays far from the layout's depth limit.
 const PER_TAB: usize = 25;
 
+/// Starts the session's server from a shell whose open-file limit `ulimit FLAG` set to
+/// `LOGIN_SOFT` (`-Sn`: the soft one only; `-n`: soft and hard).
+fn start_limited(env: &Env, flag: &str) -> std::process::Output {
+    let login = format!("ulimit {flag} {LOGIN_SOFT} && exec \"$0\" \"$@\"");
+    env.command(
+        "sh",
+        &[
+            "-c",
+            &login,
+            BIN,
+            "--session",
+            &env.session,
+            "server",
+            "start",
+        ],
+    )
+    .output()
+    .expect("start the server")
+}
+
 /// The soft open-file limit of a process, from /proc.
 fn soft_limit(pid: i32) -> u64 {
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
@@ -79,22 +99,7 @@ fn hundreds_of_panes_fit_and_hand_over_while_their_programs_keep_the_login_limit
         return;
     }
     let env = Env::new("nofile");
-    let login = format!("ulimit -Sn {LOGIN_SOFT} && exec \"$0\" \"$@\"");
-    let started = env
-        .command(
-            "sh",
-            &[
-                "-c",
-                &login,
-                BIN,
-                "--session",
-                &env.session,
-                "server",
-                "start",
-            ],
-        )
-        .output()
-        .expect("start the server");
+    let started = start_limited(&env, "-Sn");
     ok(started);
     let old = env.server_pid().expect("server pid");
 
@@ -138,22 +143,7 @@ fn hundreds_of_panes_fit_and_hand_over_while_their_programs_keep_the_login_limit
 #[test]
 fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     let env = Env::new("nofile-low");
-    let login = format!("ulimit -n {LOGIN_SOFT} && exec \"$0\" \"$@\"");
-    ok(env
-        .command(
-            "sh",
-            &[
-                "-c",
-                &login,
-                BIN,
-                "--session",
-                &env.session,
-                "server",
-                "start",
-            ],
-        )
-        .output()
-        .expect("start the server"));
+    ok(start_limited(&env, "-n"));
     let mut api = Api::connect(&env);
     let mut refused = None;
     'tabs: for tab in 0.. {
