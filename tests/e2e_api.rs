@@ -7,13 +7,8 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{json, ok, prompt, wait_until, Env};
-
-fn started(name: &str) -> Env {
-    let env = Env::new(name);
-    ok(env.herdr(&["server", "start"]));
-    env
-}
+use support::api::api_conn;
+use support::{json, ok, prompt, started, wait_until};
 
 #[test]
 fn build_a_layout_submit_read_and_wait() {
@@ -192,18 +187,6 @@ fn rename_focus_zoom_resize_close() {
     let ws = json(env.herdr(&["workspace", "list", "--json"]));
     assert_eq!(ws[0]["name"], "main");
     assert_eq!(ws[0]["panes"], 1);
-}
-
-fn api_conn(env: &Env) -> (UnixStream, BufReader<UnixStream>) {
-    let mut s = UnixStream::connect(env.socket()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s.write_all(b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n")
-        .unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    assert!(line.contains("\"ok\":true"), "{line}");
-    (s, r)
 }
 
 fn next(r: &mut BufReader<UnixStream>) -> Value {

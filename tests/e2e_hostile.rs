@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::api::Api;
+use support::api::pinger;
 use support::{ok, wait_until, Env, PROMPT};
 
 /// The hostile program: each part in turn, then a marker.
@@ -40,21 +40,6 @@ for _ in range(50):
 out.write(b"\x18\x1b\\\x1bc\r\nHOSTILE-DONE\r\n")
 out.flush()
 "##;
-
-/// Pings the server on one API connection until `stop`; the slowest answer, in ms.
-fn pinger(env: &Env, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    let mut api = Api::connect(env);
-    std::thread::spawn(move || {
-        let mut worst = 0;
-        while !stop.load(Ordering::Acquire) {
-            let start = Instant::now();
-            api.call("ping", serde_json::json!({}));
-            worst = worst.max(start.elapsed().as_millis() as u64);
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        worst
-    })
-}
 
 #[test]
 fn hostile_output_leaves_the_server_bounded_and_responsive() {
@@ -151,7 +136,7 @@ fn hostile_output_leaves_the_server_bounded_and_responsive() {
     }
     let done = done.join().unwrap();
     assert!(done.status.success(), "{done:?}");
-    let worst_ping = pings.join().unwrap();
+    let worst_ping = pings.join().unwrap().as_millis();
     sampler.join().unwrap();
     let peak = peak.load(Ordering::Acquire);
     eprintln!(

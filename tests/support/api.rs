@@ -3,10 +3,56 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::{Env, WAIT};
+
+/// The hello of an API connection.
+pub const HELLO: &[u8] =
+    b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
+
+/// A raw API connection after its hello: the stream to write requests to and a reader of
+/// the lines that come back.
+pub fn api_conn(env: &Env) -> (UnixStream, BufReader<UnixStream>) {
+    let mut s = UnixStream::connect(env.socket()).expect("connect to the API");
+    s.set_read_timeout(Some(WAIT)).expect("read timeout");
+    s.write_all(HELLO).expect("hello");
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    let mut line = String::new();
+    r.read_line(&mut line).expect("hello reply");
+    assert!(line.contains("\"ok\":true"), "{line}");
+    (s, r)
+}
+
+/// Sends one request line on a raw connection and returns the next line that comes back.
+pub fn request(s: &mut UnixStream, r: &mut BufReader<UnixStream>, line: &str) -> Value {
+    s.write_all(line.as_bytes()).expect("send a request");
+    s.write_all(b"\n").expect("send a request");
+    let mut answer = String::new();
+    r.read_line(&mut answer).expect("read a reply");
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+/// Pings the server every 50 ms on a connection of its own until `stop`; the slowest
+/// answer.
+pub fn pinger(env: &Env, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Duration> {
+    let mut api = Api::connect(env);
+    std::thread::spawn(move || {
+        let mut worst = Duration::ZERO;
+        while !stop.load(Ordering::Acquire) {
+            let t = Instant::now();
+            let pong = api.call("ping", serde_json::json!({}));
+            assert_eq!(pong["pong"], true, "{pong}");
+            worst = worst.max(t.elapsed());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        worst
+    })
+}
 
 pub struct Api {
     stream: UnixStream,

@@ -384,6 +384,19 @@ pub fn ok(out: std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// A new isolated environment whose server runs.
+pub fn started(name: &str) -> Env {
+    let env = Env::new(name);
+    ok(env.herdr(&["server", "start"]));
+    env
+}
+
+/// `server status --json`.
+pub fn server_status(env: &Env) -> serde_json::Value {
+    serde_json::from_slice(&env.herdr(&["server", "status", "--json"]).stdout)
+        .expect("server status JSON")
+}
+
 /// The JSON a command that must have succeeded printed.
 pub fn json(out: std::process::Output) -> serde_json::Value {
     serde_json::from_str(&ok(out)).expect("JSON output")
