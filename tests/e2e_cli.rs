@@ -167,14 +167,7 @@ fn config_problems_are_named_and_herdr_still_starts() {
     // The valid setting applied: the prefix is now C-a.
     t.send(b"\x01%");
     t.wait("split with the configured prefix", |t| t.count(PROMPT) == 2);
-    let log = std::fs::read_to_string(
-        env.dir
-            .path()
-            .join("state/herdr/sessions")
-            .join(&env.session)
-            .join("server.log"),
-    )
-    .unwrap();
+    let log = std::fs::read_to_string(env.server_log()).unwrap();
     assert!(log.contains("config.toml:3: bogus: unknown key"), "{log}");
 }
 

@@ -443,12 +443,7 @@ fn a_client_that_finds_the_session_locked_waits_for_its_server() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let log = env
-        .dir
-        .path()
-        .join("state/herdr/sessions")
-        .join(&env.session)
-        .join("server.log");
+    let log = env.server_log();
     wait_until("the started server gave way", || {
         std::fs::read_to_string(&log).is_ok_and(|l| l.contains("already running or starting"))
     });

@@ -78,12 +78,7 @@ fn server_start_tightens_a_runtime_folder_of_ours_that_others_can_enter() {
 fn the_server_log_is_private_like_the_other_state_files() {
     use std::os::unix::fs::PermissionsExt;
     let env = Env::new("logmode");
-    let log = env
-        .dir
-        .path()
-        .join("state/herdr/sessions")
-        .join(&env.session)
-        .join("server.log");
+    let log = env.server_log();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     ok(env.herdr(&["server", "start"]));
     assert_eq!(mode(&log), 0o600, "a new log");

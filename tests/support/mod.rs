@@ -67,6 +67,15 @@ impl Env {
         self.dir.path().join("home")
     }
 
+    /// The server log of this test's session.
+    pub fn server_log(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join("state/herdr/sessions")
+            .join(&self.session)
+            .join("server.log")
+    }
+
     pub fn config_file(&self) -> PathBuf {
         self.dir.path().join("config/herdr/config.toml")
     }
