@@ -16,6 +16,7 @@ pub mod handoff;
 mod input;
 mod keys;
 mod lend;
+mod output;
 mod panes;
 mod persist;
 mod rebuild;
@@ -470,82 +471,7 @@ impl Server {
         }
     }
 
-    fn pty_event(&mut self, tid: TerminalId, ev: PtyEvent) {
-        match ev {
-            PtyEvent::Output => {
-                if self.is_visible(tid) {
-                    // The frame takes the dirty flag and reports the output (render.rs).
-                    self.request_render();
-                } else if self.api.waits.iter().any(|w| w.terminal == tid) {
-                    // Nobody sees it, but a wait is on it: re-arm at once so it hears of
-                    // every change.
-                    if let Some(rt) = self.runtimes.get(tid) {
-                        rt.handle.take_dirty();
-                    }
-                    self.output_seen(tid);
-                } else {
-                    // Nobody sees it: no frame, and the notification is re-armed a few
-                    // times a second rather than for every line it prints.
-                    self.hidden_output.insert(tid);
-                    self.hidden_output_at
-                        .get_or_insert_with(|| Instant::now() + HIDDEN_OUTPUT_INTERVAL);
-                }
-            }
-            PtyEvent::Title { title, seq } => {
-                // Events from the terminal's I/O thread and from this thread's own reads
-                // (lent) may arrive out of order: an older title never replaces a newer one.
-                // (Not read from the emulator here: a busy I/O thread holds its lock.)
-                match self.runtimes.get_mut(tid) {
-                    Some(rt) if seq <= rt.title_seq => return,
-                    Some(rt) => rt.title_seq = seq,
-                    None => {}
-                }
-                match self.state.terminals.get_mut(&tid) {
-                    Some(t) if t.title == title => return,
-                    Some(t) => t.title = title.clone(),
-                    None => {}
-                }
-                if let Some(p) = self.state.pane_of_terminal(tid) {
-                    let id = self.pane_no(p);
-                    self.emit(
-                        serde_json::json!({ "event": "pane.title", "id": id, "title": title }),
-                    );
-                }
-                self.request_render();
-            }
-            PtyEvent::Bell => self.broadcast_raw(b"\x07"),
-            PtyEvent::Clipboard(seq) => self.broadcast_raw(&seq),
-            PtyEvent::Exited(code) => self.terminal_exited(tid, code),
-        }
-    }
-
-    /// New output in a terminal was taken in (once per dirty flag): waits on it are checked,
-    /// subscribers told, agents without hooks marked working.
-    pub(crate) fn output_seen(&mut self, tid: TerminalId) {
-        self.output_taken = true;
-        if self.api.waits.iter().any(|w| w.terminal == tid) {
-            self.recheck_waits(Some(tid));
-        }
-        self.note_output(tid);
-        self.agent_activity(tid);
-    }
-
-    /// Whether a terminal is on screen (in the active tab of the active workspace).
-    fn is_visible(&self, tid: TerminalId) -> bool {
-        let Some(tab) = self.state.active_tab() else {
-            return false;
-        };
-        let shown = |p: &crate::model::ids::PaneId| {
-            self.state.panes.get(p).is_some_and(|ps| ps.terminal == tid)
-        };
-        if tab.zoomed {
-            shown(&tab.focused)
-        } else {
-            tab.layout.panes().iter().any(shown)
-        }
-    }
-
-    fn broadcast_raw(&mut self, bytes: &[u8]) {
+    pub(crate) fn broadcast_raw(&mut self, bytes: &[u8]) {
         for c in self.clients.values() {
             c.writer.send_output(bytes.to_vec());
         }

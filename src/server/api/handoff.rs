@@ -1,0 +1,92 @@
+//! `server.live_handoff`: the request, and its start, which waits until what clients sent
+//! and the server read is in the panes (the new server could not take it over).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{reply_line, ApiError, ApiResult, Outcome};
+use crate::server::{ClientId, Server};
+
+/// How long a live handoff waits for clients' input that the server has read to reach
+/// the panes (a paste is taken 64 KiB a turn; a client that stalls must not hold it up).
+const HANDOFF_INPUT_WAIT: Duration = Duration::from_secs(2);
+
+impl Server {
+    pub(super) fn api_live_handoff(&mut self, conn: ClientId, id: &Value, p: &Value) -> ApiResult {
+        use crate::paths::own_binary;
+        use crate::server::handoff::export::Request;
+        let binary = match p.get("binary") {
+            Some(Value::String(b)) => std::path::PathBuf::from(b),
+            Some(_) => return Err(ApiError::new("bad_params", "binary must be a path")),
+            None => own_binary().map_err(|e| ApiError::new("handoff_failed", e))?,
+        };
+        let expected_protocol =
+            match p.get("expected_protocol") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
+                    || ApiError::new("bad_params", "expected_protocol must be a number"),
+                )?),
+            };
+        let req = Request {
+            binary,
+            expected_version: p
+                .get("expected_version")
+                .and_then(Value::as_str)
+                .map(String::from),
+            expected_protocol,
+        };
+        if self.input_waiting() {
+            self.handoff_after_input = Some(crate::server::handoff::Deferred {
+                conn,
+                id: id.clone(),
+                req,
+                deadline: Instant::now() + HANDOFF_INPUT_WAIT,
+            });
+            return Ok(Outcome::Later);
+        }
+        self.run_live_handoff(conn, id, req)
+    }
+
+    /// Starts a handoff that waited for clients' input, once that is in the panes (or
+    /// it waited long enough).
+    pub(crate) fn handoff_if_input_done(&mut self) {
+        let ready = self
+            .handoff_after_input
+            .as_ref()
+            .is_some_and(|d| !self.input_waiting() || Instant::now() >= d.deadline);
+        if !ready {
+            return;
+        }
+        if let Some(d) = self.handoff_after_input.take() {
+            if let Err(e) = self.run_live_handoff(d.conn, &d.id, d.req) {
+                self.api_reply(d.conn, &d.id, Err(e));
+            }
+        }
+    }
+
+    fn run_live_handoff(
+        &mut self,
+        conn: ClientId,
+        id: &Value,
+        req: crate::server::handoff::export::Request,
+    ) -> ApiResult {
+        let done = self
+            .live_handoff(conn, req)
+            .map_err(|e| ApiError::new("handoff_failed", e))?;
+        let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
+        let reply = json!({
+            "version": done.version,
+            "protocol": done.protocol,
+            "pid": done.pid,
+            "panes": done.panes,
+            "total_ms": ms(done.total),
+            "window_ms": ms(done.window),
+        });
+        eprintln!("handoff: done: {reply}");
+        self.api_send_final(conn, reply_line(id, Ok(reply)));
+        self.handed_off = true;
+        self.stop("handed the session to a new server");
+        Ok(Outcome::Later)
+    }
+}
