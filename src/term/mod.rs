@@ -139,8 +139,8 @@ impl Emulator {
     /// Moves the rows that scrolled off the screen to the compact history.
     fn drain(&mut self) {
         let dropped = self.term.dropped();
-        for line in dropped.iter() {
-            self.history.push(line);
+        for (line, wrapped) in dropped.rows() {
+            self.history.push_row(line, wrapped);
         }
         dropped.clear();
     }
@@ -165,42 +165,83 @@ impl Emulator {
         }
     }
 
+    /// The view scrolled back `offset` rows: the rows from there on, those of one line
+    /// (kept at whatever width) joined and laid out at the pane's width.
     fn build_view(&self) -> View {
         let (rows, cols) = self.size();
         let h = self.history.len();
         let top = h - self.offset.min(h);
-        let screen = self.term.screen();
-        let lines: Vec<std::borrow::Cow<str>> = (0..usize::from(rows))
-            .map(|i| match self.history.get(top + i) {
-                Some(line) => std::borrow::Cow::Borrowed(line),
-                None => screen.line((top + i - h) as u16).into(),
-            })
-            .collect();
-        // A line kept while the pane was wider runs on into the rows below (the
-        // emulator always wraps); those rows are cleared before their own line, and spare rows below the
-        // view keep the last lines' overflow from scrolling it. (Bytes over columns is an
-        // upper bound of the rows a line can take.)
-        let spare = lines
-            .iter()
-            .map(|l| l.len().div_ceil(usize::from(cols.max(1))).saturating_sub(1))
-            .max()
-            .unwrap_or(0)
-            .min(64) as u16;
-        let mut out = String::new();
-        for (i, line) in lines.iter().enumerate() {
-            out.push_str("\x1b[0m");
-            image::cup(&mut out, i, 0);
-            out.push_str("\x1b[2K");
-            out.push_str(line);
+        let end = h + usize::from(rows);
+        // Spare rows below the view keep a last line's overflow from scrolling it. (Bytes
+        // over columns is an upper bound of the rows a line can take.)
+        let mut spare = 0;
+        let mut lines = Vec::new();
+        let mut i = top;
+        while i < end && lines.len() < usize::from(rows) {
+            let mut line = String::new();
+            loop {
+                let (part, wrapped) = self.row_text(i, true);
+                line.push_str("\x1b[0m");
+                line.push_str(&part);
+                i += 1;
+                if !wrapped || i >= end {
+                    break;
+                }
+            }
+            spare = spare.max(line.len().div_ceil(usize::from(cols.max(1))));
+            lines.push(line);
         }
-        out.push_str("\x1b[0m\x1b[?25l");
+        let spare = spare.min(64) as u16;
         let mut term = vt::Terminal::new(rows.saturating_add(spare), cols);
-        term.process(out.as_bytes(), 0);
+        for (n, line) in lines.iter().enumerate() {
+            if n > 0 {
+                if term.screen().cursor_position().0 + 1 >= rows {
+                    break;
+                }
+                term.process(b"\r\n", 0);
+            }
+            term.process(line.as_bytes(), 0);
+        }
+        term.process(b"\x1b[0m\x1b[?25l", 0);
         View {
             seq: self.seq,
             offset: self.offset,
             term,
         }
+    }
+
+    /// Row `i` (counted as in [`Emulator::row_text`]) runs on into row `i + 1`.
+    fn joins(&self, i: usize) -> bool {
+        let h = self.history.len();
+        let screen = self.term.screen();
+        match i.checked_sub(h) {
+            None => self.history.wrapped(i) && (i + 1 < h || screen.continues_history()),
+            Some(row) => u16::try_from(row).is_ok_and(|r| screen.row_wrapped(r)),
+        }
+    }
+
+    /// Row `i` counted from the top of history (the screen follows it), formatted (`ansi`)
+    /// or plain, and whether its text runs on into row `i + 1`.
+    fn row_text(&self, i: usize, ansi: bool) -> (String, bool) {
+        let h = self.history.len();
+        let screen = self.term.screen();
+        let wrapped = self.joins(i);
+        if i < h {
+            let line = self.history.get(i).unwrap_or("");
+            let text = match (ansi, wrapped) {
+                (true, _) => line.to_string(),
+                (false, true) => history::plain_untrimmed(line),
+                (false, false) => history::plain(line),
+            };
+            return (text, wrapped);
+        }
+        let row = (i - h) as u16;
+        let text = if ansi {
+            screen.line(row)
+        } else {
+            screen.row_plain(row, !wrapped)
+        };
+        (text, wrapped)
     }
 
     pub fn seq(&self) -> u64 {
@@ -215,13 +256,32 @@ impl Emulator {
         self.term.screen().size()
     }
 
+    /// Resizes the screens. At a new width the primary screen's lines are laid out again
+    /// (with the start of its first line, if that is in history), so nothing is cut.
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        if self.size() != (rows.max(1), cols.max(1)) {
-            self.seq = self.seq.wrapping_add(1);
-            self.term.set_size(rows, cols, self.seq);
-            // A shorter screen pushes rows into history.
-            self.drain();
+        let (old_rows, old_cols) = self.size();
+        if (old_rows, old_cols) == (rows.max(1), cols.max(1)) {
+            return;
         }
+        self.seq = self.seq.wrapping_add(1);
+        if old_cols == cols.max(1) {
+            self.term.set_size(rows, cols, self.seq);
+        } else {
+            self.drain();
+            let mut carried = Vec::new();
+            if self.term.screen().continues_history() {
+                while carried.len() < vt::CARRY_MAX && self.history.wrapped_last() {
+                    match self.history.pop() {
+                        Some((line, _)) => carried.push(line),
+                        None => break,
+                    }
+                }
+                carried.reverse();
+            }
+            self.term.reflow(rows, cols, self.seq, &carried);
+        }
+        // A shorter screen (or longer lines) pushes rows into history.
+        self.drain();
     }
 
     /// Scrolls the view back `rows` lines into history (0 = live view); clamped. The
@@ -241,18 +301,46 @@ impl Emulator {
         self.offset
     }
 
-    /// The last `n` lines of history and screen, oldest first; trailing blank lines of the
-    /// screen are left out. `ansi` keeps colours and attributes as SGR sequences.
+    /// The last `n` lines of history and screen, oldest first: the program's lines, the
+    /// rows of a wrapped one joined (whatever widths they were drawn at). Trailing blank
+    /// rows of the screen are left out. `ansi` keeps colours and attributes as SGR.
     pub fn last_lines(&self, n: usize, ansi: bool) -> Vec<String> {
         let h = self.history.len();
         let (rows, cols) = self.size();
         let plain = self.screen_plain(cols);
         let mut end = h + usize::from(rows);
-        while end > h && plain[end - h - 1].trim().is_empty() {
+        while end > h && plain[end - h - 1].trim().is_empty() && !self.joins(end.wrapping_sub(2)) {
             end -= 1;
         }
-        let start = end.saturating_sub(n);
-        self.lines(start, end, ansi)
+        // Back from the end, a line at a time: its rows start after a row not wrapped.
+        let mut starts = Vec::new();
+        let mut i = end;
+        while i > 0 && starts.len() < n {
+            i -= 1;
+            while i > 0 && self.joins(i - 1) {
+                i -= 1;
+            }
+            starts.push(i);
+        }
+        let mut out = Vec::with_capacity(starts.len());
+        let mut next = end;
+        for &start in &starts {
+            let mut line = String::new();
+            for r in start..next {
+                let (part, _) = self.row_text(r, ansi);
+                if ansi && r > start {
+                    line.push_str("\x1b[0m");
+                }
+                line.push_str(&part);
+            }
+            if !ansi {
+                line.truncate(line.trim_end().len());
+            }
+            out.push(line);
+            next = start;
+        }
+        out.reverse();
+        out
     }
 
     /// The lines between two positions counted back from the bottom row of the screen
@@ -299,6 +387,9 @@ impl Emulator {
         self.history.len()
     }
 }
+
+#[cfg(test)]
+mod reflow_tests;
 
 #[cfg(test)]
 mod tests {
@@ -363,11 +454,13 @@ mod tests {
         e.resize(3, 8);
         e.set_scrollback(2);
         let view = e.display();
-        // Each line at its own row, the wide one cut at the right edge, nothing shifted.
+        // The wide line wraps at the new width, the next line after it, nothing shifted.
         assert_eq!(view.size().1, 8);
         let rows: Vec<String> = view.rows(0, 8).take(3).collect();
-        assert_eq!(rows[0], "01234567");
-        assert_eq!(rows[1].trim_end(), "short");
+        assert_eq!(rows, ["01234567", "89abcdef", "ghij"]);
+        e.set_scrollback(1);
+        let rows: Vec<String> = e.display().rows(0, 8).take(3).collect();
+        assert_eq!(rows, ["short", "x", "y"]);
     }
 
     #[test]

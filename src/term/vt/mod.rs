@@ -10,6 +10,7 @@ mod feed;
 mod format;
 mod grid;
 mod perform;
+mod reflow;
 mod strings;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -17,9 +18,9 @@ pub(crate) mod tests;
 use unicode_width::UnicodeWidthChar as _;
 
 pub use cell::{Cell, Color, Ink, Pen};
-pub use format::WRAP;
 pub use grid::Row;
 use grid::{Grid, Pos};
+pub use reflow::CARRY_MAX;
 use strings::Str;
 pub use strings::OSC_MAX;
 
@@ -117,6 +118,11 @@ impl Screen {
 
     pub fn row_wrapped(&self, row: u16) -> bool {
         self.grid().row(row).is_some_and(Row::wrapped)
+    }
+
+    /// The primary screen's first row carries on the text of the last row of history.
+    pub fn continues_history(&self) -> bool {
+        self.primary.top_continues
     }
 
     /// (row, col); the column equals the width after a character was printed in the
@@ -217,7 +223,7 @@ impl Screen {
         let (rows, cols) = (rows.max(1), cols.max(1));
         let mut scratch = Vec::new();
         self.primary.set_size(rows, cols, |row| {
-            dropped.push(format::line(row, &mut scratch))
+            dropped.push_row(format::line(row, &mut scratch), row.wrapped)
         });
         self.alternate.set_size(rows, cols, |_| {});
     }
@@ -273,7 +279,7 @@ macro_rules! grid_and_keep {
         };
         let (dropped, scratch) = (&mut $dropped, &mut $scratch);
         let mut push = |row: &$crate::term::vt::Row| {
-            dropped.push($crate::term::vt::format::line(row, scratch))
+            dropped.push_row($crate::term::vt::format::line(row, scratch), row.wrapped)
         };
         let $keep: Option<&mut dyn FnMut(&$crate::term::vt::Row)> =
             if alt { None } else { Some(&mut push) };
@@ -396,6 +402,12 @@ impl Terminal {
 
     pub fn set_title(&mut self, title: String) {
         self.state.title = title;
+    }
+
+    /// Marks whether the primary screen's first row carries on the last row of history
+    /// (an emulator rebuilt from an image, whose history says so).
+    pub fn set_continues_history(&mut self, on: bool) {
+        self.state.screen.primary.top_continues = on;
     }
 
     /// Effects taken before they could be returned, given back to be returned later.
@@ -535,12 +547,14 @@ impl State {
         let mut base;
         let was_wide;
         if width > 0 {
+            // A wide character that does not fit in the last column wraps the row too
+            // (as in xterm; vt100 does not mark it): its line goes on in the next row.
             let wrap = {
                 let g = screen.grid();
                 let (_, cols) = g.size();
                 g.pos.col + width > cols && {
                     let last = g.cell(g.pos.row, cols - 1).copied().unwrap_or_default();
-                    last.has_contents() || last.is_wide_continuation()
+                    last.has_contents() || last.is_wide_continuation() || g.pos.col < cols
                 }
             };
             {

@@ -45,6 +45,7 @@ fn nz(v: u16) -> NonZeroU16 {
 fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
     let (a, b) = (ours.screen(), theirs.screen());
     let mut out = Vec::new();
+    let mut any_wide_wrap = false;
     let (rows, cols) = a.size();
     if (rows, cols) != (b.size().0.get(), b.size().1.get()) {
         return vec![format!("size {:?} vs {:?}", a.size(), b.size())];
@@ -81,7 +82,16 @@ fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
                 ));
             }
         }
-        if a.row_wrapped(row) != b.row_wrapped(row) {
+        // herdr marks a row wrapped when a wide character that did not fit in its last
+        // column went on to the next row; vt100 does not. (What the last column shows
+        // by now cannot tell that case apart; a row ending in a wide character cannot be it.)
+        let wide_wrap = a.row_wrapped(row)
+            && !b.row_wrapped(row)
+            && !a
+                .cell(row, cols - 1)
+                .is_some_and(Cell::is_wide_continuation);
+        any_wide_wrap |= wide_wrap;
+        if a.row_wrapped(row) != b.row_wrapped(row) && !wide_wrap {
             out.push(format!("row {row} wrapped: {}", a.row_wrapped(row)));
         }
     }
@@ -136,7 +146,13 @@ fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
     if our_pen != their_pen {
         out.push(format!("pen {our_pen:?} vs {their_pen:?}"));
     }
-    if a.contents() != b.contents() {
+    // (Where herdr joined rows vt100 did not, the texts differ by those line ends.)
+    let same_text = if any_wide_wrap {
+        a.contents().replace('\n', "") == b.contents().replace('\n', "")
+    } else {
+        a.contents() == b.contents()
+    };
+    if !same_text {
         out.push(format!("contents {:?} vs {:?}", a.contents(), b.contents()));
     }
     if ours.title() != theirs.callbacks().title {
@@ -358,7 +374,16 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
         // and back, which only works between sequences).
         theirs.screen_mut().clear_scrollback();
         let alt = theirs.screen().alternate_screen();
-        if let Some((_, r, c)) = resize.filter(|r| r.0 == i && (!alt || tracker.grounded())) {
+        // (vt100 moves a cursor waiting to wrap into the last column on any resize; at the
+        // same width herdr keeps it waiting: the reflow tests check that.)
+        let (_, cols_now) = ours.screen().size();
+        let screen = ours.screen();
+        let waiting = [&screen.primary, &screen.alternate]
+            .iter()
+            .any(|g| g.pos.col >= cols_now);
+        if let Some((_, r, c)) = resize
+            .filter(|r| r.0 == i && (!alt || tracker.grounded()) && !(waiting && r.2 == cols_now))
+        {
             if alt {
                 theirs.process(b"\x1b[?47l");
                 theirs.screen_mut().clear_scrollback();
