@@ -8,6 +8,7 @@
 //! the frame it was filled for (the caller clears it whenever it starts a frame afresh).
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -24,12 +25,17 @@ pub struct RowCache {
     /// The emulator's content sequence when the pane was last drawn, with its rect: if
     /// both are unchanged, nothing in the pane can have changed.
     seen: HashMap<TerminalId, (u64, Rect)>,
+    /// The earliest time a pane drawn in the last frame stops showing a finished frame
+    /// under synchronized output and shows what its program drew since (the frame to
+    /// draw then).
+    pub sync_due: Option<Instant>,
 }
 
 impl RowCache {
     pub fn clear(&mut self) {
         self.rows.clear();
         self.seen.clear();
+        self.sync_due = None;
     }
 }
 
@@ -63,13 +69,20 @@ pub fn draw_pane(
     dirty: &mut [bool],
 ) -> PaneCursor {
     let mut emu = lock(emu);
-    // Facts of the live screen first; then the screen to draw (history when scrolled).
+    // While its program holds synchronized output on, a pane shows the frame it last
+    // finished (for a while at most: then what it has drawn so far).
+    emu.settle_sync(Instant::now());
+    if let Some(due) = emu.sync_deadline() {
+        cache.sync_due = Some(cache.sync_due.map_or(due, |d| d.min(due)));
+    }
+    // Facts of the screen shown first; then the screen to draw (history when scrolled).
     let (offset, history) = (emu.scrollback(), emu.history_len());
+    let shown = emu.shown();
+    let (crow, ccol) = shown.cursor_position();
+    let hidden = shown.hide_cursor();
     let live = emu.screen();
-    let (crow, ccol) = live.cursor_position();
-    let hidden = live.hide_cursor();
     let (app_cursor, app_keypad) = (live.application_cursor(), live.application_keypad());
-    let seq = emu.seq();
+    let seq = emu.display_seq();
     let last = cache.seen.insert(tid, (seq, rect));
     let unchanged = last == Some((seq, rect));
     // Drawn here before at this size and live: the emulator says which rows changed.

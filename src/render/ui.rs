@@ -336,6 +336,12 @@ impl ComposeCache {
     pub fn invalidate(&mut self) {
         self.key = None;
     }
+
+    /// When the last frame must be drawn again because a pane's synchronized output
+    /// timed out (see [`RowCache::sync_due`]).
+    pub fn sync_due(&self) -> Option<std::time::Instant> {
+        self.rows.sync_due
+    }
 }
 
 fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
@@ -451,6 +457,7 @@ pub fn compose_update(
     }
     dirty.clear();
     dirty.resize(usize::from(size.1), false);
+    cache.rows.sync_due = None;
     // The chrome is drawn aside and copied over only where it changed.
     let area = Rect::new(0, 0, size.0, size.1);
     let chrome = cache.chrome.get_or_insert_with(|| Buffer::empty(area));
