@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use ratatui::buffer::Buffer;
+use std::num::NonZeroU16;
+
+use ratatui::buffer::{Buffer, CellDiffOption};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
@@ -171,6 +173,18 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
         if c.symbol() != sym {
             c.set_symbol(sym);
         }
+        // A cluster is as wide as the emulator made it, whatever width the frame's own
+        // rules would give its text (the encoder places what follows it by that).
+        let option = if sym.chars().nth(1).is_some() {
+            CellDiffOption::ForcedWidth(
+                NonZeroU16::new(1 + u16::from(wide)).unwrap_or(NonZeroU16::MIN),
+            )
+        } else {
+            CellDiffOption::None
+        };
+        if c.diff_option != option {
+            c.set_diff_option(option);
+        }
         let pen = cell.pen();
         let mut m = Modifier::empty();
         for (on, flag) in [
@@ -287,6 +301,35 @@ mod tests {
             assert_eq!(buf, fresh, "after {:?}", String::from_utf8_lossy(step));
         }
         assert_eq!(text(&buf, rect), ["1", "2", "3", "4", "5"]);
+    }
+
+    #[test]
+    fn a_pane_under_synchronized_output_shows_its_last_finished_frame() {
+        let rect = Rect::new(0, 0, 10, 3);
+        let emu: SharedEmulator = crate::pty::shared(Emulator::new(3, 10, 100));
+        let tid = TerminalId(1);
+        let mut cache = RowCache::default();
+        let mut buf = Buffer::empty(rect);
+        let draw = |buf: &mut Buffer, cache: &mut RowCache| {
+            draw_pane(buf, rect, tid, &emu, None, cache, &mut [false; 3]).pos
+        };
+        lock(&emu).process(b"frame 1\r\nrow 2");
+        draw(&mut buf, &mut cache);
+        lock(&emu).process(b"\x1b[?2026h\x1b[2J\x1b[Hframe 2");
+        let cursor = draw(&mut buf, &mut cache);
+        assert_eq!(text(&buf, rect), ["frame 1", "row 2", ""]);
+        assert_eq!(cursor, Some((5, 1)), "the cursor where that frame left it");
+        assert!(cache.sync_due.is_some(), "a frame is due when it times out");
+        // Drawn afresh too (a new client, a changed layout).
+        let mut fresh = Buffer::empty(rect);
+        let mut nothing = RowCache::default();
+        draw(&mut fresh, &mut nothing);
+        assert_eq!(fresh, buf);
+        lock(&emu).process(b"\x1b[?2026l");
+        cache.sync_due = None;
+        draw(&mut buf, &mut cache);
+        assert_eq!(text(&buf, rect), ["frame 2", "", ""]);
+        assert!(cache.sync_due.is_none());
     }
 
     proptest::proptest! {

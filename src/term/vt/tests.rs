@@ -227,6 +227,10 @@ pub(crate) const PIECES: &[&[u8]] = &[
     b"\x1b[?1h\x1b=",
     b"\x1b[?1l\x1b>",
     b"\x1b[?2004h",
+    // Synchronized output: the live screen is unchanged by it (the renderer's tests
+    // draw the frame it shows meanwhile).
+    b"\x1b[?2026h",
+    b"\x1b[?2026l",
     b"\x1b[?1000h\x1b[?1006h",
     b"\x1b[?1002h",
     b"\x1b[?1000l\x1b[?1006l",
