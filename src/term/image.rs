@@ -5,7 +5,9 @@
 //! sequence the program had only half written, which the new emulator takes in before
 //! the rest arrives.
 //!
-//! The scroll region and origin mode are carried for both screens. Not carried: the
+//! Synchronized output (mode 2026) is carried with the frame shown meanwhile, which the
+//! new emulator shows for a full timeout again. The scroll region and origin mode are
+//! carried for both screens. Not carried: the
 //! last character printed (for REP), and the cursor and pen saved by DECSC (on entering
 //! the alternate screen, the cursor is saved where the shell left it, the pen as
 //! default); full-screen programs reset the pen when they leave.
@@ -374,6 +376,12 @@ impl Emulator {
         let alt = self.screen().alternate_screen();
         let mut out = String::new();
         self.drain();
+        if let Some(frozen) = self.term.frozen() {
+            // The frame shown during synchronized output: drawn first, kept by turning
+            // the mode on (the new emulator copies it then), then cleared for the rest.
+            out.push_str(&frozen.screen.contents_formatted());
+            out.push_str("\x1b[?2026h\x1b[0m\x1b[r\x1b[?6l\x1b[H\x1b[2J");
+        }
         self.term.with_primary(|primary| {
             primary_image(primary, &mut out);
             // (Placing the cursor may redraw a cell, assuming the default pen.)
@@ -388,6 +396,11 @@ impl Emulator {
             out.push_str(&screen.attributes_formatted());
         }
         out.push_str(&screen.input_mode_formatted());
+        if self.term.synchronized() && self.term.frozen().is_none() {
+            // On, but its frame was already shown as it stood: the new emulator waits
+            // for the rest of it again.
+            out.push_str("\x1b[?2026h");
+        }
         Image {
             rows,
             cols,

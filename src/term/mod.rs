@@ -68,7 +68,10 @@ impl Emulator {
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
         self.seq = self.seq.wrapping_add(1);
         for slice in bytes.chunks(SLICE) {
-            if !self.feed(slice) {
+            let fed = self.feed(slice);
+            // A copy of the screen for synchronized output moves the stamp on.
+            self.seq = self.seq.max(self.term.stamp());
+            if !fed {
                 break;
             }
             #[cfg(test)]
@@ -128,7 +131,40 @@ impl Emulator {
         if self.everything > seq {
             return None;
         }
-        self.term.screen().rows_changed_since(seq)
+        self.shown().rows_changed_since(seq)
+    }
+
+    /// The screen to show when not scrolled back: the live one, or while the program
+    /// holds synchronized output on, the one it last finished.
+    pub fn shown(&self) -> &vt::Screen {
+        match self.term.frozen() {
+            Some(f) => &f.screen,
+            None => self.term.screen(),
+        }
+    }
+
+    /// The sequence number of what [`Emulator::display`] shows: [`Emulator::seq`], or
+    /// that of the finished frame shown during synchronized output (each number stands
+    /// for one content; the rows changed since it are those stamped later).
+    pub fn display_seq(&self) -> u64 {
+        self.term.frozen().map_or(self.seq, |f| f.seq)
+    }
+
+    /// When the frame in progress under synchronized output will be shown as it stands,
+    /// if it has not ended by then.
+    pub fn sync_deadline(&self) -> Option<std::time::Instant> {
+        self.term.frozen().map(|f| f.since + vt::SYNC_TIMEOUT)
+    }
+
+    /// Shows the live screen if the frame in progress is late by `now` (see
+    /// [`Emulator::sync_deadline`]); called before drawing.
+    pub fn settle_sync(&mut self, now: std::time::Instant) {
+        self.term.settle_sync(now);
+    }
+
+    /// Synchronized output (mode 2026) is on.
+    pub fn synchronized(&self) -> bool {
+        self.term.synchronized()
     }
 
     /// How many bytes the program has written so far (to tell its output from redraws).
@@ -150,18 +186,20 @@ impl Emulator {
         self.term.screen()
     }
 
-    /// The screen to draw: the live one, or the scrolled-back view of history.
+    /// The screen to draw: the live one (or, during synchronized output, the frame last
+    /// finished), or the scrolled-back view of history.
     pub fn display(&mut self) -> &vt::Screen {
         if self.offset == 0 {
-            return self.term.screen();
+            return self.shown();
         }
-        let fresh = matches!(&self.view, Some(v) if v.seq == self.seq && v.offset == self.offset);
+        let seq = self.display_seq();
+        let fresh = matches!(&self.view, Some(v) if v.seq == seq && v.offset == self.offset);
         if !fresh {
             self.view = Some(self.build_view());
         }
         match &self.view {
             Some(v) => v.term.screen(),
-            None => self.term.screen(),
+            None => self.shown(),
         }
     }
 
@@ -204,7 +242,7 @@ impl Emulator {
         }
         term.process(b"\x1b[0m\x1b[?25l", 0);
         View {
-            seq: self.seq,
+            seq: self.display_seq(),
             offset: self.offset,
             term,
         }

@@ -25,6 +25,9 @@ impl Terminal {
     /// to [`Terminal::dropped`] as usual.
     pub fn reflow(&mut self, rows: u16, cols: u16, seq: u64, carried: &[String]) {
         let (rows, cols) = (rows.max(1), cols.max(1));
+        // (The frame shown during synchronized output is only cut: its program draws the
+        // next one at the new size.)
+        let seq = self.resize_frozen(rows, cols, seq);
         self.state.screen.stamp(seq);
         let screen = &mut self.state.screen;
         let g = &screen.primary;

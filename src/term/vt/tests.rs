@@ -2,7 +2,10 @@
 //! in random slices, must leave every cell, the cursor, the modes and the rows that
 //! scrolled off the same.
 
+mod clusters;
 mod limits;
+mod queries;
+mod sync;
 
 use std::num::NonZeroU16;
 
@@ -240,6 +243,10 @@ pub(crate) const PIECES: &[&[u8]] = &[
     b"\x1b[?1h\x1b=",
     b"\x1b[?1l\x1b>",
     b"\x1b[?2004h",
+    // Synchronized output: the live screen is unchanged by it (the renderer's tests
+    // draw the frame it shows meanwhile).
+    b"\x1b[?2026h",
+    b"\x1b[?2026l",
     b"\x1b[?1000h\x1b[?1006h",
     b"\x1b[?1002h",
     b"\x1b[?1000l\x1b[?1006l",
@@ -550,6 +557,15 @@ const GROUND: &[&[u8]] = &[
     b"\x08",
     b"]",
     b"P",
+    // Parts of grapheme clusters: emoji, joiners, flags, skin tones, selectors, jamo.
+    "\u{1f468}".as_bytes(),
+    "\u{200d}".as_bytes(),
+    "\u{1f1eb}".as_bytes(),
+    "\u{1f3fd}".as_bytes(),
+    "\u{fe0e}".as_bytes(),
+    "\u{fe0f}".as_bytes(),
+    "\u{231a}".as_bytes(),
+    "\u{1100}\u{1161}".as_bytes(),
 ];
 
 proptest::proptest! {
