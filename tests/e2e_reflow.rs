@@ -158,3 +158,50 @@ fn the_lines_read_back_are_those_tmux_keeps() {
     let ours = e.last_lines(usize::MAX, false);
     assert_eq!(ours, theirs);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Random lines of words (ASCII, coloured, blanks), printed at one width and resized
+    /// through others: herdr reads back the lines tmux keeps. (Wide characters are left to
+    /// the emulator's own reflow tests: when one does not fit in the last column at some
+    /// width, tmux 3.3a's reflow ends the line there, herdr keeps it joined, as xterm does.)
+    #[test]
+    fn random_output_and_resizes_read_back_as_in_tmux(
+        lines in proptest::collection::vec(
+            proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[a-z]{1,15}",
+                    proptest::strategy::Just("\u{1b}[32mgreen\u{1b}[0m".to_string()),
+                    proptest::strategy::Just(" ".to_string()),
+                ],
+                0..20,
+            ),
+            1..30,
+        ),
+        first in 10u16..100,
+        widths in proptest::collection::vec(10u16..100, 1..4),
+    ) {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            return Ok(());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut output = lines
+            .iter()
+            .map(|l| l.concat())
+            .collect::<Vec<_>>()
+            .join("\r\n");
+        output.push_str("\r\nend-of-output");
+        let theirs = tmux_lines(dir.path(), output.as_bytes(), first, &widths);
+        let mut e = herdr::term::Emulator::new(12, first, 5000);
+        e.process(output.as_bytes());
+        for &w in &widths {
+            e.resize(12, w);
+        }
+        let ours: Vec<String> = e
+            .last_lines(usize::MAX, false)
+            .into_iter()
+            .map(|l| l.trim_end().to_string())
+            .collect();
+        proptest::prop_assert_eq!(ours, theirs);
+    }
+}
