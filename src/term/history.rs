@@ -38,7 +38,9 @@ impl Lines {
     }
 
     /// The lines with their wrap marks.
-    pub fn rows(&self) -> impl ExactSizeIterator<Item = (&str, bool)> + Clone {
+    pub fn rows(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (&str, bool)> + DoubleEndedIterator + Clone {
         self.iter().zip(self.wraps.iter().copied())
     }
 
@@ -70,7 +72,7 @@ impl Lines {
         self.text.get(start..end)
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + DoubleEndedIterator + Clone {
         (0..self.len()).map(|i| self.get(i).unwrap_or(""))
     }
 
@@ -222,6 +224,39 @@ impl History {
             inner: lines,
             left: self.len,
         }
+    }
+
+    /// The lines with their wrap marks from line `i` on.
+    pub fn rows_from(&self, i: usize) -> impl Iterator<Item = (&str, bool)> + Clone {
+        // The block holding line `i`, and where in it (blocks before it are not walked
+        // line by line).
+        let mut at = (self.blocks.len(), 0);
+        let mut left = i.saturating_add(self.skip);
+        if i < self.len {
+            for (n, b) in self.blocks.iter().enumerate() {
+                if left < b.len() {
+                    at = (n, left);
+                    break;
+                }
+                left -= b.len();
+            }
+        }
+        let (first, skip) = at;
+        self.blocks
+            .iter()
+            .enumerate()
+            .skip(first)
+            .flat_map(move |(n, b)| b.rows().skip(if n == first { skip } else { 0 }))
+    }
+
+    /// The lines with their wrap marks, newest first.
+    pub fn rows_rev(&self) -> impl Iterator<Item = (&str, bool)> + Clone {
+        let skip = self.skip;
+        self.blocks
+            .iter()
+            .enumerate()
+            .rev()
+            .flat_map(move |(n, b)| b.rows().skip(if n == 0 { skip } else { 0 }).rev())
     }
 
     /// The lines with their wrap marks, oldest first.

@@ -147,7 +147,10 @@ impl Emulator {
     /// that of the finished frame shown during synchronized output (each number stands
     /// for one content; the rows changed since it are those stamped later).
     pub fn display_seq(&self) -> u64 {
-        self.term.frozen().map_or(self.seq, |f| f.seq)
+        match self.term.frozen() {
+            Some(f) if self.offset == 0 => f.seq,
+            _ => self.seq,
+        }
     }
 
     /// When the frame in progress under synchronized output will be shown as it stands,
@@ -204,41 +207,38 @@ impl Emulator {
     }
 
     /// The view scrolled back `offset` rows: the rows from there on, those of one line
-    /// (kept at whatever width) joined and laid out at the pane's width.
+    /// (kept at whatever width) run on into each other, laid out at the pane's width.
     fn build_view(&self) -> View {
         let (rows, cols) = self.size();
         let h = self.history.len();
         let top = h - self.offset.min(h);
-        let end = h + usize::from(rows);
-        // Spare rows below the view keep a last line's overflow from scrolling it. (Bytes
-        // over columns is an upper bound of the rows a line can take.)
-        let mut spare = 0;
-        let mut lines = Vec::new();
-        let mut i = top;
-        while i < end && lines.len() < usize::from(rows) {
-            let mut line = String::new();
-            loop {
-                let (part, wrapped) = self.row_text(i, true);
-                line.push_str("\x1b[0m");
-                line.push_str(&part);
-                i += 1;
-                if !wrapped || i >= end {
-                    break;
-                }
-            }
-            spare = spare.max(line.len().div_ceil(usize::from(cols.max(1))));
-            lines.push(line);
-        }
-        let spare = spare.min(64) as u16;
+        // Spare rows below the view keep a row's overflow from scrolling it. (Bytes over
+        // columns is an upper bound of the rows one can take.)
+        let spare = self
+            .history
+            .rows_from(top)
+            .take(usize::from(rows))
+            .map(|(l, _)| l.len().div_ceil(usize::from(cols.max(1))))
+            .max()
+            .unwrap_or(0)
+            .min(64) as u16;
         let mut term = vt::Terminal::new(rows.saturating_add(spare), cols);
-        for (n, line) in lines.iter().enumerate() {
-            if n > 0 {
+        let mut joined = false;
+        // Fed a row at a time until the view is full: a line taller than the view costs
+        // no more than the view.
+        for (part, wrapped) in self.rows_down(top, true) {
+            if term.screen().cursor_position().0 >= rows {
+                break;
+            }
+            if !joined && term.screen().cursor_position() != (0, 0) {
                 if term.screen().cursor_position().0 + 1 >= rows {
                     break;
                 }
                 term.process(b"\r\n", 0);
             }
-            term.process(line.as_bytes(), 0);
+            term.process(b"\x1b[0m", 0);
+            term.process(part.as_bytes(), 0);
+            joined = wrapped;
         }
         term.process(b"\x1b[0m\x1b[?25l", 0);
         View {
@@ -248,38 +248,50 @@ impl Emulator {
         }
     }
 
-    /// Row `i` (counted as in [`Emulator::row_text`]) runs on into row `i + 1`.
-    fn joins(&self, i: usize) -> bool {
-        let h = self.history.len();
+    /// The last history row runs on into the screen's first row (which is the primary
+    /// screen's, and shown).
+    fn history_joins_screen(&self) -> bool {
         let screen = self.term.screen();
-        match i.checked_sub(h) {
-            None => self.history.wrapped(i) && (i + 1 < h || screen.continues_history()),
-            Some(row) => u16::try_from(row).is_ok_and(|r| screen.row_wrapped(r)),
+        screen.continues_history() && !screen.alternate_screen()
+    }
+
+    /// A history row, formatted (`ansi`) or plain (a wrapped one keeps its last blanks).
+    fn history_text(line: &str, wrapped: bool, ansi: bool) -> String {
+        match (ansi, wrapped) {
+            (true, _) => line.to_string(),
+            (false, true) => history::plain_untrimmed(line),
+            (false, false) => history::plain(line),
         }
     }
 
-    /// Row `i` counted from the top of history (the screen follows it), formatted (`ansi`)
-    /// or plain, and whether its text runs on into row `i + 1`.
-    fn row_text(&self, i: usize, ansi: bool) -> (String, bool) {
-        let h = self.history.len();
+    /// A row of the shown screen, formatted (`ansi`) or plain, and whether it is wrapped.
+    fn screen_text(&self, row: u16, ansi: bool) -> (String, bool) {
         let screen = self.term.screen();
-        let wrapped = self.joins(i);
-        if i < h {
-            let line = self.history.get(i).unwrap_or("");
-            let text = match (ansi, wrapped) {
-                (true, _) => line.to_string(),
-                (false, true) => history::plain_untrimmed(line),
-                (false, false) => history::plain(line),
-            };
-            return (text, wrapped);
-        }
-        let row = (i - h) as u16;
+        let wrapped = screen.row_wrapped(row);
         let text = if ansi {
             screen.line(row)
         } else {
             screen.row_plain(row, !wrapped)
         };
         (text, wrapped)
+    }
+
+    /// Rows from row `from` (counted from the top of history; the screen follows it) down
+    /// to the screen's last, each with whether its text runs on into the next.
+    fn rows_down(&self, from: usize, ansi: bool) -> impl Iterator<Item = (String, bool)> + '_ {
+        let h = self.history.len();
+        let joins_screen = self.history_joins_screen();
+        let rows = self.size().0;
+        let history = self
+            .history
+            .rows_from(from)
+            .enumerate()
+            .map(move |(k, (line, wrapped))| {
+                let wrapped = wrapped && (from + k + 1 < h || joins_screen);
+                (Self::history_text(line, wrapped, ansi), wrapped)
+            });
+        let first = u16::try_from(from.saturating_sub(h)).unwrap_or(u16::MAX);
+        history.chain((first..rows).map(move |r| self.screen_text(r, ansi)))
     }
 
     pub fn seq(&self) -> u64 {
@@ -318,6 +330,9 @@ impl Emulator {
             }
             self.term.reflow(rows, cols, self.seq, &carried);
         }
+        // (A frame shown during synchronized output is labelled `seq`, the live screens
+        // after it.)
+        self.seq = self.seq.max(self.term.stamp());
         // A shorter screen (or longer lines) pushes rows into history.
         self.drain();
     }
@@ -341,32 +356,46 @@ impl Emulator {
 
     /// The last `n` lines of history and screen, oldest first: the program's lines, the
     /// rows of a wrapped one joined (whatever widths they were drawn at). Trailing blank
-    /// rows of the screen are left out. `ansi` keeps colours and attributes as SGR.
+    /// rows of the screen are left out. `ansi` keeps colours and attributes as SGR. At
+    /// most `4 n` rows (and no fewer than `n + 256`) are read back: a line longer than
+    /// that is cut at its start.
     pub fn last_lines(&self, n: usize, ansi: bool) -> Vec<String> {
-        let h = self.history.len();
         let (rows, cols) = self.size();
+        let screen = self.term.screen();
         let plain = self.screen_plain(cols);
-        let mut end = h + usize::from(rows);
-        while end > h && plain[end - h - 1].trim().is_empty() && !self.joins(end.wrapping_sub(2)) {
+        let mut end = usize::from(rows);
+        while end > 0
+            && plain[end - 1].trim().is_empty()
+            && !(end >= 2 && screen.row_wrapped((end - 2) as u16))
+        {
             end -= 1;
         }
-        // Back from the end, a line at a time: its rows start after a row not wrapped.
-        let mut starts = Vec::new();
-        let mut i = end;
-        while i > 0 && starts.len() < n {
-            i -= 1;
-            while i > 0 && self.joins(i - 1) {
-                i -= 1;
+        let joins_screen = self.history_joins_screen();
+        // Newest first, each row with whether it runs on into the one after it.
+        let screen_rows = (0..end as u16).rev().map(|r| self.screen_text(r, ansi));
+        let history_rows = self
+            .history
+            .rows_rev()
+            .enumerate()
+            .map(move |(k, (line, wrapped))| {
+                let wrapped = wrapped && (k > 0 || joins_screen);
+                (Self::history_text(line, wrapped, ansi), wrapped)
+            });
+        let budget = n.saturating_mul(4).max(n.saturating_add(256));
+        let mut newest_first = screen_rows.chain(history_rows).take(budget).peekable();
+        let mut lines = Vec::new();
+        let mut parts: Vec<String> = Vec::new();
+        while lines.len() < n {
+            let Some((text, _)) = newest_first.next() else {
+                break;
+            };
+            parts.push(text);
+            if newest_first.peek().is_some_and(|(_, wrapped)| *wrapped) {
+                continue;
             }
-            starts.push(i);
-        }
-        let mut out = Vec::with_capacity(starts.len());
-        let mut next = end;
-        for &start in &starts {
             let mut line = String::new();
-            for r in start..next {
-                let (part, _) = self.row_text(r, ansi);
-                if ansi && r > start {
+            for (k, part) in parts.drain(..).rev().enumerate() {
+                if ansi && k > 0 {
                     line.push_str("\x1b[0m");
                 }
                 line.push_str(&part);
@@ -374,11 +403,10 @@ impl Emulator {
             if !ansi {
                 line.truncate(line.trim_end().len());
             }
-            out.push(line);
-            next = start;
+            lines.push(line);
         }
-        out.reverse();
-        out
+        lines.reverse();
+        lines
     }
 
     /// The lines between two positions counted back from the bottom row of the screen

@@ -208,3 +208,100 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+#[test]
+fn clearing_from_home_ends_the_line_history_carries() {
+    // Node's console.clear(): CUP home, then ED 0.
+    let mut e = Emulator::new(3, 10, 100);
+    e.process(b"0123456789abcdefghijklmnopqrstuvwxyz");
+    assert!(e.screen().continues_history());
+    e.process(b"\x1b[1;1H\x1b[0Jhello");
+    assert!(!e.screen().continues_history());
+    assert_eq!(all_lines(&e).last().map(String::as_str), Some("hello"));
+    e.resize(3, 20);
+    assert_eq!(rows(&e), ["hello", "", ""]);
+}
+
+#[test]
+fn scrolling_back_reaches_the_start_of_a_line_taller_than_the_view() {
+    let mut e = Emulator::new(5, 10, 10_000);
+    // 200 rows of one line, then a prompt.
+    let line: String = (0..2000)
+        .map(|i| char::from(b'a' + (i / 10 % 26) as u8))
+        .collect();
+    e.process(format!("{line}\r\n$ ").as_bytes());
+    let h = e.history_len();
+    e.set_scrollback(h);
+    let top: Vec<String> = e.display().rows(0, 10).take(2).collect();
+    assert_eq!(top, [&line[..10], &line[10..20]]);
+    e.set_scrollback(h - 100);
+    let top: Vec<String> = e.display().rows(0, 10).take(1).collect();
+    assert_eq!(top, [&line[1000..1010]]);
+}
+
+#[test]
+fn on_the_alternate_screen_history_is_not_joined_to_the_programs_rows() {
+    let mut e = Emulator::new(3, 10, 100);
+    e.process(b"0123456789abcdefghijklmnopqrstuvwxyz");
+    e.process(b"\x1b[?1049h\x1b[Hprogram");
+    let lines = all_lines(&e);
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("program"),
+        "{lines:?}"
+    );
+    assert!(lines
+        .iter()
+        .all(|l| !l.ends_with("program") || l == "program"));
+}
+
+#[test]
+fn a_wrapped_line_below_the_cursor_does_not_push_the_cursor_away() {
+    let mut e = Emulator::new(10, 80, 100);
+    let long: String = "x".repeat(80 * 9 - 1);
+    e.process(format!("$ \r\n{long}\x1b[1;3H").as_bytes());
+    e.resize(10, 40);
+    assert_eq!(e.screen().cursor_position(), (0, 2));
+    assert_eq!(rows(&e)[0], "$");
+}
+
+#[test]
+fn a_cluster_that_widens_in_the_last_column_keeps_its_line_together() {
+    let mut e = Emulator::new(4, 10, 100);
+    e.process("123456789\u{26a0}\u{fe0f}x".as_bytes());
+    assert!(e.screen().row_wrapped(0));
+    assert_eq!(all_lines(&e), ["123456789\u{26a0}\u{fe0f}x"]);
+    e.resize(4, 20);
+    assert_eq!(rows(&e)[0], "123456789\u{26a0}\u{fe0f}x");
+}
+
+#[test]
+fn a_one_row_screen_keeps_the_wrap_marks() {
+    let mut e = Emulator::new(1, 5, 100);
+    e.process(b"abcdefghijklm");
+    assert_eq!(all_lines(&e), ["abcdefghijklm"]);
+    e.resize(3, 20);
+    assert_eq!(rows(&e)[0], "abcdefghijklm");
+}
+
+#[test]
+fn reading_the_last_lines_of_a_huge_line_is_bounded() {
+    let mut e = Emulator::new(5, 10, 200_000);
+    e.process("y".repeat(1_000_000).as_bytes());
+    let lines = e.last_lines(2, false);
+    // At most n + 256 rows are read back: the line is cut at its start.
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].len() <= 10 * (2 + 256), "{}", lines[0].len());
+}
+
+#[test]
+fn a_resize_during_synchronized_output_still_shows_the_program_after_the_timeout() {
+    let mut e = Emulator::new(4, 10, 100);
+    e.process(b"kept\x1b[?2026h\x1b[2Jhalf");
+    e.resize(4, 20);
+    let frozen = e.display_seq();
+    let deadline = e.sync_deadline().expect("a frame in progress");
+    e.settle_sync(deadline + std::time::Duration::from_millis(1));
+    assert_ne!(e.display_seq(), frozen, "the live screen is shown");
+    assert!(e.shown().contents().contains("half"));
+}

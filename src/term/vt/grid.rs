@@ -466,6 +466,10 @@ impl Grid {
             return 0;
         }
         let mut prev = self.pos;
+        if wrap {
+            // Marked before it may scroll off the top (on a one-row screen it does).
+            self.row_mut(prev.row).wrapped = true;
+        }
         self.pos.col = 0;
         let scrolled = self.row_inc_scroll(1, keep);
         if prev.row == 0 && scrolled > 0 {
@@ -600,6 +604,9 @@ impl Grid {
     }
 
     pub fn erase_row_forward(&mut self, pen: Ink) {
+        if self.pos == Pos::default() {
+            self.top_continues = false;
+        }
         let (from, width) = (usize::from(self.pos.col), usize::from(self.width));
         self.cursor_row_mut().erase_range(from, width, pen);
     }

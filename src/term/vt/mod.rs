@@ -721,7 +721,8 @@ impl State {
         let moved = *cell;
         let scrolled = {
             grid_and_keep!(screen, self.dropped, self.scratch, g, keep);
-            g.col_wrap(1, false, keep)
+            // (Its line goes on in the next row, as with a wide character.)
+            g.col_wrap(1, true, keep)
         };
         let g = screen.grid_mut();
         let now = g.pos;

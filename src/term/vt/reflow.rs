@@ -59,12 +59,15 @@ impl Terminal {
         let mut scratch = Vec::new();
         for r in 0..=last {
             let Some(row) = g.row(r) else { break };
+            // Below the cursor, rows are laid out only while they fit (as rows below the
+            // cursor are the first to go when a screen shrinks): a row may take as many
+            // as its cells over the new width.
+            let needed = row.used_cells().len().div_ceil(usize::from(cols)).max(1);
+            let below = usize::from(t.state.screen.primary.pos.row) + needed;
+            if r > marks[0].row && below >= usize::from(rows) {
+                break;
+            }
             if r > 0 && !g.row(r - 1).is_some_and(Row::wrapped) {
-                // A new line; below the cursor, only while it fits (as rows below the
-                // cursor are the first to go when a screen shrinks).
-                if r > marks[0].row && t.state.screen.primary.pos.row + 1 >= rows {
-                    break;
-                }
                 t.process(b"\r\n", 0);
             }
             // Where the row's text ends: a mark past it is placed as far past the text
@@ -124,7 +127,10 @@ impl Terminal {
         }
         let scrolled = t.state.dropped.len();
         let place = |k: usize| match at[k] {
-            Some((p, before)) => match p.row.checked_sub((scrolled - before) as u16) {
+            Some((p, before)) => match u16::try_from(scrolled - before)
+                .ok()
+                .and_then(|n| p.row.checked_sub(n))
+            {
                 Some(row) => Pos { row, col: p.col },
                 None => Pos::default(),
             },
