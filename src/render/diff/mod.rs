@@ -546,7 +546,9 @@ impl Encoder {
             _ => &[],
         };
         let gap_bytes: usize = gap.iter().map(|g| g.symbol.len()).sum();
-        let reprint = gap.iter().all(|g| g.width == 1 && g.pen == self.pen);
+        let reprint = gap
+            .iter()
+            .all(|g| g.width == 1 && g.pen == self.pen && !uncertain_width(g));
         let out = &mut self.out;
         if !gap.is_empty() && reprint && gap_bytes < cost {
             gap.iter()

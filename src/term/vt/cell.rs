@@ -127,6 +127,29 @@ impl Cell {
         &self.text[..self.n()]
     }
 
+    /// The last character of the cell's text (found from its end: no look at the rest).
+    pub(super) fn last_char(&self) -> Option<char> {
+        let (&last, rest) = self.text.get(..self.n())?.split_last()?;
+        if last < 0x80 {
+            return Some(char::from(last));
+        }
+        // Continuation bytes back to the lead byte (the text is whole characters).
+        let mut code = u32::from(last & 0x3f);
+        let mut shift = 6;
+        for &b in rest.iter().rev() {
+            if b & 0xc0 != 0x80 {
+                let lead = u32::from(b) & (0x7f >> (shift / 6 + 1));
+                return char::from_u32(code | lead << shift);
+            }
+            code |= u32::from(b & 0x3f) << shift;
+            shift += 6;
+            if shift > 18 {
+                return None;
+            }
+        }
+        None
+    }
+
     /// The cell's text as one ASCII byte, when it is one.
     pub(super) fn ascii(&self) -> Option<u8> {
         (self.len & LEN == 1).then_some(self.text[0])
@@ -242,6 +265,20 @@ mod tests {
                     assert_eq!(pen.ink().pen(), pen);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_last_character_is_found_from_the_end() {
+        let mut c = Cell::EMPTY;
+        assert_eq!(c.last_char(), None);
+        for (first, next) in [('a', 'b'), ('\u{e9}', '\u{301}'), ('\u{6f22}', '\u{200d}')] {
+            c.set(first, false, Ink::DEFAULT);
+            assert_eq!(c.last_char(), Some(first));
+            c.append(next);
+            assert_eq!(c.last_char(), Some(next));
+            c.append('\u{1f468}');
+            assert_eq!(c.last_char(), Some('\u{1f468}'));
         }
     }
 

@@ -78,9 +78,7 @@ pub(super) fn joins(text: &str, c: char) -> bool {
     let Some(last) = text.chars().next_back() else {
         return false;
     };
-    // Nothing below U+0300 extends a cluster or is extended (prepend marks, jamo,
-    // regional indicators, joiners and marks all lie above).
-    if c < '\u{300}' && last < '\u{300}' {
+    if !may_join(last, c) {
         return false;
     }
     let mut buf = [0u8; 64];
@@ -95,6 +93,29 @@ pub(super) fn joins(text: &str, c: char) -> bool {
     };
     let mut cursor = GraphemeCursor::new(text.len(), s.len(), true);
     matches!(cursor.is_boundary(s, 0), Ok(false))
+}
+
+/// False when `c` surely begins a new cluster after `last`: both are characters no rule
+/// joins to anything (most text: Latin, Greek, Cyrillic, CJK, kana, box drawing), so
+/// most characters cost no lookup of the rules. (Controls break on both sides too.)
+#[inline]
+pub(super) fn may_join(last: char, c: char) -> bool {
+    !(stands_alone(last) && stands_alone(c))
+}
+
+/// A character that neither extends nor is extended, prepends, joins or pairs with the
+/// characters around it (Grapheme_Cluster_Break=Other, or Control); and Hangul
+/// syllables, which join only jamo (never one another). The commonest first.
+#[inline]
+fn stands_alone(c: char) -> bool {
+    let u = u32::from(c);
+    if u < 0x300 || (0x3400..=0x9fff).contains(&u) || (0xac00..=0xd7a3).contains(&u) {
+        return true;
+    }
+    matches!(u,
+        0x370..=0x482 | 0x48a..=0x52f | 0x2010..=0x2027 | 0x2030..=0x205e | 0x2190..=0x2bff
+        | 0x3001..=0x3029 | 0x3030..=0x3098 | 0x309b..=0x30ff | 0xf900..=0xfaff
+        | 0xff01..=0xff9d | 0x20000..=0x3fffd)
 }
 
 /// Whether the cluster that starts with `first`, ends with `last` and is `wide` now, is
@@ -170,6 +191,29 @@ mod tests {
         assert!(s.tail().len() <= TAIL && s.tail().ends_with("\u{200d}\u{1f469}"));
         assert!(!joins(s.tail(), '\u{1f467}'));
         assert!(joins(s.tail(), ZWJ));
+    }
+
+    #[test]
+    fn characters_taken_to_stand_alone_never_join_by_the_rules() {
+        // Every pair of them the shortcut judges is judged so by the rules too.
+        let alone: Vec<char> = (0u32..0x40000)
+            .filter_map(char::from_u32)
+            .filter(|&c| !may_join(c, 'a'))
+            .collect();
+        let probes = [
+            'a', '\u{e9}', '\u{3b1}', '\u{416}', '\u{4e00}', '\u{3042}', '\u{2500}', '\u{ac00}',
+            '\u{d7a3}', '\u{ad6d}',
+        ];
+        for &c in &alone {
+            for &p in &probes {
+                for (x, y) in [(p, c), (c, p)] {
+                    let mut s = String::from(x);
+                    s.push(y);
+                    let mut cursor = GraphemeCursor::new(x.len_utf8(), s.len(), true);
+                    assert_eq!(cursor.is_boundary(&s, 0), Ok(true), "{x:?} {y:?}");
+                }
+            }
+        }
     }
 
     #[test]

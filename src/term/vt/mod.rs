@@ -606,10 +606,10 @@ impl State {
                 let screen = &self.screen;
                 match screen.spilled(base) {
                     Some(spill) => cluster::joins(spill.tail(), c),
-                    None => {
-                        let cell = screen.grid().cell(base.row, base.col);
-                        cluster::joins(cell.map_or("", Cell::contents), c)
-                    }
+                    None => screen.grid().cell(base.row, base.col).is_some_and(|cell| {
+                        cell.last_char().is_some_and(|l| cluster::may_join(l, c))
+                            && cluster::joins(cell.contents(), c)
+                    }),
                 }
             };
             if joins {
@@ -762,7 +762,7 @@ impl Screen {
     /// it was then.
     fn spilled(&self, at: Pos) -> Option<cluster::Spill> {
         let s = self.spill?;
-        let len = self.grid().cell(at.row, at.col)?.contents().len();
+        let len = self.grid().cell(at.row, at.col)?.bytes().len();
         (s.alt == self.alt && (s.row, s.col) == (at.row, at.col) && s.len == len).then_some(s)
     }
 }
