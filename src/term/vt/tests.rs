@@ -44,6 +44,22 @@ fn nz(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v).unwrap()
 }
 
+/// Whether a cell of ours holds more of a cluster than vt100's, which stopped taking
+/// characters with 4 bytes of room left.
+fn fuller_cells(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> bool {
+    let (a, b) = (ours.screen(), theirs.screen());
+    let (rows, cols) = a.size();
+    (0..rows).any(|row| {
+        (0..cols).any(|col| {
+            let (Some(x), Some(y)) = (a.cell(row, col), b.cell(row, col)) else {
+                return false;
+            };
+            let (x, y) = (x.contents(), y.contents());
+            x != y && x.starts_with(y) && y.len() >= 18
+        })
+    })
+}
+
 /// Every difference between the two screens, described.
 fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
     let (a, b) = (ours.screen(), theirs.screen());
@@ -403,6 +419,12 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
         dropped.extend(ours.dropped().iter().map(str::to_string));
         ours.dropped().clear();
         let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
+        if fuller_cells(&ours, &theirs) {
+            // A cell holds a character and its marks up to its size exactly here; vt100
+            // stops 4 bytes short of its (equal) size: from there on it is no oracle.
+            ours.process(later, seq);
+            return;
+        }
         let diff = differences(&ours, &theirs);
         assert!(diff.is_empty(), "after {shown:?}:\n{}", diff.join("\n"));
         // Drawing trusts a row's used extent: past it, every cell is blank.
