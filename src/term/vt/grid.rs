@@ -15,6 +15,9 @@ pub struct Row {
     pub(super) changed: u64,
     /// Cells from here on are empty with the default pen.
     used: u16,
+    /// The wrap mark came from a rule the `vt100` crate (the tests' oracle) lacks.
+    #[cfg(test)]
+    pub(super) extra_wrap: bool,
 }
 
 impl Row {
@@ -24,6 +27,8 @@ impl Row {
             wrapped: false,
             changed: 0,
             used: 0,
+            #[cfg(test)]
+            extra_wrap: false,
         }
     }
 
@@ -34,6 +39,8 @@ impl Row {
             cells,
             wrapped,
             changed: 0,
+            #[cfg(test)]
+            extra_wrap: false,
         }
     }
 

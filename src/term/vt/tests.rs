@@ -101,14 +101,11 @@ fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
                 ));
             }
         }
-        // herdr marks a row wrapped when a wide character that did not fit in its last
-        // column went on to the next row; vt100 does not. (What the last column shows
-        // by now cannot tell that case apart; a row ending in a wide character cannot be it.)
+        // herdr marks a row wrapped when a wide character (or a widened cluster) that did
+        // not fit in its last column went on to the next row; vt100 does not.
         let wide_wrap = a.row_wrapped(row)
             && !b.row_wrapped(row)
-            && !a
-                .cell(row, cols - 1)
-                .is_some_and(Cell::is_wide_continuation);
+            && a.grid().row(row).is_some_and(|r| r.extra_wrap);
         any_wide_wrap |= wide_wrap;
         if a.row_wrapped(row) != b.row_wrapped(row) && !wide_wrap {
             out.push(format!("row {row} wrapped: {}", a.row_wrapped(row)));
