@@ -9,6 +9,7 @@
 //! A peer of another protocol version gets one clear sentence, never a hang or garbage.
 
 pub mod frame;
+pub mod terminal;
 
 use serde::{Deserialize, Serialize};
 

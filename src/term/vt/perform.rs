@@ -50,7 +50,10 @@ impl State {
                 [6] => s.grid_mut().set_origin_mode(on),
                 [9] => mouse(s, Mouse::Press, on),
                 [25] => s.set_mode(HIDE_CURSOR, !on),
-                [47] if on => s.enter_alternate(),
+                [47] if on => {
+                    self.keyboard.enter_alternate(s.alt);
+                    s.enter_alternate();
+                }
                 [47] => s.exit_alternate(),
                 [1000] => mouse(s, Mouse::PressRelease, on),
                 [1002] => mouse(s, Mouse::ButtonMotion, on),
@@ -58,6 +61,7 @@ impl State {
                 [1005] => encoding(s, Enc::Utf8, on),
                 [1006] => encoding(s, Enc::Sgr, on),
                 [1049] if on => {
+                    self.keyboard.enter_alternate(s.alt);
                     s.save_cursor();
                     s.alternate.clear();
                     s.enter_alternate();
@@ -66,6 +70,7 @@ impl State {
                     s.exit_alternate();
                     s.restore_cursor();
                 }
+                [1004] => self.keyboard.set_focus_events(on),
                 [2004] => s.set_mode(BRACKETED_PASTE, on),
                 _ => {}
             }
@@ -213,7 +218,10 @@ impl vte::Perform for State {
             b'=' => s.set_mode(APP_KEYPAD, true),
             b'>' => s.set_mode(APP_KEYPAD, false),
             b'M' => s.grid_mut().row_dec_scroll(1),
-            b'c' => s.reset(),
+            b'c' => {
+                s.reset();
+                self.keyboard = Default::default();
+            }
             _ => {}
         }
     }
@@ -316,10 +324,14 @@ impl vte::Perform for State {
                 }
                 'h' => self.decset(params, true),
                 'l' => self.decset(params, false),
+                'u' | 'm' => self.keyboard_query(c, params),
                 _ => {}
             },
             // DA2: secondary device attributes.
             Some(b'>') if c == 'c' && param(params, 0, 0) == 0 => self.reply(b"\x1b[>1;10;0c"),
+            Some(&m @ (b'>' | b'<' | b'=')) if matches!(c, 'u' | 'm' | 'n') => {
+                self.keyboard_request(m, c, params)
+            }
             _ => {}
         }
     }
@@ -349,9 +361,9 @@ impl vte::Perform for State {
                 self.effects.clipboard.push(seq);
             }
             // Colour queries (vim and agents ask for the background to pick a theme):
-            // answered with the defaults we draw with.
-            [b"10", b"?"] => self.reply(b"\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\"),
-            [b"11", b"?"] => self.reply(b"\x1b]11;rgb:0000/0000/0000\x1b\\"),
+            // answered with the user's terminal's colours, or the defaults we draw with.
+            [which @ (b"10" | b"11" | b"12"), b"?"] => self.color_query(which, bell_terminated),
+            [b"4", rest @ ..] => self.palette_query(rest, bell_terminated),
             _ => {}
         }
     }
