@@ -166,7 +166,10 @@ impl Server {
                 self.paste(id, text, start, end);
             }
             (Mode::Normal, Token::Unknown(raw)) => self.write_focused(raw),
-            (_, Token::Unknown(_)) | (_, Token::Focus(_)) | (_, Token::Text(_)) => {}
+            (_, Token::Unknown(_))
+            | (_, Token::Focus(_))
+            | (_, Token::Text(_))
+            | (_, Token::Report(_)) => {}
         }
     }
 
