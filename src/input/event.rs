@@ -55,6 +55,9 @@ pub enum Code {
     Text,
 }
 
+/// A physical key: its code and base-layout key.
+pub type KeyId = (Code, Option<char>);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyEvent {
     pub code: Code,
@@ -163,7 +166,7 @@ impl KeyEvent {
     }
 
     /// Which physical key, for matching a release with its press.
-    pub fn id(&self) -> (Code, Option<char>) {
+    pub fn id(&self) -> KeyId {
         (self.code, self.base)
     }
 }

@@ -72,6 +72,9 @@ pub struct Hello {
     /// (see [`FEATURE_TTY`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tty: bool,
+    /// Interactive clients: the user's terminal (its key reporting and colours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<terminal::TerminalInfo>,
 }
 
 /// The server answers pings ([`ClientMsg::Ping`](frame::ClientMsg)).
@@ -116,6 +119,7 @@ impl Hello {
             keys: None,
             env: (role == Role::Client).then(attach_env),
             tty: false,
+            terminal: None,
         }
     }
 }
