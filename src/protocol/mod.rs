@@ -85,6 +85,11 @@ pub const FEATURE_PING: &str = "ping";
 /// (sizes, detach, pings, the exit).
 pub const FEATURE_TTY: &str = "tty";
 
+/// The server reads extended key reports (kitty keyboard protocol, modifyOtherKeys) from
+/// the client's terminal and encodes keys for each pane as it asked: the client may turn
+/// them on. (An older server would pass them to panes as they came.)
+pub const FEATURE_KEYS: &str = "keys";
+
 /// The environment that belongs to where a client attaches from, and goes stale when the
 /// next one attaches from elsewhere: the X and Wayland displays. (SSH_AUTH_SOCK is kept
 /// working in every pane through a per-session link instead; TERM is herdr's own.)
@@ -143,7 +148,7 @@ impl HelloReply {
             protocol: PROTOCOL_VERSION,
             version: version().into(),
             error: None,
-            features: vec![FEATURE_PING.into()],
+            features: vec![FEATURE_PING.into(), FEATURE_KEYS.into()],
         }
     }
 
