@@ -89,6 +89,10 @@ fn shift_enter_reaches_a_kitty_pane_as_csi_u_and_enter_stays_enter() {
     let out = t.raw_output();
     assert!(support::contains(&out, b"\x1b[>31u"), "flags pushed");
     assert!(support::contains(&out, b"\x1b[?1004h"), "focus reports");
+    assert_eq!(
+        support::server_status(&env)["client_keys"],
+        serde_json::json!(["kitty"])
+    );
     // What a kitty terminal sends with those flags on, and what the pane gets.
     key(&mut t, "A", b"\x1b[13;2u", b"\x1b[13;2u"); // Shift+Enter
     key(&mut t, "A", b"\x1b[13u", b"\r"); // Enter
@@ -138,6 +142,10 @@ fn a_legacy_terminal_still_gives_kitty_panes_what_can_be_known() {
     let env = Env::new("legacy-keys");
     let mut t = program_in(&env, Outer::legacy(), "A", b"\x1b[>1u");
     assert!(!support::contains(&t.raw_output(), b"\x1b[>31u"));
+    assert_eq!(
+        support::server_status(&env)["client_keys"],
+        serde_json::json!(["legacy"])
+    );
     key(&mut t, "A", b"\r", b"\r");
     key(&mut t, "A", b"\x01", b"\x1b[97;5u"); // Ctrl+a
     key(&mut t, "A", b"\x1bx", b"\x1b[120;3u"); // Alt+x
@@ -273,4 +281,58 @@ fn the_terminal_is_put_back_on_detach_and_on_sigterm() {
     }
     // Raw mode is off again: the terminal echoes what is typed.
     assert!(t.echoes(), "the terminal is back in cooked mode");
+}
+
+/// The same through `herdr --remote` against a real sshd: the terminal's capabilities
+/// and colours travel in the hello, and a link lost for good leaves the terminal as it
+/// was when the user gives up.
+#[test]
+fn through_remote_keys_colours_and_the_restore_work_the_same() {
+    use support::sshd::{MuxGuard, Sshd, HOST};
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-keys");
+    let _mux = MuxGuard(&env);
+    write_program(&sshd.remote_home());
+    let config = sshd.config().display().to_string();
+    let outer = Outer::kitty().colors("rgb:0000/0000/0000", "rgb:ffff/ffff/ffff");
+    let args = ["--remote", HOST, "--yes", "--", "-F", &config];
+    let mut t = env.client_in(outer, 160, 40, &args);
+    t.wait_text(PROMPT);
+    t.line(&format!(
+        "python3 ~/keys.py R {}",
+        hex(b"\x1b[>1u\x1b[?1004h\x1b]11;?\x07")
+    ));
+    t.wait_text("R READY");
+    read(&t, "R", b"\x1b]11;rgb:ffff/ffff/ffff\x07");
+    key(&mut t, "R", b"\x1b[13;2u", b"\x1b[13;2u");
+    key(&mut t, "R", b"\x1b[13u", b"\r");
+    key(&mut t, "R", b"\x1b[O", b"\x1b[O");
+    key(&mut t, "R", b"\x1b[I", b"\x1b[I");
+    // The prefix: a new tab hides the pane.
+    t.send(b"\x1b[98;5u\x1b[98;5:3u\x1b[99;;99u");
+    read(&t, "R", b"\x1b[O");
+
+    // The link goes silent; the user gives up (ctrl-c, as the kitty terminal sends it).
+    let control = env.dir.path().join("run/herdr/ssh");
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("ssh: {}", control.display())])
+        .output()
+        .unwrap();
+    let pid: i32 = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the shared ssh connection");
+    let pid = nix::unistd::Pid::from_raw(pid);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    t.wait_text("reconnecting to");
+    t.send(b"\x1b[99;5u");
+    t.wait_exit();
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    let out = t.raw_output();
+    let pushed = support::find(&out, b"\x1b[>31u").expect("pushed");
+    for undo in [&b"\x1b[<1u"[..], b"\x1b[?1004l", b"\x1b[?1049l"] {
+        assert!(support::contains(&out[pushed..], undo), "{undo:?}");
+    }
+    assert!(t.echoes());
 }
