@@ -66,6 +66,7 @@ impl Replies {
             kitty_flags,
             focus: true,
             colors: self.colors.clone().checked(),
+            modify_other_keys_before: self.modify_other_keys,
         }
     }
 }
@@ -185,7 +186,12 @@ fn osc_color(body: &str) -> Option<Reply> {
 /// Asks the terminal on stdin/stdout (raw mode for the while) and waits for its answers.
 pub fn probe() -> TerminalInfo {
     let stdin = std::io::stdin();
-    if !crate::sys::tty::is_tty(stdin.as_fd()) || crossterm::terminal::enable_raw_mode().is_err() {
+    if !crate::sys::tty::is_tty(stdin.as_fd()) {
+        return TerminalInfo::default();
+    }
+    // (A signal meanwhile must not leave the terminal in raw mode either.)
+    super::terminal::install_hooks();
+    if crossterm::terminal::enable_raw_mode().is_err() {
         return TerminalInfo::default();
     }
     let replies = ask(&stdin);

@@ -63,8 +63,11 @@ pub fn keys_off(info: &TerminalInfo) -> Vec<u8> {
     }
     match info.keys {
         KeyProtocol::Kitty => s.push_str(&ansi(PopKeyboardEnhancementFlags)),
-        // Back to the terminal's own setting.
-        KeyProtocol::ModifyOtherKeys => s.push_str("\x1b[>4m"),
+        // Back to the level the terminal had, or to its own default.
+        KeyProtocol::ModifyOtherKeys => match info.modify_other_keys_before {
+            Some(n) => s.push_str(&format!("\x1b[>4;{n}m")),
+            None => s.push_str("\x1b[>4m"),
+        },
         KeyProtocol::Legacy => {}
     }
     s.into_bytes()
@@ -154,8 +157,8 @@ fn restore_now() {
 }
 
 /// A panic hook and a thread for the signals that end a client, both restoring the
-/// terminal first. Installed once per process.
-fn install_hooks() {
+/// terminal first (raw mode at least). Installed once per process.
+pub(crate) fn install_hooks() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
@@ -200,6 +203,11 @@ mod tests {
         };
         assert_eq!(keys_on(&mok), b"\x1b[>4;2m\x1b[?1004h");
         assert_eq!(keys_off(&mok), b"\x1b[?1004l\x1b[>4m");
+        let was_one = TerminalInfo {
+            modify_other_keys_before: Some(1),
+            ..mok
+        };
+        assert_eq!(keys_off(&was_one), b"\x1b[?1004l\x1b[>4;1m");
         assert!(keys_on(&TerminalInfo::default()).is_empty());
     }
 }

@@ -33,6 +33,10 @@ pub struct TerminalInfo {
     pub focus: bool,
     #[serde(default, skip_serializing_if = "Colors::is_empty")]
     pub colors: Colors,
+    /// The terminal's modifyOtherKeys level before the client changed it, when it said
+    /// (the client's own business: not sent).
+    #[serde(skip)]
+    pub modify_other_keys_before: Option<u8>,
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -141,6 +145,7 @@ mod tests {
                 background: Some("rgb:ffff/ffff/ffff".into()),
                 ..Colors::default()
             },
+            modify_other_keys_before: None,
         };
         let line = serde_json::to_string(&info).unwrap();
         assert_eq!(

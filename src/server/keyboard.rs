@@ -3,8 +3,8 @@
 //! the user's real terminal.
 //!
 //! * A key goes to the focused pane encoded the way that pane asked (kitty flags,
-//!   modifyOtherKeys, neither): bytes a legacy pane would take as they are go as they
-//!   came; anything else is encoded again from the key event (`input::encode`).
+//!   modifyOtherKeys, neither): legacy bytes go as they came to a pane that did not ask
+//!   for kitty keys; anything else is encoded again from the key event (`input::encode`).
 //! * A release reaches a pane only if its press did: herdr remembers the keys whose press
 //!   it took (at most `CONSUMED_MAX`).
 //! * Focus: the pane that has the focus, while some client's terminal window has it, is
@@ -32,10 +32,12 @@ impl Server {
             .unwrap_or_default()
     }
 
-    /// The bytes of a key for the focused pane.
+    /// The bytes of a key for the focused pane. Legacy bytes reach a pane that did not
+    /// ask for kitty keys as they came: a legacy terminal's `ESC :` may be Escape then `:`
+    /// as well as Alt+:, and modifyOtherKeys programs read legacy bytes too.
     pub(super) fn key_for_pane(&self, key: Key, raw: &[u8], out: &mut Vec<u8>) {
         let mode = self.focused_key_mode();
-        if mode.is_legacy() && !event::extended(raw) {
+        if mode.kitty == 0 && !event::extended(raw) {
             out.extend_from_slice(raw);
         } else {
             out.extend(encode(&KeyEvent::of(key, raw), mode));
