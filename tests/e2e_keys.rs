@@ -336,3 +336,27 @@ fn through_remote_keys_colours_and_the_restore_work_the_same() {
     }
     assert!(t.echoes());
 }
+
+#[test]
+fn a_panes_key_modes_move_with_it_in_a_live_handoff() {
+    let env = Env::new("keys-handoff");
+    let mut t = program_in(&env, Outer::kitty(), "A", b"\x1b[>1u\x1b[?1004h");
+    key(&mut t, "A", b"\x1b[13;2u", b"\x1b[13;2u");
+    let out = support::ok(env.herdr(&["server", "handoff"]));
+    assert!(out.contains("now serving"), "{out}");
+    // The client comes back by itself; the new server encodes for the pane as the old one.
+    t.wait("the client is back", |t| {
+        support::server_status(&env)["clients"] == 1 && t.contents().contains("A READY")
+    });
+    let reads = count_reads(&t, "A");
+    t.send(b"\x1b[13;2u");
+    t.wait("Shift+Enter after the handoff", |t| {
+        reads_after(t, reads).contains(&hex(b"\x1b[13;2u"))
+    });
+    key(&mut t, "A", b"\x1b[13u", b"\r");
+}
+
+/// The reads printed after the first `n`.
+fn reads_after(t: &Term, n: usize) -> Vec<String> {
+    reads(t, "A").into_iter().skip(n).collect()
+}

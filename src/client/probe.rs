@@ -22,14 +22,18 @@ const MAX_REPLIES: usize = 16 * 1024;
 /// encode every key the way any pane asks.
 pub const KITTY_FLAGS: u8 = 31;
 
-/// The queries, DA1 last.
-fn queries() -> Vec<u8> {
-    let mut q = b"\x1b[?u\x1b[?4m\x1b[>q\x1b]10;?\x1b\\\x1b]11;?\x1b\\\x1b]12;?\x1b\\".to_vec();
-    q.extend_from_slice(b"\x1b]4");
-    for i in 0..16 {
-        q.extend_from_slice(format!(";{i};?").as_bytes());
+/// The queries, DA1 last. `colors`: also the colour queries (the Linux console would
+/// print an OSC it does not know as text).
+fn queries(colors: bool) -> Vec<u8> {
+    let mut q = b"\x1b[?u\x1b[?4m\x1b[>q".to_vec();
+    if colors {
+        q.extend_from_slice(b"\x1b]10;?\x1b\\\x1b]11;?\x1b\\\x1b]12;?\x1b\\\x1b]4");
+        for i in 0..16 {
+            q.extend_from_slice(format!(";{i};?").as_bytes());
+        }
+        q.extend_from_slice(b"\x1b\\");
     }
-    q.extend_from_slice(b"\x1b\\\x1b[c");
+    q.extend_from_slice(b"\x1b[c");
     q
 }
 
@@ -202,7 +206,12 @@ pub fn probe() -> TerminalInfo {
 fn ask(stdin: &std::io::Stdin) -> Replies {
     use std::io::Write;
     let mut out = std::io::stdout();
-    if out.write_all(&queries()).and_then(|_| out.flush()).is_err() {
+    let console = std::env::var("TERM").is_ok_and(|t| t.starts_with("linux"));
+    if out
+        .write_all(&queries(!console))
+        .and_then(|_| out.flush())
+        .is_err()
+    {
         return Replies::default();
     }
     let deadline = Instant::now() + PROBE_TIMEOUT;
@@ -281,6 +290,7 @@ mod tests {
         assert!(r.done);
         assert_eq!(r.colors, Colors::default());
         // The queries end with DA1.
-        assert!(queries().ends_with(b"\x1b[c"));
+        assert!(queries(true).ends_with(b"\x1b[c"));
+        assert!(!queries(false).contains(&b']'));
     }
 }
