@@ -8,8 +8,11 @@
 //! the frame it was filled for (the caller clears it whenever it starts a frame afresh).
 
 use std::collections::HashMap;
+use std::time::Instant;
 
-use ratatui::buffer::Buffer;
+use std::num::NonZeroU16;
+
+use ratatui::buffer::{Buffer, CellDiffOption};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
@@ -24,12 +27,17 @@ pub struct RowCache {
     /// The emulator's content sequence when the pane was last drawn, with its rect: if
     /// both are unchanged, nothing in the pane can have changed.
     seen: HashMap<TerminalId, (u64, Rect)>,
+    /// The earliest time a pane drawn in the last frame stops showing a finished frame
+    /// under synchronized output and shows what its program drew since (the frame to
+    /// draw then).
+    pub sync_due: Option<Instant>,
 }
 
 impl RowCache {
     pub fn clear(&mut self) {
         self.rows.clear();
         self.seen.clear();
+        self.sync_due = None;
     }
 }
 
@@ -63,13 +71,20 @@ pub fn draw_pane(
     dirty: &mut [bool],
 ) -> PaneCursor {
     let mut emu = lock(emu);
-    // Facts of the live screen first; then the screen to draw (history when scrolled).
+    // While its program holds synchronized output on, a pane shows the frame it last
+    // finished (for a while at most: then what it has drawn so far).
+    emu.settle_sync(Instant::now());
+    if let Some(due) = emu.sync_deadline() {
+        cache.sync_due = Some(cache.sync_due.map_or(due, |d| d.min(due)));
+    }
+    // Facts of the screen shown first; then the screen to draw (history when scrolled).
     let (offset, history) = (emu.scrollback(), emu.history_len());
+    let shown = emu.shown();
+    let (crow, ccol) = shown.cursor_position();
+    let hidden = shown.hide_cursor();
     let live = emu.screen();
-    let (crow, ccol) = live.cursor_position();
-    let hidden = live.hide_cursor();
     let (app_cursor, app_keypad) = (live.application_cursor(), live.application_keypad());
-    let seq = emu.seq();
+    let seq = emu.display_seq();
     let last = cache.seen.insert(tid, (seq, rect));
     let unchanged = last == Some((seq, rect));
     // Drawn here before at this size and live: the emulator says which rows changed.
@@ -157,6 +172,18 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
         };
         if c.symbol() != sym {
             c.set_symbol(sym);
+        }
+        // A cluster is as wide as the emulator made it, whatever width the frame's own
+        // rules would give its text (the encoder places what follows it by that).
+        let option = if sym.chars().nth(1).is_some() {
+            CellDiffOption::ForcedWidth(
+                NonZeroU16::new(1 + u16::from(wide)).unwrap_or(NonZeroU16::MIN),
+            )
+        } else {
+            CellDiffOption::None
+        };
+        if c.diff_option != option {
+            c.set_diff_option(option);
         }
         let pen = cell.pen();
         let mut m = Modifier::empty();
@@ -274,6 +301,35 @@ mod tests {
             assert_eq!(buf, fresh, "after {:?}", String::from_utf8_lossy(step));
         }
         assert_eq!(text(&buf, rect), ["1", "2", "3", "4", "5"]);
+    }
+
+    #[test]
+    fn a_pane_under_synchronized_output_shows_its_last_finished_frame() {
+        let rect = Rect::new(0, 0, 10, 3);
+        let emu: SharedEmulator = crate::pty::shared(Emulator::new(3, 10, 100));
+        let tid = TerminalId(1);
+        let mut cache = RowCache::default();
+        let mut buf = Buffer::empty(rect);
+        let draw = |buf: &mut Buffer, cache: &mut RowCache| {
+            draw_pane(buf, rect, tid, &emu, None, cache, &mut [false; 3]).pos
+        };
+        lock(&emu).process(b"frame 1\r\nrow 2");
+        draw(&mut buf, &mut cache);
+        lock(&emu).process(b"\x1b[?2026h\x1b[2J\x1b[Hframe 2");
+        let cursor = draw(&mut buf, &mut cache);
+        assert_eq!(text(&buf, rect), ["frame 1", "row 2", ""]);
+        assert_eq!(cursor, Some((5, 1)), "the cursor where that frame left it");
+        assert!(cache.sync_due.is_some(), "a frame is due when it times out");
+        // Drawn afresh too (a new client, a changed layout).
+        let mut fresh = Buffer::empty(rect);
+        let mut nothing = RowCache::default();
+        draw(&mut fresh, &mut nothing);
+        assert_eq!(fresh, buf);
+        lock(&emu).process(b"\x1b[?2026l");
+        cache.sync_due = None;
+        draw(&mut buf, &mut cache);
+        assert_eq!(text(&buf, rect), ["frame 2", "", ""]);
+        assert!(cache.sync_due.is_none());
     }
 
     proptest::proptest! {

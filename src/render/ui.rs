@@ -336,6 +336,12 @@ impl ComposeCache {
     pub fn invalidate(&mut self) {
         self.key = None;
     }
+
+    /// When the last frame must be drawn again because a pane's synchronized output
+    /// timed out (see [`RowCache::sync_due`]).
+    pub fn sync_due(&self) -> Option<std::time::Instant> {
+        self.rows.sync_due
+    }
 }
 
 fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
@@ -451,6 +457,7 @@ pub fn compose_update(
     }
     dirty.clear();
     dirty.resize(usize::from(size.1), false);
+    cache.rows.sync_due = None;
     // The chrome is drawn aside and copied over only where it changed.
     let area = Rect::new(0, 0, size.0, size.1);
     let chrome = cache.chrome.get_or_insert_with(|| Buffer::empty(area));
@@ -581,8 +588,9 @@ pub fn fit(frame: Frame, size: (u16, u16)) -> Frame {
     if size.0 < w && size.0 > 0 {
         for y in 0..size.1.min(h) {
             if let Some(c) = out.buffer.cell_mut((size.0 - 1, y)) {
-                if unicode_width(c.symbol()) > 1 {
+                if ratatui::buffer::CellWidth::cell_width(c) > 1 {
                     c.set_symbol(" ");
+                    c.set_diff_option(ratatui::buffer::CellDiffOption::None);
                 }
             }
         }
@@ -591,11 +599,4 @@ pub fn fit(frame: Frame, size: (u16, u16)) -> Frame {
     out.application_cursor = frame.application_cursor;
     out.application_keypad = frame.application_keypad;
     out
-}
-
-fn unicode_width(s: &str) -> usize {
-    // Same width rule the buffer uses when it lays strings out.
-    let mut b = Buffer::empty(Rect::new(0, 0, 4, 1));
-    let (x, _) = b.set_stringn(0, 0, s, 4, Style::default());
-    usize::from(x)
 }

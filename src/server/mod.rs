@@ -218,6 +218,9 @@ pub struct Server {
     /// ahead of now.
     frame_clock: Instant,
     frame_due: Option<Instant>,
+    /// A pane on screen shows a finished frame under synchronized output until then; a
+    /// frame is drawn at that time (see `term::vt::sync`).
+    sync_due: Option<Instant>,
     stopping: Option<String>,
     acceptor: Option<Acceptor>,
     /// Hidden terminals with output not looked at yet, and when they will be.
@@ -282,6 +285,7 @@ impl Server {
             read_buf: vec![0u8; 64 * 1024],
             frame_clock: Instant::now(),
             frame_due: None,
+            sync_due: None,
             stopping: None,
             acceptor: None,
             hidden_output: Default::default(),
@@ -360,6 +364,7 @@ impl Server {
         [
             self.hidden_output_at,
             self.frame_due,
+            self.sync_due,
             msg,
             input,
             wait,
@@ -592,6 +597,10 @@ impl Server {
             }
         }
         if self.clients.values().any(|c| c.behind) {
+            self.request_render();
+        }
+        if self.sync_due.is_some_and(|d| d <= now) {
+            self.sync_due = None;
             self.request_render();
         }
         if matches!(self.frame_due, Some(d) if d <= now) {

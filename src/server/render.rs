@@ -27,6 +27,11 @@ impl Server {
         for id in ids {
             self.render_client(id, message.as_deref());
         }
+        self.sync_due = self
+            .clients
+            .values()
+            .filter_map(|c| c.cache.sync_due())
+            .min();
     }
 
     /// One client's frame. While its layout is unchanged, the next frame is built in the

@@ -1,7 +1,9 @@
 //! Scrollback, kept compactly. A screen cell takes 32 bytes (46 MB for 10,000 lines of a
 //! wide pane); here a line is the text it shows with SGR sequences for its colours —
 //! about a byte per character. Rows are formatted into this store as they scroll off the
-//! top of the screen.
+//! top of the screen, each with whether it was wrapped (its text runs on into the next):
+//! rows joined along those marks are the program's lines, whatever width they were drawn
+//! at, and are read and shown that way.
 
 use std::collections::VecDeque;
 
@@ -14,12 +16,41 @@ pub struct Lines {
     text: String,
     /// Where each line ends in `text`.
     ends: Vec<usize>,
+    /// Which lines were wrapped rows (their text runs on into the next line).
+    wraps: Vec<bool>,
 }
 
 impl Lines {
     pub fn push(&mut self, line: &str) {
+        self.push_row(line, false);
+    }
+
+    /// A row; `wrapped` when its text runs on into the next one.
+    pub fn push_row(&mut self, line: &str, wrapped: bool) {
         self.text.push_str(line);
         self.ends.push(self.text.len());
+        self.wraps.push(wrapped);
+    }
+
+    /// Line `i` runs on into line `i + 1`.
+    pub fn wrapped(&self, i: usize) -> bool {
+        self.wraps.get(i).copied().unwrap_or(false)
+    }
+
+    /// The lines with their wrap marks.
+    pub fn rows(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (&str, bool)> + DoubleEndedIterator + Clone {
+        self.iter().zip(self.wraps.iter().copied())
+    }
+
+    /// Takes the last line off.
+    fn pop(&mut self) -> Option<(String, bool)> {
+        let end = self.ends.pop()?;
+        let start = self.ends.last().copied().unwrap_or(0);
+        let text = self.text.get(start..end).unwrap_or("").to_string();
+        self.text.truncate(start);
+        Some((text, self.wraps.pop().unwrap_or(false)))
     }
 
     pub fn len(&self) -> usize {
@@ -41,13 +72,14 @@ impl Lines {
         self.text.get(start..end)
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + DoubleEndedIterator + Clone {
         (0..self.len()).map(|i| self.get(i).unwrap_or(""))
     }
 
     pub fn clear(&mut self) {
         self.text.clear();
         self.ends.clear();
+        self.wraps.clear();
     }
 }
 
@@ -82,16 +114,22 @@ impl History {
         self.len
     }
 
+    #[cfg(test)]
     pub fn push(&mut self, line: &str) {
+        self.push_row(line, false);
+    }
+
+    /// A row; `wrapped` when its text runs on into the next one.
+    pub fn push_row(&mut self, line: &str, wrapped: bool) {
         if self.cap == 0 {
             return;
         }
         match self.blocks.back_mut() {
-            Some(b) if b.bytes() + line.len() <= BLOCK || b.is_empty() => b.push(line),
+            Some(b) if b.bytes() + line.len() <= BLOCK || b.is_empty() => b.push_row(line, wrapped),
             _ => {
                 let mut b = Lines::default();
                 b.text.reserve(BLOCK);
-                b.push(line);
+                b.push_row(line, wrapped);
                 self.blocks.push_back(b);
             }
         }
@@ -123,19 +161,58 @@ impl History {
     }
 
     pub fn get(&self, i: usize) -> Option<&str> {
+        self.at(i).and_then(|(b, i)| b.get(i))
+    }
+
+    /// Line `i` runs on into line `i + 1` (or, for the last line, into the screen's
+    /// first row).
+    pub fn wrapped(&self, i: usize) -> bool {
+        self.at(i).is_some_and(|(b, i)| b.wrapped(i))
+    }
+
+    /// The block holding line `i`, and its index there.
+    fn at(&self, i: usize) -> Option<(&Lines, usize)> {
         if i >= self.len {
             return None;
         }
         let mut i = i + self.skip;
         for b in &self.blocks {
             if i < b.len() {
-                return b.get(i);
+                return Some((b, i));
             }
             i -= b.len();
         }
         None
     }
 
+    /// The newest line runs on (into the screen's first row).
+    pub fn wrapped_last(&self) -> bool {
+        self.len > 0 && self.wrapped(self.len - 1)
+    }
+
+    /// Takes the newest line back out (a row a resize lays out again).
+    pub fn pop(&mut self) -> Option<(String, bool)> {
+        if self.len == 0 {
+            return None;
+        }
+        let b = self.blocks.back_mut()?;
+        let line = b.pop();
+        self.len -= 1;
+        let first = self.blocks.len() == 1;
+        if self
+            .blocks
+            .back()
+            .is_some_and(|b| b.len() <= if first { self.skip } else { 0 })
+        {
+            self.blocks.pop_back();
+            if first {
+                self.skip = 0;
+            }
+        }
+        line
+    }
+
+    #[cfg(test)]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
         let skip = self.skip;
         let lines = self
@@ -148,6 +225,53 @@ impl History {
             left: self.len,
         }
     }
+
+    /// The lines with their wrap marks from line `i` on.
+    pub fn rows_from(&self, i: usize) -> impl Iterator<Item = (&str, bool)> + Clone {
+        // The block holding line `i`, and where in it (blocks before it are not walked
+        // line by line).
+        let mut at = (self.blocks.len(), 0);
+        let mut left = i.saturating_add(self.skip);
+        if i < self.len {
+            for (n, b) in self.blocks.iter().enumerate() {
+                if left < b.len() {
+                    at = (n, left);
+                    break;
+                }
+                left -= b.len();
+            }
+        }
+        let (first, skip) = at;
+        self.blocks
+            .iter()
+            .enumerate()
+            .skip(first)
+            .flat_map(move |(n, b)| b.rows().skip(if n == first { skip } else { 0 }))
+    }
+
+    /// The lines with their wrap marks, newest first.
+    pub fn rows_rev(&self) -> impl Iterator<Item = (&str, bool)> + Clone {
+        let skip = self.skip;
+        self.blocks
+            .iter()
+            .enumerate()
+            .rev()
+            .flat_map(move |(n, b)| b.rows().skip(if n == 0 { skip } else { 0 }).rev())
+    }
+
+    /// The lines with their wrap marks, oldest first.
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = (&str, bool)> + Clone {
+        let skip = self.skip;
+        let rows = self
+            .blocks
+            .iter()
+            .enumerate()
+            .flat_map(move |(n, b)| b.rows().skip(if n == 0 { skip } else { 0 }));
+        Counted {
+            inner: rows,
+            left: self.len,
+        }
+    }
 }
 
 /// An iterator that knows how many items it has left.
@@ -157,10 +281,10 @@ struct Counted<I> {
     left: usize,
 }
 
-impl<'a, I: Iterator<Item = &'a str>> Iterator for Counted<I> {
-    type Item = &'a str;
+impl<I: Iterator> Iterator for Counted<I> {
+    type Item = I::Item;
 
-    fn next(&mut self) -> Option<&'a str> {
+    fn next(&mut self) -> Option<I::Item> {
         let item = self.inner.next()?;
         self.left = self.left.saturating_sub(1);
         Some(item)
@@ -171,11 +295,18 @@ impl<'a, I: Iterator<Item = &'a str>> Iterator for Counted<I> {
     }
 }
 
-impl<'a, I: Iterator<Item = &'a str>> ExactSizeIterator for Counted<I> {}
+impl<I: Iterator> ExactSizeIterator for Counted<I> {}
 
 /// `text` as plain characters: SGR and erase sequences dropped, cursor-forward moves
 /// turned into the blanks they skip; trailing blanks trimmed.
 pub fn plain(text: &str) -> String {
+    let mut out = plain_untrimmed(text);
+    out.truncate(out.trim_end().len());
+    out
+}
+
+/// [`plain`] keeping trailing blanks (a wrapped row's last blanks are in the line).
+pub fn plain_untrimmed(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find('\x1b') {
@@ -196,7 +327,7 @@ pub fn plain(text: &str) -> String {
         rest = &csi[end + 1..];
     }
     out.push_str(rest);
-    out.trim_end().to_string()
+    out
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //! sequence the program had only half written, which the new emulator takes in before
 //! the rest arrives.
 //!
-//! The scroll region and origin mode are carried for both screens. Not carried: the
+//! Synchronized output (mode 2026) is carried with the frame shown meanwhile, which the
+//! new emulator shows for a full timeout again. The scroll region and origin mode are
+//! carried for both screens. Not carried: the
 //! last character printed (for REP), and the cursor and pen saved by DECSC (on entering
 //! the alternate screen, the cursor is saved where the shell left it, the pen as
 //! default); full-screen programs reset the pen when they leave.
@@ -250,7 +252,12 @@ impl Image {
     /// `rows cols | title | history | bytes | tail`, each variable part length-prefixed
     /// (u32 BE); the history as a count, then per line a flag (0) and its text.
     pub fn encode(&self) -> Vec<u8> {
-        encode(self, self.history.iter())
+        encode(self, self.history.rows())
+    }
+
+    /// The image's last history row runs on into the screen's first row.
+    fn continues(&self) -> bool {
+        self.history.wrapped(self.history.len().wrapping_sub(1))
     }
 
     pub fn decode(mut data: &[u8]) -> Result<Image, ImageError> {
@@ -280,11 +287,11 @@ impl Image {
         }
         let mut history = Lines::default();
         for _ in 0..count {
-            // A flag older versions kept (the line was wrapped); nothing uses it now.
-            take(&mut data, 1)?;
+            // The row was wrapped: its text runs on into the next.
+            let wrapped = take(&mut data, 1)?[0] == 1;
             let text = std::str::from_utf8(part(&mut data)?)
                 .map_err(|_| ImageError("a history line is not UTF-8"))?;
-            history.push(text);
+            history.push_row(text, wrapped);
         }
         let bytes = part(&mut data)?.to_vec();
         let tail = part(&mut data)?.to_vec();
@@ -307,8 +314,11 @@ impl Image {
 
 /// [`Image::encode`] of `image` with `history` in place of its own (which the emulator's
 /// export leaves empty, so its lines are written from where they are, not copied first).
-fn encode<'a>(image: &Image, history: impl ExactSizeIterator<Item = &'a str> + Clone) -> Vec<u8> {
-    let size: usize = history.clone().map(|l| l.len() + 5).sum();
+fn encode<'a>(
+    image: &Image,
+    history: impl ExactSizeIterator<Item = (&'a str, bool)> + Clone,
+) -> Vec<u8> {
+    let size: usize = history.clone().map(|(l, _)| l.len() + 5).sum();
     let mut out =
         Vec::with_capacity(20 + image.title.len() + size + image.bytes.len() + image.tail.len());
     out.extend_from_slice(&image.rows.to_be_bytes());
@@ -319,8 +329,8 @@ fn encode<'a>(image: &Image, history: impl ExactSizeIterator<Item = &'a str> + C
     };
     part(&mut out, image.title.as_bytes());
     out.extend_from_slice(&(history.len() as u32).to_be_bytes());
-    for line in history {
-        out.push(0);
+    for (line, wrapped) in history {
+        out.push(u8::from(wrapped));
         part(&mut out, line.as_bytes());
     }
     part(&mut out, &image.bytes);
@@ -337,8 +347,8 @@ impl Emulator {
     /// off the screen into the history first.
     pub fn image(&mut self) -> Image {
         let mut image = self.screens_image();
-        for line in self.history.iter() {
-            image.history.push(line);
+        for (line, wrapped) in self.history_rows() {
+            image.history.push_row(line, wrapped);
         }
         image
     }
@@ -346,8 +356,19 @@ impl Emulator {
     /// [`Emulator::image`], encoded, without copying the history first.
     pub fn encoded_image(&mut self) -> (u16, u16, Vec<u8>) {
         let image = self.screens_image();
-        let bytes = encode(&image, self.history.iter());
+        let bytes = encode(&image, self.history_rows());
         (image.rows, image.cols, bytes)
+    }
+
+    /// The history rows with their wrap marks; the last is marked only if the screen's
+    /// first row still carries it on.
+    fn history_rows(&self) -> impl ExactSizeIterator<Item = (&str, bool)> + Clone {
+        let last = self.history.len().wrapping_sub(1);
+        let continues = self.term.screen().continues_history();
+        self.history
+            .rows()
+            .enumerate()
+            .map(move |(i, (line, wrapped))| (line, wrapped && (i != last || continues)))
     }
 
     /// Everything of the image but the history (left empty).
@@ -358,6 +379,12 @@ impl Emulator {
         self.drain();
         let keyboard = self.term.keyboard();
         let (primary_keys, alternate_keys) = (keyboard.formatted(false), keyboard.formatted(true));
+        if let Some(frozen) = self.term.frozen() {
+            // The frame shown during synchronized output: drawn first, kept by turning
+            // the mode on (the new emulator copies it then), then cleared for the rest.
+            out.push_str(&frozen.screen.contents_formatted());
+            out.push_str("\x1b[?2026h\x1b[0m\x1b[r\x1b[?6l\x1b[H\x1b[2J");
+        }
         self.term.with_primary(|primary| {
             primary_image(primary, &mut out);
             // (Placing the cursor may redraw a cell, assuming the default pen.)
@@ -374,6 +401,11 @@ impl Emulator {
             out.push_str(&screen.attributes_formatted());
         }
         out.push_str(&screen.input_mode_formatted());
+        if self.term.synchronized() && self.term.frozen().is_none() {
+            // On, but its frame was already shown as it stood: the new emulator waits
+            // for the rest of it again.
+            out.push_str("\x1b[?2026h");
+        }
         Image {
             rows,
             cols,
@@ -392,11 +424,13 @@ impl Emulator {
     /// moved out of `image` (which keeps everything else).
     pub fn from_image(image: &mut Image, scrollback: usize) -> Emulator {
         let mut e = Emulator::new(image.rows, image.cols, scrollback);
+        let continues = image.continues();
         e.history.append(std::mem::take(&mut image.history));
         // Presentation only: whatever the replay would answer is not sent anywhere.
         let _ = e.process(&image.bytes);
         let _ = e.process(&image.tail);
         e.term.set_title(image.title.clone());
+        e.term.set_continues_history(continues);
         e
     }
 }
@@ -411,7 +445,7 @@ fn primary_image(screen: &super::vt::Screen, out: &mut String) {
         if i == 0 || !screen.row_wrapped((i - 1) as u16) {
             cup(out, i, 0);
         } else {
-            out.push_str(super::vt::WRAP);
+            screen.wrap_into(i as u16, out);
         }
         out.push_str(&text);
     }

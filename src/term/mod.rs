@@ -68,7 +68,10 @@ impl Emulator {
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
         self.seq = self.seq.wrapping_add(1);
         for slice in bytes.chunks(SLICE) {
-            if !self.feed(slice) {
+            let fed = self.feed(slice);
+            // A copy of the screen for synchronized output moves the stamp on.
+            self.seq = self.seq.max(self.term.stamp());
+            if !fed {
                 break;
             }
             #[cfg(test)]
@@ -129,7 +132,43 @@ impl Emulator {
         if self.everything > seq {
             return None;
         }
-        self.term.screen().rows_changed_since(seq)
+        self.shown().rows_changed_since(seq)
+    }
+
+    /// The screen to show when not scrolled back: the live one, or while the program
+    /// holds synchronized output on, the one it last finished.
+    pub fn shown(&self) -> &vt::Screen {
+        match self.term.frozen() {
+            Some(f) => &f.screen,
+            None => self.term.screen(),
+        }
+    }
+
+    /// The sequence number of what [`Emulator::display`] shows: [`Emulator::seq`], or
+    /// that of the finished frame shown during synchronized output (each number stands
+    /// for one content; the rows changed since it are those stamped later).
+    pub fn display_seq(&self) -> u64 {
+        match self.term.frozen() {
+            Some(f) if self.offset == 0 => f.seq,
+            _ => self.seq,
+        }
+    }
+
+    /// When the frame in progress under synchronized output will be shown as it stands,
+    /// if it has not ended by then.
+    pub fn sync_deadline(&self) -> Option<std::time::Instant> {
+        self.term.frozen().map(|f| f.since + vt::SYNC_TIMEOUT)
+    }
+
+    /// Shows the live screen if the frame in progress is late by `now` (see
+    /// [`Emulator::sync_deadline`]); called before drawing.
+    pub fn settle_sync(&mut self, now: std::time::Instant) {
+        self.term.settle_sync(now);
+    }
+
+    /// Synchronized output (mode 2026) is on.
+    pub fn synchronized(&self) -> bool {
+        self.term.synchronized()
     }
 
     /// How many bytes the program has written so far (to tell its output from redraws).
@@ -140,8 +179,8 @@ impl Emulator {
     /// Moves the rows that scrolled off the screen to the compact history.
     fn drain(&mut self) {
         let dropped = self.term.dropped();
-        for line in dropped.iter() {
-            self.history.push(line);
+        for (line, wrapped) in dropped.rows() {
+            self.history.push_row(line, wrapped);
         }
         dropped.clear();
     }
@@ -151,57 +190,109 @@ impl Emulator {
         self.term.screen()
     }
 
-    /// The screen to draw: the live one, or the scrolled-back view of history.
+    /// The screen to draw: the live one (or, during synchronized output, the frame last
+    /// finished), or the scrolled-back view of history.
     pub fn display(&mut self) -> &vt::Screen {
         if self.offset == 0 {
-            return self.term.screen();
+            return self.shown();
         }
-        let fresh = matches!(&self.view, Some(v) if v.seq == self.seq && v.offset == self.offset);
+        let seq = self.display_seq();
+        let fresh = matches!(&self.view, Some(v) if v.seq == seq && v.offset == self.offset);
         if !fresh {
             self.view = Some(self.build_view());
         }
         match &self.view {
             Some(v) => v.term.screen(),
-            None => self.term.screen(),
+            None => self.shown(),
         }
     }
 
+    /// The view scrolled back `offset` rows: the rows from there on, those of one line
+    /// (kept at whatever width) run on into each other, laid out at the pane's width.
     fn build_view(&self) -> View {
         let (rows, cols) = self.size();
         let h = self.history.len();
         let top = h - self.offset.min(h);
-        let screen = self.term.screen();
-        let lines: Vec<std::borrow::Cow<str>> = (0..usize::from(rows))
-            .map(|i| match self.history.get(top + i) {
-                Some(line) => std::borrow::Cow::Borrowed(line),
-                None => screen.line((top + i - h) as u16).into(),
-            })
-            .collect();
-        // A line kept while the pane was wider runs on into the rows below (the
-        // emulator always wraps); those rows are cleared before their own line, and spare rows below the
-        // view keep the last lines' overflow from scrolling it. (Bytes over columns is an
-        // upper bound of the rows a line can take.)
-        let spare = lines
-            .iter()
-            .map(|l| l.len().div_ceil(usize::from(cols.max(1))).saturating_sub(1))
+        // Spare rows below the view keep a row's overflow from scrolling it. (Bytes over
+        // columns is an upper bound of the rows one can take.)
+        let spare = self
+            .history
+            .rows_from(top)
+            .take(usize::from(rows))
+            .map(|(l, _)| l.len().div_ceil(usize::from(cols.max(1))))
             .max()
             .unwrap_or(0)
             .min(64) as u16;
-        let mut out = String::new();
-        for (i, line) in lines.iter().enumerate() {
-            out.push_str("\x1b[0m");
-            image::cup(&mut out, i, 0);
-            out.push_str("\x1b[2K");
-            out.push_str(line);
-        }
-        out.push_str("\x1b[0m\x1b[?25l");
         let mut term = vt::Terminal::new(rows.saturating_add(spare), cols);
-        term.process(out.as_bytes(), 0);
+        let mut joined = false;
+        // Fed a row at a time until the view is full: a line taller than the view costs
+        // no more than the view.
+        for (part, wrapped) in self.rows_down(top, true) {
+            if term.screen().cursor_position().0 >= rows {
+                break;
+            }
+            if !joined && term.screen().cursor_position() != (0, 0) {
+                if term.screen().cursor_position().0 + 1 >= rows {
+                    break;
+                }
+                term.process(b"\r\n", 0);
+            }
+            term.process(b"\x1b[0m", 0);
+            term.process(part.as_bytes(), 0);
+            joined = wrapped;
+        }
+        term.process(b"\x1b[0m\x1b[?25l", 0);
         View {
-            seq: self.seq,
+            seq: self.display_seq(),
             offset: self.offset,
             term,
         }
+    }
+
+    /// The last history row runs on into the screen's first row (which is the primary
+    /// screen's, and shown).
+    fn history_joins_screen(&self) -> bool {
+        let screen = self.term.screen();
+        screen.continues_history() && !screen.alternate_screen()
+    }
+
+    /// A history row, formatted (`ansi`) or plain (a wrapped one keeps its last blanks).
+    fn history_text(line: &str, wrapped: bool, ansi: bool) -> String {
+        match (ansi, wrapped) {
+            (true, _) => line.to_string(),
+            (false, true) => history::plain_untrimmed(line),
+            (false, false) => history::plain(line),
+        }
+    }
+
+    /// A row of the shown screen, formatted (`ansi`) or plain, and whether it is wrapped.
+    fn screen_text(&self, row: u16, ansi: bool) -> (String, bool) {
+        let screen = self.term.screen();
+        let wrapped = screen.row_wrapped(row);
+        let text = if ansi {
+            screen.line(row)
+        } else {
+            screen.row_plain(row, !wrapped)
+        };
+        (text, wrapped)
+    }
+
+    /// Rows from row `from` (counted from the top of history; the screen follows it) down
+    /// to the screen's last, each with whether its text runs on into the next.
+    fn rows_down(&self, from: usize, ansi: bool) -> impl Iterator<Item = (String, bool)> + '_ {
+        let h = self.history.len();
+        let joins_screen = self.history_joins_screen();
+        let rows = self.size().0;
+        let history = self
+            .history
+            .rows_from(from)
+            .enumerate()
+            .map(move |(k, (line, wrapped))| {
+                let wrapped = wrapped && (from + k + 1 < h || joins_screen);
+                (Self::history_text(line, wrapped, ansi), wrapped)
+            });
+        let first = u16::try_from(from.saturating_sub(h)).unwrap_or(u16::MAX);
+        history.chain((first..rows).map(move |r| self.screen_text(r, ansi)))
     }
 
     pub fn seq(&self) -> u64 {
@@ -232,13 +323,35 @@ impl Emulator {
         self.term.screen().size()
     }
 
+    /// Resizes the screens. At a new width the primary screen's lines are laid out again
+    /// (with the start of its first line, if that is in history), so nothing is cut.
     pub fn resize(&mut self, rows: u16, cols: u16) {
-        if self.size() != (rows.max(1), cols.max(1)) {
-            self.seq = self.seq.wrapping_add(1);
-            self.term.set_size(rows, cols, self.seq);
-            // A shorter screen pushes rows into history.
-            self.drain();
+        let (old_rows, old_cols) = self.size();
+        if (old_rows, old_cols) == (rows.max(1), cols.max(1)) {
+            return;
         }
+        self.seq = self.seq.wrapping_add(1);
+        if old_cols == cols.max(1) {
+            self.term.set_size(rows, cols, self.seq);
+        } else {
+            self.drain();
+            let mut carried = Vec::new();
+            if self.term.screen().continues_history() {
+                while carried.len() < vt::CARRY_MAX && self.history.wrapped_last() {
+                    match self.history.pop() {
+                        Some((line, _)) => carried.push(line),
+                        None => break,
+                    }
+                }
+                carried.reverse();
+            }
+            self.term.reflow(rows, cols, self.seq, &carried);
+        }
+        // (A frame shown during synchronized output is labelled `seq`, the live screens
+        // after it.)
+        self.seq = self.seq.max(self.term.stamp());
+        // A shorter screen (or longer lines) pushes rows into history.
+        self.drain();
     }
 
     /// Scrolls the view back `rows` lines into history (0 = live view); clamped. The
@@ -258,18 +371,59 @@ impl Emulator {
         self.offset
     }
 
-    /// The last `n` lines of history and screen, oldest first; trailing blank lines of the
-    /// screen are left out. `ansi` keeps colours and attributes as SGR sequences.
+    /// The last `n` lines of history and screen, oldest first: the program's lines, the
+    /// rows of a wrapped one joined (whatever widths they were drawn at). Trailing blank
+    /// rows of the screen are left out. `ansi` keeps colours and attributes as SGR. At
+    /// most `4 n` rows (and no fewer than `n + 256`) are read back: a line longer than
+    /// that is cut at its start.
     pub fn last_lines(&self, n: usize, ansi: bool) -> Vec<String> {
-        let h = self.history.len();
         let (rows, cols) = self.size();
+        let screen = self.term.screen();
         let plain = self.screen_plain(cols);
-        let mut end = h + usize::from(rows);
-        while end > h && plain[end - h - 1].trim().is_empty() {
+        let mut end = usize::from(rows);
+        while end > 0
+            && plain[end - 1].trim().is_empty()
+            && !(end >= 2 && screen.row_wrapped((end - 2) as u16))
+        {
             end -= 1;
         }
-        let start = end.saturating_sub(n);
-        self.lines(start, end, ansi)
+        let joins_screen = self.history_joins_screen();
+        // Newest first, each row with whether it runs on into the one after it.
+        let screen_rows = (0..end as u16).rev().map(|r| self.screen_text(r, ansi));
+        let history_rows = self
+            .history
+            .rows_rev()
+            .enumerate()
+            .map(move |(k, (line, wrapped))| {
+                let wrapped = wrapped && (k > 0 || joins_screen);
+                (Self::history_text(line, wrapped, ansi), wrapped)
+            });
+        let budget = n.saturating_mul(4).max(n.saturating_add(256));
+        let mut newest_first = screen_rows.chain(history_rows).take(budget).peekable();
+        let mut lines = Vec::new();
+        let mut parts: Vec<String> = Vec::new();
+        while lines.len() < n {
+            let Some((text, _)) = newest_first.next() else {
+                break;
+            };
+            parts.push(text);
+            if newest_first.peek().is_some_and(|(_, wrapped)| *wrapped) {
+                continue;
+            }
+            let mut line = String::new();
+            for (k, part) in parts.drain(..).rev().enumerate() {
+                if ansi && k > 0 {
+                    line.push_str("\x1b[0m");
+                }
+                line.push_str(&part);
+            }
+            if !ansi {
+                line.truncate(line.trim_end().len());
+            }
+            lines.push(line);
+        }
+        lines.reverse();
+        lines
     }
 
     /// The lines between two positions counted back from the bottom row of the screen
@@ -316,6 +470,9 @@ impl Emulator {
         self.history.len()
     }
 }
+
+#[cfg(test)]
+mod reflow_tests;
 
 #[cfg(test)]
 mod tests {
@@ -380,11 +537,13 @@ mod tests {
         e.resize(3, 8);
         e.set_scrollback(2);
         let view = e.display();
-        // Each line at its own row, the wide one cut at the right edge, nothing shifted.
+        // The wide line wraps at the new width, the next line after it, nothing shifted.
         assert_eq!(view.size().1, 8);
         let rows: Vec<String> = view.rows(0, 8).take(3).collect();
-        assert_eq!(rows[0], "01234567");
-        assert_eq!(rows[1].trim_end(), "short");
+        assert_eq!(rows, ["01234567", "89abcdef", "ghij"]);
+        e.set_scrollback(1);
+        let rows: Vec<String> = e.display().rows(0, 8).take(3).collect();
+        assert_eq!(rows, ["short", "x", "y"]);
     }
 
     #[test]

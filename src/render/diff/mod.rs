@@ -15,7 +15,7 @@
 
 use std::io::Write as _;
 
-use ratatui::buffer::{Buffer, Cell, CellWidth};
+use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 
@@ -296,9 +296,14 @@ fn printable(symbol: &str) -> (&str, u16) {
 }
 
 /// The glyph a cell starts at column `x` of a row `width` wide: its symbol as printed and
-/// its width.
+/// its width (a grapheme cluster's as the pane's emulator gave it: a forced width).
 fn glyph_of(cell: &Cell, x: u16, width: u16) -> (&str, u16) {
-    let (symbol, w) = printable(cell.symbol());
+    let (symbol, w) = match cell.diff_option {
+        CellDiffOption::ForcedWidth(w) if !cell.symbol().chars().any(char::is_control) => {
+            (cell.symbol(), w.get())
+        }
+        _ => printable(cell.symbol()),
+    };
     if w > width - x {
         // A terminal would wrap it onto the next row; a space is the best we can do.
         return (" ", 1);
@@ -520,8 +525,8 @@ impl Encoder {
             }
             self.out.extend_from_slice(g.symbol.as_bytes());
             last = Some(i);
-            let (end, sequence) = (g.x + g.width, g.symbol.chars().nth(1).is_some());
-            self.cursor = if end >= self.width || (g.width > 1 && sequence) {
+            let end = g.x + g.width;
+            self.cursor = if end >= self.width || uncertain_width(g) {
                 Cursor::RowOnly(y)
             } else {
                 Cursor::At(end, y)
@@ -541,7 +546,9 @@ impl Encoder {
             _ => &[],
         };
         let gap_bytes: usize = gap.iter().map(|g| g.symbol.len()).sum();
-        let reprint = gap.iter().all(|g| g.width == 1 && g.pen == self.pen);
+        let reprint = gap
+            .iter()
+            .all(|g| g.width == 1 && g.pen == self.pen && !uncertain_width(g));
         let out = &mut self.out;
         if !gap.is_empty() && reprint && gap_bytes < cost {
             gap.iter()
@@ -574,6 +581,19 @@ impl Encoder {
         self.out.push(b'm');
         self.pen = to;
     }
+}
+
+/// Whether terminals may disagree on how wide `g` is: a sequence of characters (a
+/// grapheme cluster) that is wide, or whose characters' own widths add up to another
+/// width than its own (a terminal that draws them one by one moves further).
+fn uncertain_width(g: &Glyph) -> bool {
+    use unicode_width::UnicodeWidthChar as _;
+    let mut chars = g.symbol.chars();
+    if chars.nth(1).is_none() {
+        return false;
+    }
+    let sum: usize = g.symbol.chars().map(|c| c.width().unwrap_or(0)).sum();
+    g.width > 1 || sum != usize::from(g.width)
 }
 
 /// Index of the first glyph of the row's trailing run of spaces in one attribute-free style

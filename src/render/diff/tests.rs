@@ -379,3 +379,45 @@ fn changes_inside_a_row_next_to_and_across_wide_glyphs_are_drawn_right() {
         replay(&frames);
     }
 }
+
+#[test]
+fn a_cluster_takes_the_width_its_pane_gave_it_and_what_follows_is_placed_explicitly() {
+    // A ZWJ sequence two columns wide (a terminal drawing its emoji one by one takes
+    // six), a conjunct one column wide (two, one by one), a ZWJ sequence whose text
+    // measures three columns but is drawn in two.
+    let clusters = [
+        ("\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}", 2u16),
+        ("\u{915}\u{94d}\u{200d}\u{937}", 1),
+        ("\u{1f3f3}\u{200d}\u{1f308}", 2),
+    ];
+    let mut frame = Frame::new(20, 2);
+    let mut x = 0;
+    let mut after = Vec::new();
+    for (i, (symbol, width)) in clusters.iter().enumerate() {
+        let cell = &mut frame.buffer[(x, 0)];
+        cell.set_symbol(symbol);
+        let w = std::num::NonZeroU16::new(*width).unwrap();
+        cell.set_diff_option(CellDiffOption::ForcedWidth(w));
+        x += width;
+        let marker = char::from(b'a' + i as u8);
+        frame.buffer[(x, 0)].set_char(marker);
+        after.push((x, marker));
+        x += 1;
+    }
+    let bytes = encode_full(&frame);
+    let text = String::from_utf8_lossy(&bytes);
+    for ((symbol, _), (x, marker)) in clusters.iter().zip(&after) {
+        let placed = format!("{symbol}\x1b[1;{}H{marker}", x + 1);
+        assert!(text.contains(&placed), "{placed:?} in {text:?}");
+    }
+    // On a terminal that draws each character of a cluster on its own, what follows a
+    // cluster still lands where it belongs.
+    let mut p = parser(20, 2);
+    p.process(&bytes);
+    for (x, marker) in after {
+        assert_eq!(
+            p.screen().cell(0, x).unwrap().contents(),
+            marker.to_string()
+        );
+    }
+}

@@ -1,8 +1,6 @@
 //! One cell of the screen and the pen it was drawn with, kept small: the text inline
 //! (a character and the marks combined with it), colours and attributes in bytes.
 
-use unicode_width::UnicodeWidthStr as _;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum Color {
     #[default]
@@ -129,6 +127,29 @@ impl Cell {
         &self.text[..self.n()]
     }
 
+    /// The last character of the cell's text (found from its end: no look at the rest).
+    pub(super) fn last_char(&self) -> Option<char> {
+        let (&last, rest) = self.text.get(..self.n())?.split_last()?;
+        if last < 0x80 {
+            return Some(char::from(last));
+        }
+        // Continuation bytes back to the lead byte (the text is whole characters).
+        let mut code = u32::from(last & 0x3f);
+        let mut shift = 6;
+        for &b in rest.iter().rev() {
+            if b & 0xc0 != 0x80 {
+                let lead = u32::from(b) & (0x7f >> (shift / 6 + 1));
+                return char::from_u32(code | lead << shift);
+            }
+            code |= u32::from(b & 0x3f) << shift;
+            shift += 6;
+            if shift > 18 {
+                return None;
+            }
+        }
+        None
+    }
+
     /// The cell's text as one ASCII byte, when it is one.
     pub(super) fn ascii(&self) -> Option<u8> {
         (self.len & LEN == 1).then_some(self.text[0])
@@ -185,25 +206,22 @@ impl Cell {
         self.ink = ink;
     }
 
-    /// Combines `c` with the cell's character, if there is room left (else the mark
-    /// is dropped). A mark on an empty cell combines with a blank.
-    pub(super) fn append(&mut self, c: char) {
+    /// Adds `c` to the cell's text (a mark, or the rest of a grapheme cluster), if there
+    /// is room left for all of it; returns false when it was dropped. A mark on an empty
+    /// cell combines with a blank. The width is the caller's to change.
+    pub(super) fn append(&mut self, c: char) -> bool {
         let mut n = self.n();
-        // Room for one more character of any length.
-        if n >= TEXT - 4 {
-            return;
-        }
         if n == 0 {
             self.text[0] = b' ';
             n = 1;
         }
+        if n + c.len_utf8() > TEXT {
+            self.len = (self.len & !LEN) | n as u8;
+            return false;
+        }
         n += c.encode_utf8(&mut self.text[n..]).len();
         self.len = (self.len & !LEN) | n as u8;
-        // Emoji presentation can make a narrow character wide.
-        if c == '\u{fe0f}' {
-            let wide = self.contents().width() > 1;
-            self.set_wide(wide);
-        }
+        true
     }
 
     pub(super) fn set_wide(&mut self, wide: bool) {
@@ -251,23 +269,40 @@ mod tests {
     }
 
     #[test]
+    fn the_last_character_is_found_from_the_end() {
+        let mut c = Cell::EMPTY;
+        assert_eq!(c.last_char(), None);
+        for (first, next) in [('a', 'b'), ('\u{e9}', '\u{301}'), ('\u{6f22}', '\u{200d}')] {
+            c.set(first, false, Ink::DEFAULT);
+            assert_eq!(c.last_char(), Some(first));
+            c.append(next);
+            assert_eq!(c.last_char(), Some(next));
+            c.append('\u{1f468}');
+            assert_eq!(c.last_char(), Some('\u{1f468}'));
+        }
+    }
+
+    #[test]
     fn a_cell_is_small() {
         assert!(std::mem::size_of::<Cell>() <= 32);
     }
 
     #[test]
-    fn marks_combine_and_emoji_presentation_widens() {
+    fn marks_combine_until_the_cell_is_full() {
         let mut c = Cell::EMPTY;
         c.set('e', false, Ink::DEFAULT);
-        c.append('\u{301}');
+        assert!(c.append('\u{301}'));
         assert_eq!(c.contents(), "e\u{301}");
         assert!(!c.is_wide());
-        c.set('\u{2764}', false, Ink::DEFAULT);
-        c.append('\u{fe0f}');
-        assert!(c.is_wide());
+        let mut kept = 1;
         for _ in 0..20 {
-            c.append('\u{301}');
+            kept += usize::from(c.append('\u{301}'));
         }
-        assert!(c.contents().len() <= TEXT);
+        assert!(kept < 21 && c.contents().len() <= TEXT);
+        // Whole characters only: a 4-byte one where 3 bytes are left is dropped whole.
+        assert!(c.contents().chars().all(|ch| ch == 'e' || ch == '\u{301}'));
+        let mut c = Cell::EMPTY;
+        c.append('\u{301}');
+        assert_eq!(c.contents(), " \u{301}", "on an empty cell, with a blank");
     }
 }

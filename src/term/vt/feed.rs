@@ -11,7 +11,10 @@ use super::Terminal;
 impl Terminal {
     /// Takes in output; changes are stamped with `seq`.
     pub fn process(&mut self, bytes: &[u8], seq: u64) {
+        // (Never back: a copy for synchronized output may have moved the stamp on.)
+        let seq = seq.max(self.stamp());
         self.state.screen.stamp(seq);
+        self.state.sync.begin_call();
         #[cfg(test)]
         if self.parser_only {
             for part in super::tests::one_by_one(bytes) {

@@ -35,7 +35,7 @@ impl Sink for Vec<u8> {
 /// After a wrapped row is drawn (the cursor waits past its last cell), wraps to the next
 /// row and leaves its first cell empty: a blank wraps, is stepped back over and erased.
 /// Whatever the next row starts with (text or a gap) is then drawn at its first column.
-pub const WRAP: &str = " \x08\x1b[X";
+const WRAP: &str = " \x08\x1b[X";
 
 pub(super) fn push_num(out: &mut impl Sink, n: u16) {
     let mut buf = [0u8; 5];
@@ -227,6 +227,18 @@ impl Screen {
             .unwrap_or_default()
     }
 
+    /// Row `row` of the shown screen as plain text; `trim` cuts its trailing blanks.
+    pub fn row_plain(&self, row: u16, trim: bool) -> String {
+        let mut s = String::new();
+        if let Some(r) = self.grid().row(row) {
+            write_plain(&mut s, r, 0, self.size().1);
+        }
+        if trim {
+            s.truncate(s.trim_end().len());
+        }
+        s
+    }
+
     /// The shown screen's rows as plain text (columns `start..start + width`).
     pub fn rows(&self, start: u16, width: u16) -> impl Iterator<Item = String> + '_ {
         self.grid().rows().map(move |row| {
@@ -278,7 +290,7 @@ impl Screen {
         for (i, row) in self.grid().rows().enumerate() {
             out.push_str("\x1b[0m");
             if prev_wrapped {
-                out.push_str(WRAP);
+                self.wrap_into(i as u16, &mut out);
             } else {
                 cup(&mut out, i as u16, 0);
             }
@@ -289,6 +301,24 @@ impl Screen {
         out.push_str(&self.cursor_state_formatted());
         out.push_str(&self.attributes_formatted());
         out
+    }
+
+    /// After wrapped row `row - 1` was drawn: goes on to row `row` so that the row above
+    /// stays wrapped. Its last cell is empty when a wide character that did not fit there
+    /// went on to `row`: a wide blank drawn in the last column wraps the same way, and is
+    /// erased again.
+    pub fn wrap_into(&self, row: u16, out: &mut String) {
+        let cols = self.size().1;
+        let padded = row > 0
+            && self
+                .cell(row - 1, cols - 1)
+                .is_some_and(|c| !c.has_contents() && !c.is_wide_continuation());
+        if padded && cols > 1 {
+            cup(out, row - 1, cols - 1);
+            out.push_str("\u{3000}\r\x1b[2X");
+        } else {
+            out.push_str(WRAP);
+        }
     }
 
     /// Sets the scroll region and origin mode, moves the cursor where it is (a pending

@@ -27,6 +27,16 @@ impl Row {
         }
     }
 
+    /// A row of these cells (for laying rows out again at another width).
+    pub(super) fn of_cells(cells: Vec<Cell>, wrapped: bool) -> Row {
+        Row {
+            used: cells.len() as u16,
+            cells,
+            wrapped,
+            changed: 0,
+        }
+    }
+
     pub fn cells(&self) -> &[Cell] {
         &self.cells
     }
@@ -168,7 +178,7 @@ pub struct Grid {
     height: u16,
     width: u16,
     pub(super) pos: Pos,
-    saved_pos: Pos,
+    pub(super) saved_pos: Pos,
     saved_origin: bool,
     origin: bool,
     top: u16,
@@ -177,6 +187,9 @@ pub struct Grid {
     pub(super) seq: u64,
     /// The `seq` when rows last moved or changed all at once.
     pub(super) all_changed: u64,
+    /// The first row carries on the text of the last row that scrolled off the top (that
+    /// row was wrapped), until the first row is erased or replaced.
+    pub(super) top_continues: bool,
 }
 
 impl Grid {
@@ -193,6 +206,7 @@ impl Grid {
             bottom: rows - 1,
             seq: 0,
             all_changed: 0,
+            top_continues: false,
         }
     }
 
@@ -255,7 +269,10 @@ impl Grid {
         for row in &mut self.rows {
             row.resize(cols);
         }
-        self.pos.col = self.pos.col.min(cols - 1);
+        // At the same width a cursor waiting to wrap goes on waiting (the next character
+        // continues its line); else it stays in the screen.
+        let last = if cols == self.width { cols } else { cols - 1 };
+        self.pos.col = self.pos.col.min(last);
         self.saved_pos.col = self.saved_pos.col.min(cols - 1);
         self.height = rows;
         self.width = cols;
@@ -263,8 +280,32 @@ impl Grid {
         self.bottom = rows - 1;
     }
 
+    /// Takes the rows of `laid_out` (this grid's text laid out again at its size), with
+    /// the cursor and the saved cursor at `pos` and `saved`; the scroll region is reset,
+    /// as on every resize.
+    pub(super) fn take_rows(&mut self, laid_out: Grid, pos: Pos, saved: Pos) {
+        let (rows, cols) = laid_out.size();
+        self.rows = laid_out.rows;
+        self.height = rows;
+        self.width = cols;
+        self.top_continues = laid_out.top_continues;
+        let clamp = |p: Pos| Pos {
+            row: p.row.min(rows - 1),
+            col: p.col.min(cols),
+        };
+        self.pos = clamp(pos);
+        self.saved_pos = clamp(saved);
+        self.saved_pos.col = self.saved_pos.col.min(cols - 1);
+        (self.top, self.bottom) = (0, rows - 1);
+        self.moved_all();
+        for row in &mut self.rows {
+            row.changed = self.seq;
+        }
+    }
+
     pub fn clear(&mut self) {
         self.moved_all();
+        self.top_continues = false;
         for row in &mut self.rows {
             row.reset();
         }
@@ -425,6 +466,10 @@ impl Grid {
             return 0;
         }
         let mut prev = self.pos;
+        if wrap {
+            // Marked before it may scroll off the top (on a one-row screen it does).
+            self.row_mut(prev.row).wrapped = true;
+        }
         self.pos.col = 0;
         let scrolled = self.row_inc_scroll(1, keep);
         if prev.row == 0 && scrolled > 0 {
@@ -455,6 +500,7 @@ impl Grid {
                 if let Some(k) = keep.as_mut() {
                     k(&row);
                 }
+                self.top_continues = row.wrapped;
                 row.reset();
                 self.rows.push_back(row);
             }
@@ -467,6 +513,7 @@ impl Grid {
                 if let Some(k) = keep.as_mut() {
                     k(row);
                 }
+                self.top_continues = row.wrapped;
             }
             row.reset();
         }
@@ -492,6 +539,9 @@ impl Grid {
             return;
         }
         self.moved_all();
+        if from == 0 {
+            self.top_continues = false;
+        }
         let rows = self.rows.make_contiguous();
         let region = &mut rows[from..=bottom];
         region.rotate_right(n);
@@ -506,6 +556,9 @@ impl Grid {
             return;
         }
         self.moved_all();
+        if self.pos.row == 0 {
+            self.top_continues = false;
+        }
         let (from, bottom) = (usize::from(self.pos.row), usize::from(self.bottom));
         let rows = self.rows.make_contiguous();
         let region = &mut rows[from..=bottom];
@@ -518,6 +571,7 @@ impl Grid {
 
     pub fn erase_all(&mut self, pen: Ink) {
         self.moved_all();
+        self.top_continues = false;
         for row in &mut self.rows {
             row.clear(pen);
         }
@@ -534,6 +588,7 @@ impl Grid {
 
     pub fn erase_all_backward(&mut self, pen: Ink) {
         self.moved_all();
+        self.top_continues = false;
         let to = usize::from(self.pos.row);
         for row in self.rows.iter_mut().take(to) {
             row.clear(pen);
@@ -542,10 +597,16 @@ impl Grid {
     }
 
     pub fn erase_row(&mut self, pen: Ink) {
+        if self.pos.row == 0 {
+            self.top_continues = false;
+        }
         self.cursor_row_mut().clear(pen);
     }
 
     pub fn erase_row_forward(&mut self, pen: Ink) {
+        if self.pos == Pos::default() {
+            self.top_continues = false;
+        }
         let (from, width) = (usize::from(self.pos.col), usize::from(self.width));
         self.cursor_row_mut().erase_range(from, width, pen);
     }

@@ -257,8 +257,10 @@ mod tests {
         assert_eq!(t.key_mode().modify_other_keys, 2);
         t.process(b"\x1b[>4n", 1);
         assert_eq!(t.key_mode().modify_other_keys, 0);
+        assert_eq!(reply(&mut t, b"\x1b[?1004$p"), b"\x1b[?1004;2$y");
         t.process(b"\x1b[?1004h", 1);
         assert!(t.keyboard().focus_events());
+        assert_eq!(reply(&mut t, b"\x1b[?1004$p"), b"\x1b[?1004;1$y");
         t.process(b"\x1b[?1004l", 1);
         assert!(!t.keyboard().focus_events());
         t.process(b"\x1b[?1h", 1);

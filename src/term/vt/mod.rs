@@ -6,25 +6,29 @@
 //! screen is formatted once, straight from its cells, for the history.
 
 mod cell;
+mod cluster;
 mod colors;
 mod feed;
 mod format;
 mod grid;
 mod keyboard;
 mod perform;
+mod reflow;
 mod strings;
+mod sync;
 #[cfg(test)]
 pub(crate) mod tests;
 
 use unicode_width::UnicodeWidthChar as _;
 
 pub use cell::{Cell, Color, Ink, Pen};
-pub use format::WRAP;
 pub use grid::Row;
 use grid::{Grid, Pos};
 pub use keyboard::{KeyMode, Keyboard, KITTY_ALL};
+pub use reflow::CARRY_MAX;
 use strings::Str;
 pub use strings::OSC_MAX;
+pub use sync::{Frozen, TIMEOUT as SYNC_TIMEOUT};
 
 pub use crate::protocol::terminal::Colors;
 
@@ -69,6 +73,8 @@ pub struct Screen {
     mouse_mode: MouseProtocolMode,
     mouse_encoding: MouseProtocolEncoding,
     last_char: Option<char>,
+    /// A character dropped from a full cluster (see [`cluster::Spill`]).
+    spill: Option<cluster::Spill>,
     /// The `seq` when the shown screen was switched.
     switched: u64,
 }
@@ -87,6 +93,7 @@ impl Screen {
             mouse_mode: MouseProtocolMode::None,
             mouse_encoding: MouseProtocolEncoding::Default,
             last_char: None,
+            spill: None,
             switched: 0,
         }
     }
@@ -122,6 +129,11 @@ impl Screen {
 
     pub fn row_wrapped(&self, row: u16) -> bool {
         self.grid().row(row).is_some_and(Row::wrapped)
+    }
+
+    /// The primary screen's first row carries on the text of the last row of history.
+    pub fn continues_history(&self) -> bool {
+        self.primary.top_continues
     }
 
     /// (row, col); the column equals the width after a character was printed in the
@@ -208,6 +220,7 @@ impl Screen {
         self.mouse_mode = MouseProtocolMode::None;
         self.mouse_encoding = MouseProtocolEncoding::Default;
         self.last_char = None;
+        self.spill = None;
         self.stamp(seq);
         self.primary.all_changed = seq;
         self.switched = seq;
@@ -222,7 +235,7 @@ impl Screen {
         let (rows, cols) = (rows.max(1), cols.max(1));
         let mut scratch = Vec::new();
         self.primary.set_size(rows, cols, |row| {
-            dropped.push(format::line(row, &mut scratch))
+            dropped.push_row(format::line(row, &mut scratch), row.wrapped)
         });
         self.alternate.set_size(rows, cols, |_| {});
     }
@@ -278,7 +291,7 @@ macro_rules! grid_and_keep {
         };
         let (dropped, scratch) = (&mut $dropped, &mut $scratch);
         let mut push = |row: &$crate::term::vt::Row| {
-            dropped.push($crate::term::vt::format::line(row, scratch))
+            dropped.push_row($crate::term::vt::format::line(row, scratch), row.wrapped)
         };
         let $keep: Option<&mut dyn FnMut(&$crate::term::vt::Row)> =
             if alt { None } else { Some(&mut push) };
@@ -340,6 +353,8 @@ struct State {
     stop: bool,
     /// The parser holds the start of a character cut off at the end of some output.
     await_char: bool,
+    /// Synchronized output (mode 2026) and the screen drawn meanwhile.
+    sync: sync::Sync,
 }
 
 impl Terminal {
@@ -363,6 +378,7 @@ impl Terminal {
                 colors: Default::default(),
                 stop: false,
                 await_char: false,
+                sync: sync::Sync::default(),
             },
             #[cfg(test)]
             parser_only: false,
@@ -383,12 +399,62 @@ impl Terminal {
         &self.state.screen
     }
 
+    /// Resizes the screens (and the screen drawn during synchronized output, which is
+    /// then labelled `seq`; the live ones are stamped `seq + 1` in that case: see
+    /// [`Terminal::stamp`]).
     pub fn set_size(&mut self, rows: u16, cols: u16, seq: u64) {
+        let seq = self.resize_frozen(rows, cols, seq);
         self.state.screen.stamp(seq);
         let State {
             screen, dropped, ..
         } = &mut self.state;
         screen.set_size(rows, cols, dropped);
+    }
+
+    /// Resizes the screen drawn during synchronized output, if there is one, labelling it
+    /// `seq`; returns the stamp for the live screens (`seq + 1` if there was one).
+    pub(super) fn resize_frozen(&mut self, rows: u16, cols: u16, seq: u64) -> u64 {
+        match &mut self.state.sync.frozen {
+            Some(f) => {
+                f.screen.stamp(seq);
+                f.screen.set_size(rows, cols, &mut Lines::default());
+                f.seq = seq;
+                seq.wrapping_add(1)
+            }
+            None => seq,
+        }
+    }
+
+    /// The stamp of the last change: at least the `seq` last given, more when a copy of
+    /// the screen was taken for synchronized output (the changes after it have the next).
+    pub fn stamp(&self) -> u64 {
+        self.state.screen.primary.seq
+    }
+
+    /// Synchronized output is on (mode 2026).
+    pub fn synchronized(&self) -> bool {
+        self.state.sync.on
+    }
+
+    /// The screen drawn while synchronized output is on; None when it is off, or the
+    /// copy was given up (see [`Terminal::settle_sync`]).
+    pub fn frozen(&self) -> Option<&Frozen> {
+        self.state
+            .sync
+            .frozen
+            .as_deref()
+            .filter(|_| self.state.sync.on)
+    }
+
+    /// Gives up the copy of a frame that took longer than [`SYNC_TIMEOUT`] by `now`: the
+    /// live screen is drawn from then on, until the mode is turned on anew.
+    pub fn settle_sync(&mut self, now: std::time::Instant) {
+        let late = self
+            .frozen()
+            .is_some_and(|f| now.saturating_duration_since(f.since) >= SYNC_TIMEOUT);
+        if late {
+            self.state.sync.frozen = None;
+        }
     }
 
     /// The rows that scrolled off the primary screen, formatted, oldest first, until
@@ -407,6 +473,12 @@ impl Terminal {
 
     pub fn set_title(&mut self, title: String) {
         self.state.title = title;
+    }
+
+    /// Marks whether the primary screen's first row carries on the last row of history
+    /// (an emulator rebuilt from an image, whose history says so).
+    pub fn set_continues_history(&mut self, on: bool) {
+        self.state.screen.primary.top_continues = on;
     }
 
     /// Effects taken before they could be returned, given back to be returned later.
@@ -559,23 +631,43 @@ impl State {
     }
 
     /// [`State::text`] for all but a printable ASCII character drawn clear of the right
-    /// margin and of wide characters.
+    /// margin and of wide characters. A character that continues the grapheme cluster in
+    /// the cell before the cursor joins that cell ([`cluster`]); any other starts a cell.
     #[inline(never)]
     fn text_slow(&mut self, c: char) {
+        // ASCII always begins a cluster (as on the fast path, which never looks back).
+        if let Some(base) = self.screen.cluster_base().filter(|_| !c.is_ascii()) {
+            let joins = {
+                let screen = &self.screen;
+                match screen.spilled(base) {
+                    Some(spill) => cluster::joins(spill.tail(), c),
+                    None => screen.grid().cell(base.row, base.col).is_some_and(|cell| {
+                        cell.last_char().is_some_and(|l| cluster::may_join(l, c))
+                            && cluster::joins(cell.contents(), c)
+                    }),
+                }
+            };
+            if joins {
+                self.extend_cluster(base, c);
+                return;
+            }
+        }
         let screen = &mut self.screen;
         let pen = screen.ink;
         let Some(width) = screen.width_of(c) else {
             return;
         };
-        let mut base;
+        let base;
         let was_wide;
         if width > 0 {
+            // A wide character that does not fit in the last column wraps the row too
+            // (as in xterm; vt100 does not mark it): its line goes on in the next row.
             let wrap = {
                 let g = screen.grid();
                 let (_, cols) = g.size();
                 g.pos.col + width > cols && {
                     let last = g.cell(g.pos.row, cols - 1).copied().unwrap_or_default();
-                    last.has_contents() || last.is_wide_continuation()
+                    last.has_contents() || last.is_wide_continuation() || g.pos.col < cols
                 }
             };
             {
@@ -589,54 +681,124 @@ impl State {
             was_wide = cell.is_wide();
             cell.set(c, width > 1, pen);
             screen.last_char = Some(c);
+            screen.spill = None;
             screen.grid_mut().col_inc(width);
         } else {
+            // Drawn nowhere of its own and no part of the cluster before it by the rules
+            // (a zero-width space, a mark on an empty cell): combined with the cell before.
             let g = screen.grid_mut();
-            base = Pos {
+            let mut at = Pos {
                 row: g.pos.row,
                 col: g.pos.col - 1,
             };
-            if g.cell(base.row, base.col)
+            if g.cell(at.row, at.col)
                 .is_some_and(Cell::is_wide_continuation)
             {
-                base.col -= 1;
+                at.col -= 1;
             }
-            let r = g.row_mut(base.row);
-            let cell = r.cell_mut(usize::from(base.col));
+            base = at;
+            let cell = g.row_mut(base.row).cell_mut(usize::from(base.col));
             was_wide = cell.is_wide();
             cell.append(c);
-            if !was_wide && cell.is_wide() {
-                let moved = *cell;
-                let scrolled = {
-                    grid_and_keep!(screen, self.dropped, self.scratch, g, keep);
-                    g.col_wrap(1, false, keep)
-                };
-                let g = screen.grid_mut();
-                let now = g.pos;
-                if now.col == 0 {
-                    // The widened character moves to the start of the next row (its row
-                    // may have scrolled up meanwhile, or off the screen).
-                    let target = g.row_mut(now.row).cell_mut(0);
-                    let mut chars = moved.contents().chars();
-                    if let Some(first) = chars.next() {
-                        target.set(first, false, pen);
-                        for m in chars {
-                            target.append(m);
-                        }
-                    }
-                    if let Some(row) = base.row.checked_sub(scrolled) {
-                        g.row_mut(row).cell_mut(usize::from(base.col)).clear(pen);
-                    }
-                    g.col_inc(2);
-                    base = now;
-                } else {
-                    g.col_inc(1);
-                }
-            }
         }
         let g = screen.grid_mut();
         let is_wide = g.cell(base.row, base.col).is_some_and(Cell::is_wide);
         cleanup(g, base, was_wide, is_wide, pen);
+    }
+
+    /// Adds `c` to the cluster at `base` (the cell before the cursor), which may make it
+    /// wide (moving it to the next row when it no longer fits in the last column) or narrow.
+    fn extend_cluster(&mut self, mut base: Pos, c: char) {
+        let screen = &mut self.screen;
+        let pen = screen.ink;
+        let spilled = screen.spilled(base);
+        let alt = screen.alt;
+        let g = screen.grid_mut();
+        let cell = g.row_mut(base.row).cell_mut(usize::from(base.col));
+        let was_wide = cell.is_wide();
+        let wide = {
+            let text = cell.contents();
+            let mut chars = text.chars();
+            let first = chars.next().unwrap_or(' ');
+            let last = spilled
+                .as_ref()
+                .map_or(text, cluster::Spill::tail)
+                .chars()
+                .next_back()
+                .unwrap_or(first);
+            let single_ri = chars.next().is_none() && cluster::is_regional_indicator(first);
+            cluster::wide_after(first, last, c, was_wide, single_ri)
+        };
+        if !cell.append(c) {
+            let text = cell.contents();
+            let spill = cluster::Spill::new(spilled, alt, base.row, base.col, text, c);
+            screen.spill = Some(spill);
+        }
+        if wide == was_wide {
+            return;
+        }
+        let g = screen.grid_mut();
+        let cell = g.row_mut(base.row).cell_mut(usize::from(base.col));
+        cell.set_wide(wide);
+        if !wide {
+            // Narrowed (text presentation): the other half goes, and the cursor with it.
+            let next = usize::from(base.col) + 1;
+            let r = g.row_mut(base.row);
+            if next < r.cells.len() && r.cells[next].is_wide_continuation() {
+                let ink = r.cells[next].ink();
+                r.cell_mut(next).clear(ink);
+            }
+            if g.pos.col == base.col + 2 {
+                g.pos.col -= 1;
+            }
+            return;
+        }
+        let moved = *cell;
+        let scrolled = {
+            grid_and_keep!(screen, self.dropped, self.scratch, g, keep);
+            // (Its line goes on in the next row, as with a wide character.)
+            g.col_wrap(1, true, keep)
+        };
+        let g = screen.grid_mut();
+        let now = g.pos;
+        if now.col == 0 {
+            // The widened cluster moves to the start of the next row (its row may have
+            // scrolled up meanwhile, or off the screen).
+            *g.row_mut(now.row).cell_mut(0) = moved;
+            if let Some(row) = base.row.checked_sub(scrolled) {
+                g.row_mut(row).cell_mut(usize::from(base.col)).clear(pen);
+            }
+            g.col_inc(2);
+            base = now;
+            screen.spill = None;
+        } else {
+            g.col_inc(1);
+        }
+        let g = screen.grid_mut();
+        cleanup(g, base, false, true, pen);
+    }
+}
+
+impl Screen {
+    /// The cell before the cursor, holding the cluster a character may join: the wide
+    /// one when the cursor is after its second half. None at the first column and on an
+    /// empty cell.
+    fn cluster_base(&self) -> Option<Pos> {
+        let g = self.grid();
+        let Pos { row, col } = g.pos;
+        let mut col = col.checked_sub(1)?;
+        if g.cell(row, col)?.is_wide_continuation() {
+            col = col.checked_sub(1)?;
+        }
+        g.cell(row, col)?.has_contents().then_some(Pos { row, col })
+    }
+
+    /// What was dropped from the cluster at `at` for want of room, while that cell is as
+    /// it was then.
+    fn spilled(&self, at: Pos) -> Option<cluster::Spill> {
+        let s = self.spill?;
+        let len = self.grid().cell(at.row, at.col)?.bytes().len();
+        (s.alt == self.alt && (s.row, s.col) == (at.row, at.col) && s.len == len).then_some(s)
     }
 }
 

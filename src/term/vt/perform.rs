@@ -42,8 +42,44 @@ impl State {
         self.effects.responses.extend_from_slice(bytes);
     }
 
+    /// CPR (or, with `mark` "?", DECXCPR): the cursor's row and column, the row counted
+    /// from the scroll region's top in origin mode; a cursor waiting past the last column
+    /// (the next character wraps) is in the last column.
+    fn cursor_report(&mut self, mark: &str) {
+        let g = self.screen.grid();
+        let Pos { row, col } = g.pos;
+        let row = if g.origin() {
+            row.saturating_sub(g.region().0)
+        } else {
+            row
+        };
+        let col = col.min(g.size().1.saturating_sub(1));
+        let mut reply = String::from("\x1b[");
+        reply.push_str(mark);
+        format::push_num(&mut reply, row.saturating_add(1));
+        reply.push(';');
+        format::push_num(&mut reply, col.saturating_add(1));
+        reply.push('R');
+        self.reply(reply.as_bytes());
+    }
+
+    /// DECRPM: `CSI [?] mode ; state $ y`.
+    fn mode_report(&mut self, mark: &str, mode: u16, state: ModeState) {
+        let mut reply = String::from("\x1b[");
+        reply.push_str(mark);
+        format::push_num(&mut reply, mode);
+        reply.push(';');
+        format::push_num(&mut reply, state as u16);
+        reply.push_str("$y");
+        self.reply(reply.as_bytes());
+    }
+
     fn decset(&mut self, params: &vte::Params, on: bool) {
         for p in params.iter() {
+            if p == [2026] {
+                self.set_sync(on);
+                continue;
+            }
             let s = &mut self.screen;
             match p {
                 [1] => s.set_mode(APP_CURSOR, on),
@@ -164,6 +200,61 @@ impl State {
     }
 }
 
+/// What DECRQM answers for a mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ModeState {
+    NotRecognized = 0,
+    Set = 1,
+    Reset = 2,
+    PermanentlySet = 3,
+    PermanentlyReset = 4,
+}
+
+impl ModeState {
+    fn of(on: bool) -> ModeState {
+        if on {
+            ModeState::Set
+        } else {
+            ModeState::Reset
+        }
+    }
+}
+
+/// XTVERSION's answer: `DCS > | name version ST`.
+const XTVERSION: &str = concat!("\x1bP>|herdr ", env!("CARGO_PKG_VERSION"), "\x1b\\");
+
+/// The ANSI modes: insert (IRM, 4) and automatic newline (LNM, 20) are never on here.
+fn ansi_mode_state(mode: u16) -> ModeState {
+    match mode {
+        4 | 20 => ModeState::PermanentlyReset,
+        _ => ModeState::NotRecognized,
+    }
+}
+
+impl Screen {
+    /// The state of a DEC private mode, as DECRQM reports it: every mode `decset` takes,
+    /// autowrap (always on) and grapheme clustering (2027, always on); 0 for the rest.
+    pub(super) fn dec_mode_state(&self, mode: u16) -> ModeState {
+        let mouse = |m| ModeState::of(self.mouse_mode == m);
+        let encoding = |e| ModeState::of(self.mouse_encoding == e);
+        match mode {
+            1 => ModeState::of(self.application_cursor()),
+            6 => ModeState::of(self.origin_mode()),
+            7 | 2027 => ModeState::PermanentlySet,
+            9 => mouse(Mouse::Press),
+            25 => ModeState::of(!self.hide_cursor()),
+            47 | 1049 => ModeState::of(self.alt),
+            1000 => mouse(Mouse::PressRelease),
+            1002 => mouse(Mouse::ButtonMotion),
+            1003 => mouse(Mouse::AnyMotion),
+            1005 => encoding(Enc::Utf8),
+            1006 => encoding(Enc::Sgr),
+            2004 => ModeState::of(self.bracketed_paste()),
+            _ => ModeState::NotRecognized,
+        }
+    }
+}
+
 fn mouse(s: &mut Screen, mode: Mouse, on: bool) {
     if on {
         s.mouse_mode = mode;
@@ -220,6 +311,7 @@ impl vte::Perform for State {
             b'M' => s.grid_mut().row_dec_scroll(1),
             b'c' => {
                 s.reset();
+                self.sync = Default::default();
                 self.keyboard = Default::default();
             }
             _ => {}
@@ -290,15 +382,7 @@ impl vte::Perform for State {
                         g.set_scroll_region(p1(1) - 1, param(params, 1, rows) - 1);
                     }
                     'n' => match param(params, 0, 0) {
-                        6 => {
-                            let Pos { row, col } = g.pos;
-                            let mut reply = String::from("\x1b[");
-                            format::push_num(&mut reply, row.saturating_add(1));
-                            reply.push(';');
-                            format::push_num(&mut reply, col.saturating_add(1));
-                            reply.push('R');
-                            self.reply(reply.as_bytes());
-                        }
+                        6 => self.cursor_report(""),
                         // Status report: "terminal OK".
                         5 => self.reply(b"\x1b[0n"),
                         _ => {}
@@ -324,11 +408,34 @@ impl vte::Perform for State {
                 }
                 'h' => self.decset(params, true),
                 'l' => self.decset(params, false),
+                // DECXCPR: the cursor position, marked as the DEC form.
+                'n' if p1(0) == 6 => self.cursor_report("?"),
+                // DECRQM for a DEC private mode.
+                'p' if intermediates == b"?$" => {
+                    let mode = param(params, 0, 0);
+                    let state = match mode {
+                        2026 => ModeState::of(self.sync.on),
+                        1004 => ModeState::of(self.keyboard.focus_events()),
+                        _ => self.screen.dec_mode_state(mode),
+                    };
+                    self.mode_report("?", mode, state);
+                }
+                // Kitty keyboard flags (`CSI ? u`), XTQMODKEYS (`CSI ? 4 m`).
                 'u' | 'm' => self.keyboard_query(c, params),
                 _ => {}
             },
+            // DECRQM for an ANSI mode.
+            Some(b'$') if c == 'p' && intermediates.len() == 1 => {
+                let mode = param(params, 0, 0);
+                self.mode_report("", mode, ansi_mode_state(mode));
+            }
             // DA2: secondary device attributes.
             Some(b'>') if c == 'c' && param(params, 0, 0) == 0 => self.reply(b"\x1b[>1;10;0c"),
+            // XTVERSION: the terminal's name and version.
+            Some(b'>') if c == 'q' && intermediates.len() == 1 && param(params, 0, 0) == 0 => {
+                self.reply(XTVERSION.as_bytes())
+            }
+            // Kitty keyboard flags pushed, popped, set; modifyOtherKeys.
             Some(&m @ (b'>' | b'<' | b'=')) if matches!(c, 'u' | 'm' | 'n') => {
                 self.keyboard_request(m, c, params)
             }

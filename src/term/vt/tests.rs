@@ -2,7 +2,10 @@
 //! in random slices, must leave every cell, the cursor, the modes and the rows that
 //! scrolled off the same.
 
+mod clusters;
 mod limits;
+mod queries;
+mod sync;
 
 use std::num::NonZeroU16;
 
@@ -41,10 +44,27 @@ fn nz(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v).unwrap()
 }
 
+/// Whether a cell of ours holds more of a cluster than vt100's, which stopped taking
+/// characters with 4 bytes of room left.
+fn fuller_cells(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> bool {
+    let (a, b) = (ours.screen(), theirs.screen());
+    let (rows, cols) = a.size();
+    (0..rows).any(|row| {
+        (0..cols).any(|col| {
+            let (Some(x), Some(y)) = (a.cell(row, col), b.cell(row, col)) else {
+                return false;
+            };
+            let (x, y) = (x.contents(), y.contents());
+            x != y && x.starts_with(y) && y.len() >= 18
+        })
+    })
+}
+
 /// Every difference between the two screens, described.
 fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
     let (a, b) = (ours.screen(), theirs.screen());
     let mut out = Vec::new();
+    let mut any_wide_wrap = false;
     let (rows, cols) = a.size();
     if (rows, cols) != (b.size().0.get(), b.size().1.get()) {
         return vec![format!("size {:?} vs {:?}", a.size(), b.size())];
@@ -81,7 +101,16 @@ fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
                 ));
             }
         }
-        if a.row_wrapped(row) != b.row_wrapped(row) {
+        // herdr marks a row wrapped when a wide character that did not fit in its last
+        // column went on to the next row; vt100 does not. (What the last column shows
+        // by now cannot tell that case apart; a row ending in a wide character cannot be it.)
+        let wide_wrap = a.row_wrapped(row)
+            && !b.row_wrapped(row)
+            && !a
+                .cell(row, cols - 1)
+                .is_some_and(Cell::is_wide_continuation);
+        any_wide_wrap |= wide_wrap;
+        if a.row_wrapped(row) != b.row_wrapped(row) && !wide_wrap {
             out.push(format!("row {row} wrapped: {}", a.row_wrapped(row)));
         }
     }
@@ -136,7 +165,13 @@ fn differences(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> Vec<String> {
     if our_pen != their_pen {
         out.push(format!("pen {our_pen:?} vs {their_pen:?}"));
     }
-    if a.contents() != b.contents() {
+    // (Where herdr joined rows vt100 did not, the texts differ by those line ends.)
+    let same_text = if any_wide_wrap {
+        a.contents().replace('\n', "") == b.contents().replace('\n', "")
+    } else {
+        a.contents() == b.contents()
+    };
+    if !same_text {
         out.push(format!("contents {:?} vs {:?}", a.contents(), b.contents()));
     }
     if ours.title() != theirs.callbacks().title {
@@ -224,6 +259,10 @@ pub(crate) const PIECES: &[&[u8]] = &[
     b"\x1b[?1h\x1b=",
     b"\x1b[?1l\x1b>",
     b"\x1b[?2004h",
+    // Synchronized output: the live screen is unchanged by it (the renderer's tests
+    // draw the frame it shows meanwhile).
+    b"\x1b[?2026h",
+    b"\x1b[?2026l",
     b"\x1b[?1000h\x1b[?1006h",
     b"\x1b[?1002h",
     b"\x1b[?1000l\x1b[?1006l",
@@ -358,7 +397,16 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
         // and back, which only works between sequences).
         theirs.screen_mut().clear_scrollback();
         let alt = theirs.screen().alternate_screen();
-        if let Some((_, r, c)) = resize.filter(|r| r.0 == i && (!alt || tracker.grounded())) {
+        // (vt100 moves a cursor waiting to wrap into the last column on any resize; at the
+        // same width herdr keeps it waiting: the reflow tests check that.)
+        let (_, cols_now) = ours.screen().size();
+        let screen = ours.screen();
+        let waiting = [&screen.primary, &screen.alternate]
+            .iter()
+            .any(|g| g.pos.col >= cols_now);
+        if let Some((_, r, c)) = resize
+            .filter(|r| r.0 == i && (!alt || tracker.grounded()) && !(waiting && r.2 == cols_now))
+        {
             if alt {
                 theirs.process(b"\x1b[?47l");
                 theirs.screen_mut().clear_scrollback();
@@ -371,6 +419,12 @@ fn check(rows: u16, cols: u16, out: &[u8], cuts: &[usize], resize: Option<(usize
         dropped.extend(ours.dropped().iter().map(str::to_string));
         ours.dropped().clear();
         let shown = String::from_utf8_lossy(&out[..out.len() - rest.len()]).into_owned();
+        if fuller_cells(&ours, &theirs) {
+            // A cell holds a character and its marks up to its size exactly here; vt100
+            // stops 4 bytes short of its (equal) size: from there on it is no oracle.
+            ours.process(later, seq);
+            return;
+        }
         let diff = differences(&ours, &theirs);
         assert!(diff.is_empty(), "after {shown:?}:\n{}", diff.join("\n"));
         // Drawing trusts a row's used extent: past it, every cell is blank.
@@ -525,6 +579,15 @@ const GROUND: &[&[u8]] = &[
     b"\x08",
     b"]",
     b"P",
+    // Parts of grapheme clusters: emoji, joiners, flags, skin tones, selectors, jamo.
+    "\u{1f468}".as_bytes(),
+    "\u{200d}".as_bytes(),
+    "\u{1f1eb}".as_bytes(),
+    "\u{1f3fd}".as_bytes(),
+    "\u{fe0e}".as_bytes(),
+    "\u{fe0f}".as_bytes(),
+    "\u{231a}".as_bytes(),
+    "\u{1100}\u{1161}".as_bytes(),
 ];
 
 proptest::proptest! {

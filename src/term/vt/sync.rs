@@ -1,0 +1,105 @@
+//! Synchronized output (mode 2026): a program brackets a repaint with `CSI ? 2026 h` …
+//! `CSI ? 2026 l` so that nobody sees it half drawn.
+//!
+//! When the mode is turned on, the shown screen is copied as it is (the last state the
+//! program finished: it has not begun the new frame yet); while the mode is on, that copy
+//! is what is drawn. The copy is dropped when the mode ends (the finished frame is drawn
+//! then), on RIS, or once it is [`TIMEOUT`] old, so a program that never ends the mode
+//! cannot freeze its pane.
+//!
+//! Cost: one copy of the shown grid per `process` call at most (a second `h` in the same
+//! call keeps the copy taken at the first, an older finished state), so a flood of
+//! `h`/`l` pairs costs a copy per piece of output, never per pair; one copy per terminal.
+//!
+//! Change sequences: the copy is labelled with the sequence number of the call that took
+//! it, and what the live screens change after it in that call is stamped with the next
+//! number, so "the rows changed since N" holds for the copy and the live screen alike.
+
+use std::time::{Duration, Instant};
+
+use super::grid::Grid;
+use super::{Screen, State};
+
+/// How long a frame may take to finish before what is drawn so far is shown (terminals
+/// that implement the mode wait about as long).
+pub const TIMEOUT: Duration = Duration::from_millis(150);
+
+/// The screen drawn while synchronized output is on.
+#[derive(Debug, Clone)]
+pub struct Frozen {
+    pub screen: Screen,
+    /// The sequence number of the call that took the copy.
+    pub seq: u64,
+    /// When the mode was turned on (last).
+    pub since: Instant,
+}
+
+/// The mode and its copy.
+#[derive(Debug, Default)]
+pub(super) struct Sync {
+    pub on: bool,
+    pub frozen: Option<Box<Frozen>>,
+    /// A copy was taken during the call in progress.
+    pub taken: bool,
+}
+
+impl Sync {
+    /// At the start of each call: a copy kept from the last one after the mode ended goes.
+    pub fn begin_call(&mut self) {
+        self.taken = false;
+        if !self.on {
+            self.frozen = None;
+        }
+    }
+}
+
+impl State {
+    pub(super) fn set_sync(&mut self, on: bool) {
+        let sync = &mut self.sync;
+        if on == sync.on {
+            return;
+        }
+        sync.on = on;
+        if !on {
+            if !sync.taken {
+                sync.frozen = None;
+            }
+            return;
+        }
+        let now = Instant::now();
+        match &mut sync.frozen {
+            // Already copied in this call: that finished state stands.
+            Some(f) if sync.taken => f.since = now,
+            _ => {
+                let seq = self.screen.primary.seq;
+                sync.frozen = Some(Box::new(Frozen {
+                    screen: self.screen.shown_copy(),
+                    seq,
+                    since: now,
+                }));
+                sync.taken = true;
+                self.screen.stamp(seq.wrapping_add(1));
+            }
+        }
+    }
+}
+
+impl Screen {
+    /// The shown screen alone, as a screen of its own (drawn, not written to).
+    fn shown_copy(&self) -> Screen {
+        Screen {
+            primary: self.grid().clone(),
+            alternate: Grid::new(1, 1),
+            alt: false,
+            pen: self.pen,
+            ink: self.ink,
+            saved_pen: self.saved_pen,
+            modes: self.modes,
+            mouse_mode: self.mouse_mode,
+            mouse_encoding: self.mouse_encoding,
+            last_char: self.last_char,
+            spill: None,
+            switched: self.switched,
+        }
+    }
+}
