@@ -206,7 +206,19 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
         get("panes"),
         get("workspaces")
     );
-    crate::say!("clients:  {}", get("clients"));
+    let keys: Vec<String> = st
+        .get("client_keys")
+        .and_then(|k| k.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|k| k.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    match keys.is_empty() {
+        true => crate::say!("clients:  {}", get("clients")),
+        false => crate::say!("clients:  {} (keys: {})", get("clients"), keys.join(", ")),
+    }
     crate::say!("socket:   {}", get("socket"));
     Ok(0)
 }

@@ -4,6 +4,8 @@
 //! (restore the terminal, say why, exit non-zero), never a hang.
 
 pub mod connect;
+pub mod probe;
+pub mod terminal;
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -16,14 +18,9 @@ use anyhow::Context;
 
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg, ServerReader};
-use crate::protocol::{Hello, HelloReply, Role, FEATURE_TTY};
-use crate::sys::tty::{is_tty, RawModeGuard};
-
-/// Terminal modes the client turns on for the session: alternate screen, mouse reporting
-/// (button events + drags, SGR coordinates), bracketed paste.
-const ENTER: &[u8] = b"\x1b[?1049h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?2004h\x1b[H\x1b[2J";
-/// …and everything back off on the way out, including modes a pane may have mirrored.
-const LEAVE: &[u8] = b"\x1b[?2026l\x1b[0m\x1b[?1006l\x1b[?1002l\x1b[?1000l\x1b[?2004l\x1b[?1l\x1b>\x1b[?25h\x1b[?1049l";
+use crate::protocol::terminal::TerminalInfo;
+use crate::protocol::{Hello, HelloReply, Role, FEATURE_KEYS, FEATURE_TTY};
+use crate::sys::tty::is_tty;
 
 pub enum Outcome {
     /// The server ended the attachment on purpose (detach, stop, session end).
@@ -44,6 +41,9 @@ pub struct Link {
     pub watchdog: Option<Box<dyn Fn() + Send>>,
     /// The server takes the terminal: hand it over once the screen is set up.
     pub tty: Option<TtyHandover>,
+    /// The server reads extended key reports (kitty, modifyOtherKeys): they are turned
+    /// on in the terminal.
+    pub keys: bool,
 }
 
 impl Link {
@@ -53,12 +53,14 @@ impl Link {
             writer: Box::new(stream),
             watchdog: None,
             tty: None,
+            keys: false,
         })
     }
 
     /// A link to a server on this machine, which takes the terminal if it said so.
     fn local(stream: UnixStream, reply: &HelloReply, tty: Option<OwnedFd>) -> anyhow::Result<Link> {
         let mut link = Link::unix(stream.try_clone()?)?;
+        link.keys = reply.features.iter().any(|f| f == FEATURE_KEYS);
         if reply.features.iter().any(|f| f == FEATURE_TTY) {
             link.tty = tty.map(|fd| TtyHandover { stream, fd });
         }
@@ -149,26 +151,27 @@ pub trait Transport {
     fn describe(&self) -> String;
 }
 
-struct Local(SessionName);
+struct Local(SessionName, TerminalInfo);
 
 /// A client's hello, offering the terminal when stdin and stdout are one (the server then
 /// reads keys from it and draws on it directly: no hop through this process).
-fn local_hello(size: (u16, u16)) -> (Hello, Option<OwnedFd>) {
+fn local_hello(size: (u16, u16), terminal: &TerminalInfo) -> (Hello, Option<OwnedFd>) {
     let tty = crate::sys::tty::reopen_stdio_terminal();
     let mut hello = Hello::new(Role::Client, Some(size));
     hello.tty = tty.is_some();
+    hello.terminal = Some(terminal.clone());
     (hello, tty)
 }
 
 impl Transport for Local {
     fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
-        let (hello, tty) = local_hello(size);
+        let (hello, tty) = local_hello(size, &self.1);
         let (stream, reply, _started) = connect::connect_or_start_with(&self.0, &hello)?;
         Link::local(stream, &reply, tty)
     }
 
     fn reopen(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
-        let (hello, tty) = local_hello(size);
+        let (hello, tty) = local_hello(size, &self.1);
         match connect::connect_with(&self.0, &hello)? {
             Some((stream, reply)) => Link::local(stream, &reply, tty),
             None => anyhow::bail!("not listening yet"),
@@ -209,11 +212,17 @@ pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
              Use another session (--session NAME), or detach first"
         );
     }
-    let mut transport = Local(session.clone());
+    // What the terminal supports (asked in raw mode, which is left again at once), then
+    // connect before touching the terminal further, so errors print plainly.
+    let terminal = probe::probe();
+    let mut transport = Local(session.clone(), terminal.clone());
     crate::paths::repoint_agent_link(session);
-    // Connect before touching the terminal, so errors print plainly.
     let first = transport.open(terminal_size())?;
-    report(run(&mut transport, first)?, &transport.describe(), None)
+    report(
+        run(&mut transport, first, &terminal)?,
+        &transport.describe(),
+        None,
+    )
 }
 
 /// Prints how an attachment ended; the exit code.
@@ -258,13 +267,15 @@ enum Drop {
 /// Runs an attachment until it ends: raw mode and the alternate screen for its whole life,
 /// across reconnections when the transport allows them (the server sends a full frame on
 /// each attach, so the screen comes back as it is now).
-pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome> {
-    let stdin = std::io::stdin();
+pub fn run(
+    transport: &mut dyn Transport,
+    first: Link,
+    terminal: &TerminalInfo,
+) -> anyhow::Result<Outcome> {
     let mut stdout = std::io::stdout();
-    let guard =
-        RawModeGuard::enter(stdin.as_fd()).context("cannot put the terminal in raw mode")?;
-    stdout.write_all(ENTER)?;
-    stdout.flush()?;
+    let guard = terminal::Raw::enter().context("cannot put the terminal in raw mode")?;
+    let mut screen = terminal::Screen::enter(terminal)?;
+    screen.set_keys(first.keys);
 
     // The terminal goes first: nothing else may be sent on a link before it (the server
     // reads the descriptor's message right after its reply).
@@ -340,6 +351,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
                     breaker: link.watchdog,
                     heard: Some(std::time::Instant::now()),
                 };
+                screen.set_keys(link.keys);
                 keys.hand_over(link.tty);
                 *lock(&writer) = Some(link.writer);
                 reader = Some(link.reader);
@@ -360,8 +372,7 @@ pub fn run(transport: &mut dyn Transport, first: Link) -> anyhow::Result<Outcome
     };
     done.store(true, Ordering::Release);
     *lock(&writer) = None;
-    let _ = stdout.write_all(LEAVE);
-    let _ = stdout.flush();
+    screen.leave();
     drop(guard);
     Ok(outcome)
 }
@@ -497,6 +508,8 @@ fn spawn_input_thread(
             let stdin = std::io::stdin();
             let mut buf = [0u8; 16 * 1024];
             let mut after_prefix = false;
+            // (Keys may come as escape sequences: kitty keys, modifyOtherKeys.)
+            let mut parser = crate::input::InputParser::new();
             loop {
                 let mut fds = vec![wake.fd()];
                 if !server_reads.load(Ordering::Acquire) {
@@ -516,11 +529,17 @@ fn spawn_input_thread(
                     Ok(n) => {
                         if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
                             // Not connected: only ctrl-c, or the prefix then q, mean something.
-                            for &b in &buf[..n] {
-                                if b == 0x03 || (after_prefix && b == b'q') {
+                            for key in typed_keys(&mut parser, &buf[..n]) {
+                                if key == crate::input::Key::ctrl('c')
+                                    || (after_prefix
+                                        && key
+                                            == crate::input::Key::plain(
+                                                crate::input::KeyCode::Char('q'),
+                                            ))
+                                {
                                     quit.store(true, Ordering::Release);
                                 }
-                                after_prefix = b == 0x02;
+                                after_prefix = key == crate::input::Key::ctrl('b');
                             }
                         }
                     }
@@ -541,4 +560,21 @@ fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+/// The keys in what was typed (releases and the like left out).
+fn typed_keys(parser: &mut crate::input::InputParser, bytes: &[u8]) -> Vec<crate::input::Key> {
+    use crate::input::Token;
+    let mut keys = Vec::new();
+    for t in parser.feed(bytes) {
+        match t {
+            Token::Key { key, .. } => keys.push(key),
+            Token::Text(text) => keys.extend(
+                text.chars()
+                    .map(|c| crate::input::Key::plain(crate::input::KeyCode::Char(c))),
+            ),
+            _ => {}
+        }
+    }
+    keys
 }

@@ -8,6 +8,8 @@
 //!
 //! Invariant for the whole module: no input can make it panic or buffer without bound.
 
+pub mod encode;
+pub mod event;
 pub mod keys;
 pub mod mouse;
 pub mod parse;
@@ -60,7 +62,9 @@ mod tests {
         let mut out = Vec::new();
         for t in tokens {
             match t {
-                Token::Key { raw, .. } | Token::Unknown(raw) => out.extend_from_slice(raw),
+                Token::Key { raw, .. } | Token::Unknown(raw) | Token::Report(raw) => {
+                    out.extend_from_slice(raw)
+                }
                 Token::Text(text) => out.extend_from_slice(text.as_bytes()),
                 Token::Paste { text, start, end } => {
                     if *start {

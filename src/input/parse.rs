@@ -58,6 +58,10 @@ pub enum Token {
     },
     /// Focus in (`ESC [ I`, true) or out (`ESC [ O`, false).
     Focus(bool),
+    /// A kitty keyboard report that is no key press bindings could name: a release, a
+    /// key only that protocol has (modifier, media, lock keys), text with no key. Its
+    /// bytes, for the encoder to read again (`input::event::decode`).
+    Report(Vec<u8>),
     /// Any other complete sequence, or bytes that cannot be decoded, passed through raw.
     Unknown(Vec<u8>),
 }

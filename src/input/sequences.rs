@@ -78,6 +78,16 @@ fn csi_token(raw: &[u8], params: &[u8], fin: u8) -> Parsed {
         };
         return ev.map_or_else(|| unknown(raw), |ev| done(Token::Mouse(ev)));
     }
+    // The kitty keyboard protocol's reports (and fixterms' `CSI code ; mod u`).
+    if fin == b'u' || params.contains(&b':') {
+        return match super::event::decode(raw) {
+            Some(ev) => match ev.key() {
+                Some(key) => key_of(key, raw),
+                None => done(Token::Report(raw.to_vec())),
+            },
+            None => unknown(raw),
+        };
+    }
     let Some(p) = numbers(params) else {
         return unknown(raw);
     };
@@ -88,7 +98,6 @@ fn csi_token(raw: &[u8], params: &[u8], fin: u8) -> Parsed {
         b'~' if params == b"200" => return Parsed::Done(Item::PasteStart, raw.len()),
         // modifyOtherKeys (`CSI 27 ; mod ; code ~`) and kitty/fixterms (`CSI code ; mod u`).
         b'~' if arg(0) == 27 && p.len() == 3 => return codepoint_key(arg(2), mods, raw),
-        b'u' if (1..=2).contains(&p.len()) => return codepoint_key(arg(0), mods, raw),
         _ if p.len() > 2 => None,
         b'~' => tilde_key(arg(0)),
         // Letter finals only ever carry `1` as first parameter.

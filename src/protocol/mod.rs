@@ -9,6 +9,7 @@
 //! A peer of another protocol version gets one clear sentence, never a hang or garbage.
 
 pub mod frame;
+pub mod terminal;
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,9 @@ pub struct Hello {
     /// (see [`FEATURE_TTY`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tty: bool,
+    /// Interactive clients: the user's terminal (its key reporting and colours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<terminal::TerminalInfo>,
 }
 
 /// The server answers pings ([`ClientMsg::Ping`](frame::ClientMsg)).
@@ -80,6 +84,11 @@ pub const FEATURE_PING: &str = "ping";
 /// it and frames written to it by the server, and the connection carries only the rest
 /// (sizes, detach, pings, the exit).
 pub const FEATURE_TTY: &str = "tty";
+
+/// The server reads extended key reports (kitty keyboard protocol, modifyOtherKeys) from
+/// the client's terminal and encodes keys for each pane as it asked: the client may turn
+/// them on. (An older server would pass them to panes as they came.)
+pub const FEATURE_KEYS: &str = "keys";
 
 /// The environment that belongs to where a client attaches from, and goes stale when the
 /// next one attaches from elsewhere: the X and Wayland displays. (SSH_AUTH_SOCK is kept
@@ -115,6 +124,7 @@ impl Hello {
             keys: None,
             env: (role == Role::Client).then(attach_env),
             tty: false,
+            terminal: None,
         }
     }
 }
@@ -138,7 +148,7 @@ impl HelloReply {
             protocol: PROTOCOL_VERSION,
             version: version().into(),
             error: None,
-            features: vec![FEATURE_PING.into()],
+            features: vec![FEATURE_PING.into(), FEATURE_KEYS.into()],
         }
     }
 

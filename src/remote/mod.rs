@@ -355,6 +355,8 @@ struct Bridge {
     log: PathBuf,
     /// Set when the user gives up: a hello that does not come is no longer waited for.
     cancel: Arc<AtomicBool>,
+    /// The user's terminal, told in each hello.
+    terminal: crate::protocol::terminal::TerminalInfo,
 }
 
 impl Transport for Bridge {
@@ -370,6 +372,7 @@ impl Transport for Bridge {
         )?;
         let mut hello = Hello::new(Role::Client, Some(size));
         hello.keys = self.keys.clone();
+        hello.terminal = Some(self.terminal.clone());
         let mut line = serde_json::to_string(&hello)?;
         line.push('\n');
         writer
@@ -427,6 +430,10 @@ impl Transport for Bridge {
             None
         };
         crate::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&writer))?;
+        let keys = reply
+            .features
+            .iter()
+            .any(|f| f == crate::protocol::FEATURE_KEYS);
         Ok(Link {
             reader: Box::new(WatchedReader {
                 inner: reader,
@@ -438,6 +445,7 @@ impl Transport for Bridge {
             }),
             watchdog,
             tty: None,
+            keys,
         })
     }
 
@@ -584,6 +592,8 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
         anyhow::bail!("{:?} is not a host name (a host may not start with '-'); usage: herdr --remote HOST [-- SSH ARGS]", args.host);
     }
     client::check_terminal()?;
+    // Asked before ssh may ask for a password: the terminal's answers must not be typed.
+    let terminal = client::probe::probe();
     let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
     let binary = install::ensure_installed(&ssh, &args)?;
     server::ensure_server(&ssh, &binary, &args)?;
@@ -597,9 +607,10 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
         keys,
         log,
         cancel: Arc::new(AtomicBool::new(false)),
+        terminal: terminal.clone(),
     };
     let first = bridge.open(client::terminal_size())?;
-    let outcome = client::run(&mut bridge, first)?;
+    let outcome = client::run(&mut bridge, first, &terminal)?;
     client::report(outcome, &bridge.describe(), Some(&reattach_command(&args)))
 }
 

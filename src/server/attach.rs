@@ -24,7 +24,9 @@ impl Server {
             reader,
             pending,
             tty,
+            terminal,
         } = a;
+        self.use_colors(terminal.colors.clone());
         let bindings = keys.map(|k| self.client_bindings(id, k));
         if let Some(mut env) = env {
             // Only what belongs to where the client is; never HERDR_* and the like.
@@ -57,6 +59,9 @@ impl Server {
                 backlog: super::input::Backlog::default(),
                 paste: None,
                 bindings,
+                keys: terminal.keys,
+                focused: true,
+                consumed: Vec::new(),
                 cache: ui::ComposeCache::default(),
                 spare: None,
                 spare_stale: Vec::new(),

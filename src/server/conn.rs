@@ -440,6 +440,7 @@ fn client_loop(
         size,
         keys: hello.keys,
         env: hello.env,
+        terminal: hello.terminal.unwrap_or_default(),
         reader: reader.into_inner(),
         pending,
         tty,

@@ -228,13 +228,16 @@ impl Server {
             return;
         }
         let mut budget = INPUT_PER_TURN;
-        let prefix = self
-            .bindings_of(id)
-            .prefix
-            .to_bytes()
-            .first()
-            .copied()
-            .unwrap_or(crate::input::parse::ESC_BYTE);
+        // A terminal with extended key reporting sends the prefix as an escape sequence.
+        let extended = self
+            .clients
+            .get(&id)
+            .is_some_and(|c| c.keys != crate::protocol::terminal::KeyProtocol::Legacy);
+        let prefix = match extended {
+            true => None,
+            false => self.bindings_of(id).prefix.to_bytes().first().copied(),
+        }
+        .unwrap_or(crate::input::parse::ESC_BYTE);
         while budget > 0 {
             let Some((item, cost)) = self
                 .clients

@@ -93,12 +93,15 @@ impl Server {
             (Mode::Normal, Token::Key { key, raw })
                 if key != self.bindings_of(id).prefix && self.scrolling_focused().is_none() =>
             {
-                out.extend_from_slice(&raw)
+                self.key_for_pane(key, &raw, out)
             }
             (Mode::Normal, Token::Unknown(raw)) => out.extend_from_slice(&raw),
-            (Mode::Prefix, Token::Key { key, .. }) if key == self.bindings_of(id).prefix => {
+            (Mode::Normal, Token::Report(raw)) if self.scrolling_focused().is_none() => {
+                self.report_for_pane(id, &raw, out)
+            }
+            (Mode::Prefix, Token::Key { key, raw }) if key == self.bindings_of(id).prefix => {
                 self.set_mode(id, Mode::Normal);
-                out.extend(key.to_bytes());
+                self.key_for_pane(key, &raw, out);
             }
             (_, token) => {
                 self.forward(out);
@@ -123,7 +126,7 @@ impl Server {
                     _ => None,
                 };
                 let (run, tail) = rest.split_at(cut.unwrap_or(rest.len()));
-                out.extend_from_slice(run.as_bytes());
+                self.text_for_pane(run, out);
                 rest = tail;
             }
             let Some((key, raw)) = crate::input::parse::text_keys(rest).next() else {
@@ -145,8 +148,12 @@ impl Server {
                 self.set_mode(id, Mode::Normal);
                 self.mouse(id, ev);
             }
-            (Mode::Help, Token::Key { .. }) => self.set_mode(id, Mode::Normal),
-            (Mode::Prefix, Token::Key { key, .. }) => {
+            (Mode::Help, Token::Key { raw, .. }) => {
+                self.consume(id, &raw);
+                self.set_mode(id, Mode::Normal);
+            }
+            (Mode::Prefix, Token::Key { key, raw }) => {
+                self.consume(id, &raw);
                 self.set_mode(id, Mode::Normal);
                 if let Some(action) = self.bindings_of(id).lookup(&key) {
                     self.action(id, action);
@@ -154,19 +161,27 @@ impl Server {
             }
             (Mode::Normal, Token::Key { key, raw }) => {
                 if key == self.bindings_of(id).prefix {
+                    self.consume(id, &raw);
                     self.set_mode(id, Mode::Prefix);
                 } else if let Some(tid) = self.scrolling_focused() {
+                    self.consume(id, &raw);
                     self.scroll_key(tid, key);
                 } else {
-                    self.write_focused(raw);
+                    let mut bytes = Vec::new();
+                    self.key_for_pane(key, &raw, &mut bytes);
+                    self.write_focused(bytes);
                 }
             }
+            (_, Token::Focus(focused)) => self.client_focus(id, focused),
+            // Outside normal mode a report is herdr's: a modifier pressed after the
+            // prefix, the release of what it took.
+            (_, Token::Report(raw)) => self.report_taken(id, &raw),
             (_, Token::Paste { text, start, end }) => {
                 self.set_mode(id, Mode::Normal);
                 self.paste(id, text, start, end);
             }
             (Mode::Normal, Token::Unknown(raw)) => self.write_focused(raw),
-            (_, Token::Unknown(_)) | (_, Token::Focus(_)) | (_, Token::Text(_)) => {}
+            (_, Token::Unknown(_)) | (_, Token::Text(_)) => {}
         }
     }
 

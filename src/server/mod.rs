@@ -14,6 +14,7 @@ mod conn;
 pub(crate) mod fault;
 pub mod handoff;
 mod input;
+mod keyboard;
 mod keys;
 mod lend;
 mod output;
@@ -110,6 +111,8 @@ pub struct Attaching {
     pub pending: Vec<u8>,
     /// The client's terminal, when it handed it over: keys are read from it here.
     pub tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// What the user's terminal reports keys with, and its colours.
+    pub terminal: crate::protocol::terminal::TerminalInfo,
 }
 
 /// Per-client input mode (the prefix is per client, like tmux).
@@ -149,6 +152,13 @@ pub(crate) struct Client {
     paste: Option<keys::Paste>,
     /// Its own key bindings (`--remote-keybindings local`); `None` uses the server's.
     bindings: Option<Bindings>,
+    /// How its terminal reports keys.
+    keys: crate::protocol::terminal::KeyProtocol,
+    /// Its terminal's window has the focus (as its focus reports last said).
+    focused: bool,
+    /// Keys whose press herdr took (the prefix, a binding): their releases are not the
+    /// pane's either. At most `keyboard::CONSUMED_MAX`.
+    consumed: Vec<crate::input::event::KeyId>,
 }
 
 /// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).
@@ -226,6 +236,11 @@ pub struct Server {
     /// that input is in the panes (the new server could not take it over), or at the
     /// deadline.
     handoff_after_input: Option<handoff::Deferred>,
+    /// The colours programs' colour queries are answered with: the last attached
+    /// client's terminal's, given to every emulator.
+    pub(crate) colors: std::sync::Arc<crate::term::vt::Colors>,
+    /// The terminal last told it has the focus (mode 1004), if any.
+    pub(crate) focus_told: Option<TerminalId>,
 }
 
 impl Server {
@@ -279,6 +294,8 @@ impl Server {
             lock: None,
             handed_off: false,
             handoff_after_input: None,
+            colors: Default::default(),
+            focus_told: None,
         }
     }
 
@@ -377,6 +394,7 @@ impl Server {
             self.handle(ev);
             if structural {
                 self.note_seen();
+                self.tell_focus();
                 self.update_lending();
                 self.update_background();
                 self.publish_structure();

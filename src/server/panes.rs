@@ -111,6 +111,7 @@ impl Server {
         let spawned = spawn(&spec)?;
         let pid = spawned.child.process_id();
         let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
+        emu.set_colors(self.colors.clone());
         if let Some(bytes) = preface {
             // Presentation only: fed to the emulator, never to the program.
             let _ = emu.process(&bytes);

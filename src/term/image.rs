@@ -1,7 +1,8 @@
 //! An emulator's whole state as bytes, to rebuild it in another process (live handoff):
 //! the history lines as they are kept (no formatting or parsing on either side), and a
 //! byte stream that, fed to a fresh emulator of the same size, reproduces the primary and
-//! alternate screens, cursor, pen and input modes; the title; and the tail of an escape
+//! alternate screens, cursor, pen and input modes (the keyboard's too: kitty flags of
+//! each screen, modifyOtherKeys, focus reports); the title; and the tail of an escape
 //! sequence the program had only half written, which the new emulator takes in before
 //! the rest arrives.
 //!
@@ -376,6 +377,8 @@ impl Emulator {
         let alt = self.screen().alternate_screen();
         let mut out = String::new();
         self.drain();
+        let keyboard = self.term.keyboard();
+        let (primary_keys, alternate_keys) = (keyboard.formatted(false), keyboard.formatted(true));
         if let Some(frozen) = self.term.frozen() {
             // The frame shown during synchronized output: drawn first, kept by turning
             // the mode on (the new emulator copies it then), then cleared for the rest.
@@ -388,9 +391,11 @@ impl Emulator {
             out.push_str("\x1b[0m");
             out.push_str(&primary.cursor_state_formatted());
         });
+        out.push_str(&primary_keys);
         let screen = self.term.screen();
         if alt {
             out.push_str("\x1b[0m\x1b[?1049h");
+            out.push_str(&alternate_keys);
             out.push_str(&screen.contents_formatted());
         } else {
             out.push_str(&screen.attributes_formatted());

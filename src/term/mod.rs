@@ -121,6 +121,7 @@ impl Emulator {
         fresh.written = self.written;
         fresh.everything = self.seq;
         fresh.term.restore_effects(effects);
+        fresh.term.set_colors(self.term.colors());
         *self = fresh;
         false
     }
@@ -296,6 +297,22 @@ impl Emulator {
 
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// How keys are to be encoded for the program (kitty flags, modifyOtherKeys, cursor
+    /// key mode of the screen shown).
+    pub fn key_mode(&self) -> vt::KeyMode {
+        self.term.key_mode()
+    }
+
+    /// The program asked to be told when its pane gains or loses focus (mode 1004).
+    pub fn focus_events(&self) -> bool {
+        self.term.keyboard().focus_events()
+    }
+
+    /// The colours colour queries are answered with.
+    pub fn set_colors(&mut self, colors: std::sync::Arc<vt::Colors>) {
+        self.term.set_colors(colors);
     }
 
     pub fn title(&self) -> &str {

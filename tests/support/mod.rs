@@ -127,6 +127,11 @@ impl Env {
     }
 
     pub fn client_with_args(&self, cols: u16, rows: u16, extra: &[&str]) -> Term {
+        self.client_in(Outer::legacy(), cols, rows, extra)
+    }
+
+    /// A client in a terminal that answers its queries the way `outer` does.
+    pub fn client_in(&self, outer: Outer, cols: u16, rows: u16, extra: &[&str]) -> Term {
         let mut cmd = CommandBuilder::new(BIN);
         cmd.env_clear();
         for (k, v) in self.vars() {
@@ -138,7 +143,7 @@ impl Env {
             cmd.arg(a);
         }
         cmd.cwd(self.home());
-        Term::spawn(cmd, cols, rows)
+        Term::spawn_in(outer, cmd, cols, rows)
     }
 
     pub fn server_pid(&self) -> Option<i32> {
@@ -180,10 +185,82 @@ impl Drop for Env {
     }
 }
 
+/// The user's terminal as the harness plays it: the queries it answers (a query's bytes
+/// in the output, the answer typed back), in the order they come.
+#[derive(Clone, Debug)]
+pub struct Outer {
+    pub answers: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Outer {
+    /// A terminal that knows no extended keys: it answers DA1 only.
+    pub fn legacy() -> Outer {
+        Outer {
+            answers: vec![(b"\x1b[c".to_vec(), b"\x1b[?62;22c".to_vec())],
+        }
+    }
+
+    /// A terminal that speaks the kitty keyboard protocol (its flags are 0 until pushed).
+    pub fn kitty() -> Outer {
+        Outer::legacy().answer(b"\x1b[?u", b"\x1b[?0u")
+    }
+
+    /// xterm: modifyOtherKeys, told by XTQMODKEYS.
+    pub fn xterm() -> Outer {
+        Outer::legacy().answer(b"\x1b[?4m", b"\x1b[>4;0m")
+    }
+
+    /// Also answers `query` with `reply`.
+    pub fn answer(mut self, query: &[u8], reply: &[u8]) -> Outer {
+        self.answers.push((query.to_vec(), reply.to_vec()));
+        self
+    }
+
+    /// Also reports these colours (OSC 10 and 11 queries).
+    pub fn colors(self, fg: &str, bg: &str) -> Outer {
+        self.answer(b"\x1b]10;?\x1b\\", format!("\x1b]10;{fg}\x1b\\").as_bytes())
+            .answer(b"\x1b]11;?\x1b\\", format!("\x1b]11;{bg}\x07").as_bytes())
+    }
+
+    /// The answers owed for `out` (what the program wrote), in order; `carry` keeps the
+    /// end of the last output, where a query may have been cut.
+    fn replies(&self, carry: &mut Vec<u8>, out: &[u8]) -> Vec<u8> {
+        let longest = self.answers.iter().map(|(q, _)| q.len()).max().unwrap_or(1);
+        let mut hay = std::mem::take(carry);
+        let old = hay.len();
+        hay.extend_from_slice(out);
+        let mut found: Vec<(usize, &[u8])> = Vec::new();
+        for (q, a) in &self.answers {
+            let mut from = 0;
+            while let Some(i) = find(&hay[from..], q) {
+                let at = from + i;
+                // Only queries that end in the new output (the rest were answered).
+                if at + q.len() > old {
+                    found.push((at, a));
+                }
+                from = at + 1;
+            }
+        }
+        found.sort_by_key(|(at, _)| *at);
+        let keep = hay.len().saturating_sub(longest - 1);
+        *carry = hay[keep..].to_vec();
+        found.into_iter().flat_map(|(_, a)| a.to_vec()).collect()
+    }
+}
+
+/// Where `needle` first is in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    find(hay, needle).is_some()
+}
+
 /// A program (usually a herdr client) running in a PTY we own, its output parsed live.
 pub struct Term {
     master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
     child: Box<dyn Child + Send + Sync>,
     parser: Arc<Mutex<vt100::Parser>>,
     raw: Arc<Mutex<Vec<u8>>>,
@@ -192,6 +269,11 @@ pub struct Term {
 
 impl Term {
     pub fn spawn(cmd: CommandBuilder, cols: u16, rows: u16) -> Term {
+        Term::spawn_in(Outer::legacy(), cmd, cols, rows)
+    }
+
+    /// [`Term::spawn`] in a terminal that answers as `outer` does.
+    pub fn spawn_in(outer: Outer, cmd: CommandBuilder, cols: u16, rows: u16) -> Term {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -203,20 +285,28 @@ impl Term {
         let child = pair.slave.spawn_command(cmd).expect("spawn client");
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("reader");
-        let writer = pair.master.take_writer().expect("writer");
+        let writer: Arc<Mutex<Box<dyn Write + Send>>> =
+            Arc::new(Mutex::new(pair.master.take_writer().expect("writer")));
         let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let eof = Arc::new(Mutex::new(false));
         {
             let (parser, raw, eof) = (parser.clone(), raw.clone(), eof.clone());
+            let answer = writer.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 65536];
+                let mut carry = Vec::new();
                 loop {
                     match reader.read(&mut buf) {
                         Ok(0) | Err(_) => break,
                         Ok(n) => {
                             parser.lock().unwrap().process(&buf[..n]);
                             raw.lock().unwrap().extend_from_slice(&buf[..n]);
+                            let replies = outer.replies(&mut carry, &buf[..n]);
+                            if !replies.is_empty() {
+                                let mut w = answer.lock().unwrap();
+                                let _ = w.write_all(&replies).and_then(|_| w.flush());
+                            }
                         }
                     }
                 }
@@ -239,8 +329,9 @@ impl Term {
     }
 
     pub fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).expect("write to client");
-        self.writer.flush().expect("flush");
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(bytes).expect("write to client");
+        w.flush().expect("flush");
     }
 
     /// Types text followed by Enter.
@@ -290,6 +381,19 @@ impl Term {
 
     pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
         f(self.parser.lock().unwrap().screen())
+    }
+
+    /// Whether the terminal is in cooked mode (it echoes what is typed), as a program
+    /// leaves it when it is done with raw mode.
+    pub fn echoes(&self) -> bool {
+        use nix::sys::termios::{tcgetattr, LocalFlags};
+        let Some(fd) = self.master.as_raw_fd() else {
+            return false;
+        };
+        // The master's descriptor, borrowed while `self` holds it open.
+        #[allow(unsafe_code)]
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        tcgetattr(fd).is_ok_and(|t| t.local_flags.contains(LocalFlags::ECHO))
     }
 
     pub fn raw_output(&self) -> Vec<u8> {

@@ -52,14 +52,19 @@ impl Server {
         let names = opt_str_list(p, "keys")?.ok_or_else(|| {
             ApiError::params("missing \"keys\" (a list like [\"C-c\", \"Up\", \"Enter\"])")
         })?;
-        let app_cursor = self
+        // Encoded as the pane asked (kitty keys, modifyOtherKeys, cursor key mode).
+        let mode = self
             .runtimes
             .get(tid)
-            .is_some_and(|rt| lock(&rt.emulator).screen().application_cursor());
+            .map(|rt| lock(&rt.emulator).key_mode())
+            .unwrap_or_default();
         let mut bytes = Vec::new();
         for name in &names {
             let key = Key::parse(name).map_err(|e| ApiError::params(e.to_string()))?;
-            bytes.extend(key_bytes(&key, app_cursor));
+            bytes.extend(crate::input::encode::encode(
+                &crate::input::event::KeyEvent::from_key(key),
+                mode,
+            ));
         }
         self.send_bytes(tid, bytes)?;
         now(json!({ "sent": names.len() }))
@@ -116,18 +121,4 @@ impl Server {
             "cursor": { "row": crow, "col": ccol },
         }))
     }
-}
-
-/// The bytes of a named key, honouring the pane's cursor-key mode (vim and less switch
-/// arrows to their application form).
-fn key_bytes(key: &Key, app_cursor: bool) -> Vec<u8> {
-    let bytes = key.to_bytes();
-    if app_cursor
-        && bytes.len() == 3
-        && bytes.starts_with(b"\x1b[")
-        && matches!(bytes[2], b'A'..=b'D' | b'H' | b'F')
-    {
-        return vec![0x1b, b'O', bytes[2]];
-    }
-    bytes
 }

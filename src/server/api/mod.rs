@@ -463,6 +463,8 @@ impl Server {
             "workspaces": self.state.workspaces.len(),
             "panes": self.state.pane_count(),
             "clients": self.clients.len(),
+            // How each attached client's terminal reports keys (docs/terminal.md).
+            "client_keys": self.clients.values().map(|c| c.keys).collect::<Vec<_>>(),
             "api_clients": self.api.conns.len(),
             "size": { "cols": self.size.0, "rows": self.size.1 },
             "live_handoff": true,

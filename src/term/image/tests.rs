@@ -328,3 +328,18 @@ fn a_string_longer_than_the_tail_goes_on_as_a_string_after_a_move() {
         assert_eq!(copy.title(), "", "{start:?}: an OSC that long is dropped");
     }
 }
+
+#[test]
+fn the_keyboard_modes_of_both_screens_survive() {
+    // An agent on the main screen asked for kitty keys, modifyOtherKeys and focus
+    // reports; an editor over it pushed flags of its own on the alternate screen.
+    let mut e = Emulator::new(6, 20, 100);
+    e.process(b"\x1b[>1u\x1b[>4;2m\x1b[?1004h\x1b[?1049h\x1b[>1u\x1b[>31u");
+    let mut copy = round_trip(&mut e);
+    assert_eq!(copy.key_mode(), e.key_mode());
+    assert_eq!(copy.key_mode().kitty, 31);
+    assert!(copy.focus_events());
+    assert_eq!(copy.process(b"\x1b[<u\x1b[?u").responses, b"\x1b[?1u");
+    assert_eq!(copy.process(b"\x1b[?1049l\x1b[?u").responses, b"\x1b[?1u");
+    assert_eq!(copy.key_mode().modify_other_keys, 2);
+}

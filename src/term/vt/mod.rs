@@ -7,9 +7,11 @@
 
 mod cell;
 mod cluster;
+mod colors;
 mod feed;
 mod format;
 mod grid;
+mod keyboard;
 mod perform;
 mod reflow;
 mod strings;
@@ -22,10 +24,13 @@ use unicode_width::UnicodeWidthChar as _;
 pub use cell::{Cell, Color, Ink, Pen};
 pub use grid::Row;
 use grid::{Grid, Pos};
+pub use keyboard::{KeyMode, Keyboard, KITTY_ALL};
 pub use reflow::CARRY_MAX;
 use strings::Str;
 pub use strings::OSC_MAX;
 pub use sync::{Frozen, TIMEOUT as SYNC_TIMEOUT};
+
+pub use crate::protocol::terminal::Colors;
 
 use super::history::Lines;
 use super::Effects;
@@ -339,6 +344,10 @@ struct State {
     scratch: Vec<u8>,
     title: String,
     effects: Effects,
+    /// Kitty keyboard flags, modifyOtherKeys, focus reports.
+    keyboard: Keyboard,
+    /// The colours answered to OSC 10/11/12/4 queries.
+    colors: std::sync::Arc<Colors>,
     /// Set when the parser ends a control or escape sequence, which leaves it in the
     /// ground state; and, if `await_char`, when it completes the character it held.
     stop: bool,
@@ -365,6 +374,8 @@ impl Terminal {
                 scratch: Vec::new(),
                 title: String::new(),
                 effects: Effects::default(),
+                keyboard: Keyboard::default(),
+                colors: Default::default(),
                 stop: false,
                 await_char: false,
                 sync: sync::Sync::default(),
@@ -473,6 +484,30 @@ impl Terminal {
     /// Effects taken before they could be returned, given back to be returned later.
     pub fn restore_effects(&mut self, effects: Effects) {
         self.state.effects = effects;
+    }
+
+    /// What the program asked of the keyboard.
+    pub fn keyboard(&self) -> &Keyboard {
+        &self.state.keyboard
+    }
+
+    /// How keys are to be encoded for the program, on the screen shown now.
+    pub fn key_mode(&self) -> KeyMode {
+        let screen = &self.state.screen;
+        KeyMode {
+            kitty: self.state.keyboard.kitty(screen.alt),
+            modify_other_keys: self.state.keyboard.modify_other_keys(),
+            app_cursor: screen.application_cursor(),
+        }
+    }
+
+    pub fn colors(&self) -> std::sync::Arc<Colors> {
+        self.state.colors.clone()
+    }
+
+    /// The colours colour queries are answered with (the user's terminal's, when known).
+    pub fn set_colors(&mut self, colors: std::sync::Arc<Colors>) {
+        self.state.colors = colors;
     }
 
     /// Looks at the primary screen, also while the alternate one is shown.

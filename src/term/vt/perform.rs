@@ -86,7 +86,10 @@ impl State {
                 [6] => s.grid_mut().set_origin_mode(on),
                 [9] => mouse(s, Mouse::Press, on),
                 [25] => s.set_mode(HIDE_CURSOR, !on),
-                [47] if on => s.enter_alternate(),
+                [47] if on => {
+                    self.keyboard.enter_alternate(s.alt);
+                    s.enter_alternate();
+                }
                 [47] => s.exit_alternate(),
                 [1000] => mouse(s, Mouse::PressRelease, on),
                 [1002] => mouse(s, Mouse::ButtonMotion, on),
@@ -94,6 +97,7 @@ impl State {
                 [1005] => encoding(s, Enc::Utf8, on),
                 [1006] => encoding(s, Enc::Sgr, on),
                 [1049] if on => {
+                    self.keyboard.enter_alternate(s.alt);
                     s.save_cursor();
                     s.alternate.clear();
                     s.enter_alternate();
@@ -102,6 +106,7 @@ impl State {
                     s.exit_alternate();
                     s.restore_cursor();
                 }
+                [1004] => self.keyboard.set_focus_events(on),
                 [2004] => s.set_mode(BRACKETED_PASTE, on),
                 _ => {}
             }
@@ -307,6 +312,7 @@ impl vte::Perform for State {
             b'c' => {
                 s.reset();
                 self.sync = Default::default();
+                self.keyboard = Default::default();
             }
             _ => {}
         }
@@ -409,10 +415,13 @@ impl vte::Perform for State {
                     let mode = param(params, 0, 0);
                     let state = match mode {
                         2026 => ModeState::of(self.sync.on),
+                        1004 => ModeState::of(self.keyboard.focus_events()),
                         _ => self.screen.dec_mode_state(mode),
                     };
                     self.mode_report("?", mode, state);
                 }
+                // Kitty keyboard flags (`CSI ? u`), XTQMODKEYS (`CSI ? 4 m`).
+                'u' | 'm' => self.keyboard_query(c, params),
                 _ => {}
             },
             // DECRQM for an ANSI mode.
@@ -425,6 +434,10 @@ impl vte::Perform for State {
             // XTVERSION: the terminal's name and version.
             Some(b'>') if c == 'q' && intermediates.len() == 1 && param(params, 0, 0) == 0 => {
                 self.reply(XTVERSION.as_bytes())
+            }
+            // Kitty keyboard flags pushed, popped, set; modifyOtherKeys.
+            Some(&m @ (b'>' | b'<' | b'=')) if matches!(c, 'u' | 'm' | 'n') => {
+                self.keyboard_request(m, c, params)
             }
             _ => {}
         }
@@ -455,9 +468,9 @@ impl vte::Perform for State {
                 self.effects.clipboard.push(seq);
             }
             // Colour queries (vim and agents ask for the background to pick a theme):
-            // answered with the defaults we draw with.
-            [b"10", b"?"] => self.reply(b"\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\"),
-            [b"11", b"?"] => self.reply(b"\x1b]11;rgb:0000/0000/0000\x1b\\"),
+            // answered with the user's terminal's colours, or the defaults we draw with.
+            [which @ (b"10" | b"11" | b"12"), b"?"] => self.color_query(which, bell_terminated),
+            [b"4", rest @ ..] => self.palette_query(rest, bell_terminated),
             _ => {}
         }
     }
