@@ -9,10 +9,10 @@
 
 use std::collections::HashMap;
 
-use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
+use super::diff::{Extra, Frame};
 use crate::model::ids::TerminalId;
 use crate::pty::{lock, SharedEmulator};
 use crate::server::Scroll;
@@ -52,9 +52,9 @@ pub fn vt_color(c: crate::term::vt::Color) -> Color {
 }
 
 /// Draws the pane's screen into `rect`; rows whose formatted text matches the cache are
-/// left as they are in `buf`.
+/// left as they are in `frame`.
 pub fn draw_pane(
-    buf: &mut Buffer,
+    frame: &mut Frame,
     rect: Rect,
     tid: TerminalId,
     emu: &SharedEmulator,
@@ -88,7 +88,7 @@ pub fn draw_pane(
     let full = !unchanged && changed.is_none();
     if let Some(rows) = changed {
         for row in rows {
-            draw_row(buf, rect, screen, row);
+            draw_row(frame, rect, screen, row);
             // Its formatted text is not known now: a later full look compares afresh.
             let slot = &mut cached[usize::from(row)];
             slot.clear();
@@ -105,14 +105,14 @@ pub fn draw_pane(
         if *slot == text {
             continue;
         }
-        draw_row(buf, rect, screen, row);
+        draw_row(frame, rect, screen, row);
         *slot = text;
         if let Some(d) = dirty.get_mut(usize::from(rect.y + row)) {
             *d = true;
         }
     }
     if let Some(st) = scroll {
-        draw_scroll_marks(buf, rect, st, offset, history);
+        draw_scroll_marks(frame, rect, st, offset, history);
     }
     let visible = !hidden && offset == 0 && crow < rect.height && ccol < rect.width;
     PaneCursor {
@@ -125,14 +125,20 @@ pub fn draw_pane(
 /// Copies one emulator row into the frame, writing only the frame cells that differ
 /// (most of a changed row usually does not): the row's text up to its used extent, then
 /// blanks.
-fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
+fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
     let y = rect.y + row;
-    let area = buf.area;
+    let area = frame.buffer.area;
     if y < area.y || y >= area.bottom() || rect.x < area.x || rect.right() > area.right() {
         return;
     }
-    let start = buf.index_of(rect.x, y);
-    let out = &mut buf.content[start..start + usize::from(rect.width)];
+    let start = frame.buffer.index_of(rect.x, y);
+    let span = start..start + usize::from(rect.width);
+    let (Some(out), Some(extras)) = (
+        frame.buffer.content.get_mut(span.clone()),
+        frame.extras.get_mut(span),
+    ) else {
+        return;
+    };
     // Past its used extent a row is blank. An emulator narrower than the pane for a
     // moment (a resize in flight) leaves the rest blank too, rather than stale.
     let cells = screen
@@ -142,12 +148,14 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
     while col < out.len() {
         let Some(cell) = cells.get(col) else {
             out[col..].iter_mut().for_each(blank);
+            extras[col..].iter_mut().for_each(plain);
             return;
         };
         let wide = cell.is_wide();
         if wide && col + 1 >= out.len() {
             // A wide char that does not fit: show a blank, as terminals do.
             blank(&mut out[col]);
+            plain(&mut extras[col]);
             return;
         }
         let c = &mut out[col];
@@ -165,7 +173,11 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
             (pen.dim(), Modifier::DIM),
             (pen.italic(), Modifier::ITALIC),
             (pen.underline(), Modifier::UNDERLINED),
+            (pen.blink(), Modifier::SLOW_BLINK),
+            (pen.rapid_blink(), Modifier::RAPID_BLINK),
             (pen.inverse(), Modifier::REVERSED),
+            (pen.hidden(), Modifier::HIDDEN),
+            (pen.strikethrough(), Modifier::CROSSED_OUT),
         ] {
             if on {
                 m |= flag;
@@ -174,12 +186,47 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
         c.fg = vt_color(pen.fg);
         c.bg = vt_color(pen.bg);
         c.modifier = m;
+        set_extra(&mut extras[col], &pen, screen.link(pen.link));
         if wide {
             blank(&mut out[col + 1]);
+            plain(&mut extras[col + 1]);
             col += 2;
         } else {
             col += 1;
         }
+    }
+}
+
+/// Gives a frame cell the extras of `pen` (its link resolved), unless it has them.
+fn set_extra(
+    e: &mut Extra,
+    pen: &crate::term::vt::Pen,
+    link: Option<&std::sync::Arc<crate::term::vt::Link>>,
+) {
+    let underline = pen.underline_style();
+    let underline_color = vt_color(pen.ul);
+    let same_link = match (&e.link, link) {
+        (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    if e.underline != underline
+        || e.underline_color != underline_color
+        || e.overline != pen.overline()
+        || !same_link
+    {
+        *e = Extra {
+            underline,
+            underline_color,
+            overline: pen.overline(),
+            link: link.cloned(),
+        };
+    }
+}
+
+/// Makes a frame cell's extras plain, unless they are.
+fn plain(e: &mut Extra) {
+    if *e != Extra::PLAIN {
+        *e = Extra::PLAIN;
     }
 }
 
@@ -190,7 +237,8 @@ fn blank(c: &mut ratatui::buffer::Cell) {
     }
 }
 
-fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+fn draw_scroll_marks(frame: &mut Frame, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+    let buf = &mut frame.buffer;
     if rect.height == 0
         || rect.width == 0
         || rect.y >= buf.area.bottom()
@@ -223,6 +271,7 @@ fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, h
             label,
             Style::default().fg(Color::Black).bg(Color::Yellow),
         );
+        frame.plain_extras(Rect::new(rect.right() - w, rect.y, w, 1));
     }
 }
 
@@ -232,7 +281,8 @@ mod tests {
     use crate::term::vt::tests::{joined, slices, PIECES};
     use crate::term::Emulator;
 
-    fn text(buf: &Buffer, rect: Rect) -> Vec<String> {
+    fn text(frame: &Frame, rect: Rect) -> Vec<String> {
+        let buf = &frame.buffer;
         (rect.y..rect.bottom())
             .map(|y| {
                 (rect.x..rect.right())
@@ -250,7 +300,7 @@ mod tests {
         let emu: SharedEmulator = crate::pty::shared(Emulator::new(5, 20, 100));
         let tid = TerminalId(1);
         let mut cache = RowCache::default();
-        let mut buf = Buffer::empty(Rect::new(0, 0, 30, 8));
+        let mut buf = Frame::new(30, 8);
         let steps: [&[u8]; 5] = [
             b"hello\r\nworld",
             b"\x1b[31mred\x1b[0m",
@@ -261,7 +311,7 @@ mod tests {
         for step in steps {
             lock(&emu).process(step);
             draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
-            let mut fresh = Buffer::empty(Rect::new(0, 0, 30, 8));
+            let mut fresh = Frame::new(30, 8);
             draw_pane(
                 &mut fresh,
                 rect,
@@ -287,17 +337,17 @@ mod tests {
         ) {
             let (rows, cols) = (6u16, 12u16);
             let rect = Rect::new(2, 1, cols, rows);
-            let area = Rect::new(0, 0, cols + 4, rows + 2);
+            let area = (cols + 4, rows + 2);
             let emu: SharedEmulator = crate::pty::shared(Emulator::new(rows, cols, 50));
             let tid = TerminalId(1);
             let mut cache = RowCache::default();
-            let mut buf = Buffer::empty(area);
+            let mut buf = Frame::new(area.0, area.1);
             let out = joined(PIECES, &picks);
             for (now, done) in slices(&out, &cuts) {
                 lock(&emu).process(now);
                 let shown = String::from_utf8_lossy(&out[..done]).into_owned();
                 draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
-                let mut fresh = Buffer::empty(area);
+                let mut fresh = Frame::new(area.0, area.1);
                 let mut nothing = RowCache::default();
                 draw_pane(&mut fresh, rect, tid, &emu, None, &mut nothing, &mut [false; 8]);
                 proptest::prop_assert_eq!(text(&buf, rect), text(&fresh, rect), "after {:?}", shown);
