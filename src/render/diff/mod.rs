@@ -712,8 +712,10 @@ impl<'a> Encoder<'a> {
         if !self.pen.same_link(&to) {
             // (A link's id and URI are printable ASCII: `Link::parse` takes no other.)
             let _ = match to.link {
-                Some(link) if link.id.is_empty() => write!(self.out, "\x1b]8;;{}\x1b\\", link.uri),
-                Some(link) => write!(self.out, "\x1b]8;id={};{}\x1b\\", link.id, link.uri),
+                Some(link) if link.id().is_empty() => {
+                    write!(self.out, "\x1b]8;;{}\x1b\\", link.uri())
+                }
+                Some(link) => write!(self.out, "\x1b]8;id={};{}\x1b\\", link.id(), link.uri()),
                 None => write!(self.out, "\x1b]8;;\x1b\\"),
             };
         }

@@ -32,7 +32,7 @@ fn assert_shows_extras(screen: &vt::Screen, frame: &Frame, what: &str) {
                 ],
                 pen.underline,
                 vt_color(pen.underline_color),
-                pen.link.map(|l| (l.id.to_string(), l.uri.to_string())),
+                pen.link.map(|l| (l.id().to_string(), l.uri().to_string())),
             );
             let got = screen.cell(y, x).expect("cell in range");
             let p = got.pen();
@@ -48,7 +48,7 @@ fn assert_shows_extras(screen: &vt::Screen, frame: &Frame, what: &str) {
                 p.ul,
                 screen
                     .link(p.link)
-                    .map(|l| (l.id.to_string(), l.uri.to_string())),
+                    .map(|l| (l.id().to_string(), l.uri().to_string())),
             );
             assert_eq!(got, want, "{what}: ({x},{y})");
             x += width;

@@ -48,7 +48,7 @@ fn fingerprint(e: &mut Emulator) -> String {
                 f.push_str(&format!(
                     "{:?}{pen:?}{:?}{}|",
                     cell.contents(),
-                    link.map(|l| (&l.id, &l.uri)),
+                    link.map(|l| (l.id(), l.uri())),
                     cell.is_wide() as u8
                 ));
             }
@@ -107,7 +107,7 @@ fn attributes_and_links_survive_on_the_screen_and_in_history() {
     let s = copy.screen();
     let (row, _) = s.cursor_position();
     let link = s.link(s.cell(row, 4).unwrap().link());
-    assert_eq!(link.map(|l| &*l.uri), Some("http://e.com/open"));
+    assert_eq!(link.map(|l| l.uri()), Some("http://e.com/open"));
 }
 
 #[test]

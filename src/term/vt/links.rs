@@ -21,13 +21,23 @@ const MAX_ID: usize = 256;
 const SCAN_WORTH: usize = MAX_LINKS / 16;
 
 /// Where a link points and the `id` that ties its cells together (empty: none given).
+/// Both are printable ASCII (only [`Link::parse`] makes one), so they can be passed on
+/// inside an OSC 8 as they are.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Link {
-    pub id: Box<str>,
-    pub uri: Box<str>,
+    id: Box<str>,
+    uri: Box<str>,
 }
 
 impl Link {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
     /// The link `OSC 8 ; params ; uri` opens: None for an empty URI (the link ends) and
     /// for one that is too long or holds bytes that are not printable ASCII (dropped, so
     /// it is never passed on to another terminal). Of the parameters, only `id` is kept.

@@ -143,7 +143,7 @@ proptest! {
 fn uri_at(t: &Terminal, row: u16, col: u16) -> Option<String> {
     let s = t.screen();
     let id = s.cell(row, col)?.link();
-    s.link(id).map(|l| l.uri.to_string())
+    s.link(id).map(|l| l.uri().to_string())
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn a_link_is_kept_per_cell_and_erasing_does_not_spread_it() {
     assert_eq!(uri_at(&t, 0, 5), None);
     assert_eq!(uri_at(&t, 0, 7), want("http://e.com/2"));
     let s = t.screen();
-    assert_eq!(&*s.link(s.cell(0, 1).unwrap().link()).unwrap().id, "x");
+    assert_eq!(s.link(s.cell(0, 1).unwrap().link()).unwrap().id(), "x");
     // SGR resets leave the link open; erasing with it open gives the cells none.
     t.process(b"\x1b[0m\x1b[41m\x1b[K\x1b[2;1H\x1b[2K\x1b[3X", 2);
     assert_eq!(t.screen().pen().link, t.screen().cell(0, 7).unwrap().link());
