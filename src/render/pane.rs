@@ -144,6 +144,10 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
     let cells = screen
         .row(row)
         .map_or(&[][..], crate::term::vt::Row::used_cells);
+    // The frame cell's colours, modifiers and extras for `ink`.
+    let mut ink = crate::term::vt::Ink::DEFAULT;
+    let mut style = (Color::Reset, Color::Reset, Modifier::empty());
+    let mut extra = Extra::PLAIN;
     let mut col = 0;
     while col < out.len() {
         let Some(cell) = cells.get(col) else {
@@ -166,27 +170,38 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
         if c.symbol() != sym {
             c.set_symbol(sym);
         }
-        let pen = cell.pen();
-        let mut m = Modifier::empty();
-        for (on, flag) in [
-            (pen.bold(), Modifier::BOLD),
-            (pen.dim(), Modifier::DIM),
-            (pen.italic(), Modifier::ITALIC),
-            (pen.underline(), Modifier::UNDERLINED),
-            (pen.blink(), Modifier::SLOW_BLINK),
-            (pen.rapid_blink(), Modifier::RAPID_BLINK),
-            (pen.inverse(), Modifier::REVERSED),
-            (pen.hidden(), Modifier::HIDDEN),
-            (pen.strikethrough(), Modifier::CROSSED_OUT),
-        ] {
-            if on {
-                m |= flag;
+        // Neighbours mostly share their ink: it is decoded once for them.
+        if cell.ink() != ink {
+            ink = cell.ink();
+            let pen = ink.pen();
+            let mut m = Modifier::empty();
+            for (on, flag) in [
+                (pen.bold(), Modifier::BOLD),
+                (pen.dim(), Modifier::DIM),
+                (pen.italic(), Modifier::ITALIC),
+                (pen.underline(), Modifier::UNDERLINED),
+                (pen.blink(), Modifier::SLOW_BLINK),
+                (pen.rapid_blink(), Modifier::RAPID_BLINK),
+                (pen.inverse(), Modifier::REVERSED),
+                (pen.hidden(), Modifier::HIDDEN),
+                (pen.strikethrough(), Modifier::CROSSED_OUT),
+            ] {
+                if on {
+                    m |= flag;
+                }
             }
+            style = (vt_color(pen.fg), vt_color(pen.bg), m);
+            extra = Extra {
+                underline: pen.underline_style(),
+                underline_color: vt_color(pen.ul),
+                overline: pen.overline(),
+                link: screen.link(pen.link).cloned(),
+            };
         }
-        c.fg = vt_color(pen.fg);
-        c.bg = vt_color(pen.bg);
-        c.modifier = m;
-        set_extra(&mut extras[col], &pen, screen.link(pen.link));
+        (c.fg, c.bg, c.modifier) = style;
+        if extras[col] != extra {
+            extras[col].clone_from(&extra);
+        }
         if wide {
             blank(&mut out[col + 1]);
             plain(&mut extras[col + 1]);
@@ -194,32 +209,6 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
         } else {
             col += 1;
         }
-    }
-}
-
-/// Gives a frame cell the extras of `pen` (its link resolved), unless it has them.
-fn set_extra(
-    e: &mut Extra,
-    pen: &crate::term::vt::Pen,
-    link: Option<&std::sync::Arc<crate::term::vt::Link>>,
-) {
-    let underline = pen.underline_style();
-    let underline_color = vt_color(pen.ul);
-    let same_link = match (&e.link, link) {
-        (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
-        (a, b) => a.is_none() && b.is_none(),
-    };
-    if e.underline != underline
-        || e.underline_color != underline_color
-        || e.overline != pen.overline()
-        || !same_link
-    {
-        *e = Extra {
-            underline,
-            underline_color,
-            overline: pen.overline(),
-            link: link.cloned(),
-        };
     }
 }
 

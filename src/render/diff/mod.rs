@@ -227,6 +227,7 @@ impl Pen<'_> {
     };
 
     /// The pen a frame cell is drawn with.
+    #[inline]
     fn of<'a>(cell: &Cell, extra: &'a Extra) -> Pen<'a> {
         let underline = match (
             cell.modifier.contains(Modifier::UNDERLINED),
@@ -248,6 +249,7 @@ impl Pen<'_> {
     }
 
     /// Nothing but colours: what erasing paints alike on every terminal.
+    #[inline]
     fn plain(&self) -> bool {
         self.modifier.is_empty()
             && self.underline == Underline::None
@@ -256,12 +258,14 @@ impl Pen<'_> {
     }
 
     /// The same but the hyperlink.
+    #[inline]
     fn same_sgr(&self, other: &Pen) -> bool {
         (self.fg, self.bg, self.modifier, self.underline)
             == (other.fg, other.bg, other.modifier, other.underline)
             && (self.underline_color, self.overline) == (other.underline_color, other.overline)
     }
 
+    #[inline]
     fn same_link(&self, other: &Pen) -> bool {
         match (self.link, other.link) {
             (Some(a), Some(b)) => std::ptr::eq(a, b) || a == b,
@@ -431,6 +435,7 @@ fn printable(symbol: &str) -> (&str, u16) {
 
 /// The glyph a cell starts at column `x` of a row `width` wide: its symbol as printed and
 /// its width.
+#[inline]
 fn glyph_of(cell: &Cell, x: u16, width: u16) -> (&str, u16) {
     let (symbol, w) = printable(cell.symbol());
     if w > width - x {
@@ -451,6 +456,7 @@ fn row_glyphs<'a>(frame: &'a Frame, y: u16, from: u16, until: u16, out: &mut Vec
 static PLAIN: Extra = Extra::PLAIN;
 
 /// [`row_glyphs`] appended to `out`.
+#[inline]
 fn extend_glyphs<'a>(frame: &'a Frame, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
     let width = frame.buffer.area.width;
     let row = usize::from(y) * usize::from(width);
