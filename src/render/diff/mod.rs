@@ -318,12 +318,28 @@ fn palette_index(color: Color) -> Option<u8> {
 }
 
 fn push_params(params: &mut Vec<u8>, codes: &[u16]) {
-    for code in codes {
+    for &code in codes {
         if !params.is_empty() {
             params.push(b';');
         }
-        let _ = write!(params, "{code}");
+        push_num(params, code);
     }
+}
+
+/// `n` in decimal (there is one for every colour of every changed cell: no formatter).
+fn push_num(out: &mut Vec<u8>, n: u16) {
+    let mut digits = [0u8; 5];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// `base` is 30 for foreground, 40 for background.
