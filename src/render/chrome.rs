@@ -3,6 +3,7 @@
 //! an unchanged signature means unchanged chrome.
 
 use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::ui::{
@@ -305,7 +306,8 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
     }
 }
 
-pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
+/// Returns where it drew.
+pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> Option<Rect> {
     let rows = view.bindings.help_rows();
     let key_w = rows
         .iter()
@@ -324,7 +326,7 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
     let w = (inner_w + 4).min(size.0);
     let h = (lines.len() as u16 + 2).min(size.1.saturating_sub(1));
     if w < 4 || h < 3 {
-        return;
+        return None;
     }
     let x0 = (size.0 - w) / 2;
     let y0 = (size.1.saturating_sub(1) - h) / 2;
@@ -365,4 +367,5 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
         let text: String = line.chars().take(usize::from(w - 4)).collect();
         buf.set_string(x0 + 2, y0 + 1 + i as u16, text, style);
     }
+    Some(Rect::new(x0, y0, w, h))
 }

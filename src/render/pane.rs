@@ -12,10 +12,11 @@ use std::time::Instant;
 
 use std::num::NonZeroU16;
 
-use ratatui::buffer::{Buffer, CellDiffOption};
+use ratatui::buffer::CellDiffOption;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
+use super::diff::{Extra, Frame};
 use crate::model::ids::TerminalId;
 use crate::pty::{lock, SharedEmulator};
 use crate::server::Scroll;
@@ -60,9 +61,9 @@ pub fn vt_color(c: crate::term::vt::Color) -> Color {
 }
 
 /// Draws the pane's screen into `rect`; rows whose formatted text matches the cache are
-/// left as they are in `buf`.
+/// left as they are in `frame`.
 pub fn draw_pane(
-    buf: &mut Buffer,
+    frame: &mut Frame,
     rect: Rect,
     tid: TerminalId,
     emu: &SharedEmulator,
@@ -103,7 +104,7 @@ pub fn draw_pane(
     let full = !unchanged && changed.is_none();
     if let Some(rows) = changed {
         for row in rows {
-            draw_row(buf, rect, screen, row);
+            draw_row(frame, rect, screen, row);
             // Its formatted text is not known now: a later full look compares afresh.
             let slot = &mut cached[usize::from(row)];
             slot.clear();
@@ -120,14 +121,14 @@ pub fn draw_pane(
         if *slot == text {
             continue;
         }
-        draw_row(buf, rect, screen, row);
+        draw_row(frame, rect, screen, row);
         *slot = text;
         if let Some(d) = dirty.get_mut(usize::from(rect.y + row)) {
             *d = true;
         }
     }
     if let Some(st) = scroll {
-        draw_scroll_marks(buf, rect, st, offset, history);
+        draw_scroll_marks(frame, rect, st, offset, history);
     }
     let visible = !hidden && offset == 0 && crow < rect.height && ccol < rect.width;
     PaneCursor {
@@ -140,29 +141,41 @@ pub fn draw_pane(
 /// Copies one emulator row into the frame, writing only the frame cells that differ
 /// (most of a changed row usually does not): the row's text up to its used extent, then
 /// blanks.
-fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
+fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
     let y = rect.y + row;
-    let area = buf.area;
+    let area = frame.buffer.area;
     if y < area.y || y >= area.bottom() || rect.x < area.x || rect.right() > area.right() {
         return;
     }
-    let start = buf.index_of(rect.x, y);
-    let out = &mut buf.content[start..start + usize::from(rect.width)];
+    let start = frame.buffer.index_of(rect.x, y);
+    let span = start..start + usize::from(rect.width);
+    let (Some(out), Some(extras)) = (
+        frame.buffer.content.get_mut(span.clone()),
+        frame.extras.get_mut(span),
+    ) else {
+        return;
+    };
     // Past its used extent a row is blank. An emulator narrower than the pane for a
     // moment (a resize in flight) leaves the rest blank too, rather than stale.
     let cells = screen
         .row(row)
         .map_or(&[][..], crate::term::vt::Row::used_cells);
+    // The frame cell's colours, modifiers and extras for `ink`.
+    let mut ink = crate::term::vt::Ink::DEFAULT;
+    let mut style = (Color::Reset, Color::Reset, Modifier::empty());
+    let mut extra = Extra::PLAIN;
     let mut col = 0;
     while col < out.len() {
         let Some(cell) = cells.get(col) else {
             out[col..].iter_mut().for_each(blank);
+            extras[col..].iter_mut().for_each(plain);
             return;
         };
         let wide = cell.is_wide();
         if wide && col + 1 >= out.len() {
             // A wide char that does not fit: show a blank, as terminals do.
             blank(&mut out[col]);
+            plain(&mut extras[col]);
             return;
         }
         let c = &mut out[col];
@@ -185,28 +198,52 @@ fn draw_row(buf: &mut Buffer, rect: Rect, screen: &crate::term::vt::Screen, row:
         if c.diff_option != option {
             c.set_diff_option(option);
         }
-        let pen = cell.pen();
-        let mut m = Modifier::empty();
-        for (on, flag) in [
-            (pen.bold(), Modifier::BOLD),
-            (pen.dim(), Modifier::DIM),
-            (pen.italic(), Modifier::ITALIC),
-            (pen.underline(), Modifier::UNDERLINED),
-            (pen.inverse(), Modifier::REVERSED),
-        ] {
-            if on {
-                m |= flag;
+        // Neighbours mostly share their ink: it is decoded once for them.
+        if cell.ink() != ink {
+            ink = cell.ink();
+            let pen = ink.pen();
+            let mut m = Modifier::empty();
+            for (on, flag) in [
+                (pen.bold(), Modifier::BOLD),
+                (pen.dim(), Modifier::DIM),
+                (pen.italic(), Modifier::ITALIC),
+                (pen.underline(), Modifier::UNDERLINED),
+                (pen.blink(), Modifier::SLOW_BLINK),
+                (pen.rapid_blink(), Modifier::RAPID_BLINK),
+                (pen.inverse(), Modifier::REVERSED),
+                (pen.hidden(), Modifier::HIDDEN),
+                (pen.strikethrough(), Modifier::CROSSED_OUT),
+            ] {
+                if on {
+                    m |= flag;
+                }
             }
+            style = (vt_color(pen.fg), vt_color(pen.bg), m);
+            extra = Extra {
+                underline: pen.underline_style(),
+                underline_color: vt_color(pen.ul),
+                overline: pen.overline(),
+                link: screen.link(pen.link).cloned(),
+            };
         }
-        c.fg = vt_color(pen.fg);
-        c.bg = vt_color(pen.bg);
-        c.modifier = m;
+        (c.fg, c.bg, c.modifier) = style;
+        if extras[col] != extra {
+            extras[col].clone_from(&extra);
+        }
         if wide {
             blank(&mut out[col + 1]);
+            plain(&mut extras[col + 1]);
             col += 2;
         } else {
             col += 1;
         }
+    }
+}
+
+/// Makes a frame cell's extras plain, unless they are.
+fn plain(e: &mut Extra) {
+    if *e != Extra::PLAIN {
+        *e = Extra::PLAIN;
     }
 }
 
@@ -217,7 +254,8 @@ fn blank(c: &mut ratatui::buffer::Cell) {
     }
 }
 
-fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+fn draw_scroll_marks(frame: &mut Frame, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+    let buf = &mut frame.buffer;
     if rect.height == 0
         || rect.width == 0
         || rect.y >= buf.area.bottom()
@@ -250,6 +288,7 @@ fn draw_scroll_marks(buf: &mut Buffer, rect: Rect, st: &Scroll, offset: usize, h
             label,
             Style::default().fg(Color::Black).bg(Color::Yellow),
         );
+        frame.plain_extras(Rect::new(rect.right() - w, rect.y, w, 1));
     }
 }
 
@@ -259,7 +298,8 @@ mod tests {
     use crate::term::vt::tests::{joined, slices, PIECES};
     use crate::term::Emulator;
 
-    fn text(buf: &Buffer, rect: Rect) -> Vec<String> {
+    fn text(frame: &Frame, rect: Rect) -> Vec<String> {
+        let buf = &frame.buffer;
         (rect.y..rect.bottom())
             .map(|y| {
                 (rect.x..rect.right())
@@ -277,7 +317,7 @@ mod tests {
         let emu: SharedEmulator = crate::pty::shared(Emulator::new(5, 20, 100));
         let tid = TerminalId(1);
         let mut cache = RowCache::default();
-        let mut buf = Buffer::empty(Rect::new(0, 0, 30, 8));
+        let mut buf = Frame::new(30, 8);
         let steps: [&[u8]; 5] = [
             b"hello\r\nworld",
             b"\x1b[31mred\x1b[0m",
@@ -288,7 +328,7 @@ mod tests {
         for step in steps {
             lock(&emu).process(step);
             draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
-            let mut fresh = Buffer::empty(Rect::new(0, 0, 30, 8));
+            let mut fresh = Frame::new(30, 8);
             draw_pane(
                 &mut fresh,
                 rect,
@@ -309,8 +349,8 @@ mod tests {
         let emu: SharedEmulator = crate::pty::shared(Emulator::new(3, 10, 100));
         let tid = TerminalId(1);
         let mut cache = RowCache::default();
-        let mut buf = Buffer::empty(rect);
-        let draw = |buf: &mut Buffer, cache: &mut RowCache| {
+        let mut buf = Frame::new(rect.width, rect.height);
+        let draw = |buf: &mut Frame, cache: &mut RowCache| {
             draw_pane(buf, rect, tid, &emu, None, cache, &mut [false; 3]).pos
         };
         lock(&emu).process(b"frame 1\r\nrow 2");
@@ -321,7 +361,7 @@ mod tests {
         assert_eq!(cursor, Some((5, 1)), "the cursor where that frame left it");
         assert!(cache.sync_due.is_some(), "a frame is due when it times out");
         // Drawn afresh too (a new client, a changed layout).
-        let mut fresh = Buffer::empty(rect);
+        let mut fresh = Frame::new(rect.width, rect.height);
         let mut nothing = RowCache::default();
         draw(&mut fresh, &mut nothing);
         assert_eq!(fresh, buf);
@@ -343,17 +383,17 @@ mod tests {
         ) {
             let (rows, cols) = (6u16, 12u16);
             let rect = Rect::new(2, 1, cols, rows);
-            let area = Rect::new(0, 0, cols + 4, rows + 2);
+            let area = (cols + 4, rows + 2);
             let emu: SharedEmulator = crate::pty::shared(Emulator::new(rows, cols, 50));
             let tid = TerminalId(1);
             let mut cache = RowCache::default();
-            let mut buf = Buffer::empty(area);
+            let mut buf = Frame::new(area.0, area.1);
             let out = joined(PIECES, &picks);
             for (now, done) in slices(&out, &cuts) {
                 lock(&emu).process(now);
                 let shown = String::from_utf8_lossy(&out[..done]).into_owned();
                 draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
-                let mut fresh = Buffer::empty(area);
+                let mut fresh = Frame::new(area.0, area.1);
                 let mut nothing = RowCache::default();
                 draw_pane(&mut fresh, rect, tid, &emu, None, &mut nothing, &mut [false; 8]);
                 proptest::prop_assert_eq!(text(&buf, rect), text(&fresh, rect), "after {:?}", shown);

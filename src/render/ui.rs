@@ -404,7 +404,7 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
             };
             let scroll = view.scroll.get(&tid);
             let cursor = draw_pane(
-                &mut frame.buffer,
+                &mut frame,
                 rect,
                 tid,
                 &rt.emulator,
@@ -422,10 +422,11 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
             }
         }
     }
-    let buf = &mut frame.buffer;
-    draw_status(view, buf, size);
+    draw_status(view, &mut frame.buffer, size);
     if view.overlay == Overlay::Help {
-        draw_help(view, buf, size);
+        if let Some(drawn) = draw_help(view, &mut frame.buffer, size) {
+            frame.plain_extras(drawn);
+        }
     }
     cache.key = Some(key);
     frame
@@ -502,15 +503,7 @@ pub fn compose_update(
             let Some(rt) = view.runtimes.get(tid) else {
                 continue;
             };
-            let cursor = draw_pane(
-                &mut frame.buffer,
-                rect,
-                tid,
-                &rt.emulator,
-                None,
-                &mut cache.rows,
-                dirty,
-            );
+            let cursor = draw_pane(frame, rect, tid, &rt.emulator, None, &mut cache.rows, dirty);
             if pane == tab.focused {
                 apply_cursor(frame, &cursor, true);
             }
@@ -577,7 +570,17 @@ pub fn fit(frame: Frame, size: (u16, u16)) -> Frame {
                 continue;
             };
             match frame.buffer.cell((x, y)) {
-                Some(src) if x < w && y < h => *dst = src.clone(),
+                Some(src) if x < w && y < h => {
+                    *dst = src.clone();
+                    let extra = usize::from(y) * usize::from(w) + usize::from(x);
+                    if let (Some(to), Some(from)) = (
+                        out.extras
+                            .get_mut(usize::from(y) * usize::from(size.0) + usize::from(x)),
+                        frame.extras.get(extra),
+                    ) {
+                        to.clone_from(from);
+                    }
+                }
                 _ => {
                     dst.set_symbol("·").set_style(pad);
                 }

@@ -112,8 +112,11 @@ fn sync_rows(to: &mut Frame, from: &Frame, stale: &[bool]) {
             let row = y * width..(y + 1) * width;
             if let (Some(dst), Some(src)) = (
                 to.buffer.content.get_mut(row.clone()),
-                from.buffer.content.get(row),
+                from.buffer.content.get(row.clone()),
             ) {
+                dst.clone_from_slice(src);
+            }
+            if let (Some(dst), Some(src)) = (to.extras.get_mut(row.clone()), from.extras.get(row)) {
                 dst.clone_from_slice(src);
             }
         }

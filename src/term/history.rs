@@ -1,9 +1,9 @@
-//! Scrollback, kept compactly. A screen cell takes 32 bytes (46 MB for 10,000 lines of a
-//! wide pane); here a line is the text it shows with SGR sequences for its colours —
-//! about a byte per character. Rows are formatted into this store as they scroll off the
-//! top of the screen, each with whether it was wrapped (its text runs on into the next):
-//! rows joined along those marks are the program's lines, whatever width they were drawn
-//! at, and are read and shown that way.
+//! Scrollback, kept compactly. A screen cell takes 40 bytes (58 MB for 10,000 lines of a
+//! wide pane); here a line is the text it shows with SGR sequences for its colours and
+//! attributes and OSC 8 for its links — about a byte per character. Rows are formatted
+//! into this store as they scroll off the top of the screen, each with whether it was
+//! wrapped (its text runs on into the next): rows joined along those marks are the
+//! program's lines, whatever width they were drawn at, and are read and shown that way.
 
 use std::collections::VecDeque;
 
@@ -297,8 +297,8 @@ impl<I: Iterator> Iterator for Counted<I> {
 
 impl<I: Iterator> ExactSizeIterator for Counted<I> {}
 
-/// `text` as plain characters: SGR and erase sequences dropped, cursor-forward moves
-/// turned into the blanks they skip; trailing blanks trimmed.
+/// `text` as plain characters: SGR and erase sequences and hyperlinks (OSC 8) dropped,
+/// cursor-forward moves turned into the blanks they skip; trailing blanks trimmed.
 pub fn plain(text: &str) -> String {
     let mut out = plain_untrimmed(text);
     out.truncate(out.trim_end().len());
@@ -312,6 +312,15 @@ pub fn plain_untrimmed(text: &str) -> String {
     while let Some(i) = rest.find('\x1b') {
         out.push_str(&rest[..i]);
         let after = &rest[i + 1..];
+        if let Some(osc) = after.strip_prefix(']') {
+            // To its ST (ESC and a backslash) or BEL.
+            rest = match osc.find(['\x07', '\x1b']) {
+                Some(end) if osc[end..].starts_with('\x07') => &osc[end + 1..],
+                Some(end) => osc[end + 1..].strip_prefix('\\').unwrap_or(&osc[end + 1..]),
+                None => "",
+            };
+            continue;
+        }
         let Some(csi) = after.strip_prefix('[') else {
             rest = after;
             continue;
@@ -363,6 +372,10 @@ mod tests {
     #[test]
     fn plain_text_keeps_the_gaps_cursor_moves_skip() {
         assert_eq!(plain("a\x1b[3Cb\x1b[C\x1b[31mc\x1b[2X  "), "a   b c");
+        assert_eq!(
+            plain("\x1b]8;id=1;http://x/;y\x1b\\link\x1b]8;;\x1b\\ \x1b]8;;u\x07z"),
+            "link z"
+        );
         let p = screen_of(b"x    \x1b[44m  \x1b[0m  y");
         let exact = p.screen().rows_formatted(0, 20).next().unwrap();
         assert_eq!(plain(&exact), "x        y");

@@ -383,7 +383,8 @@ impl Emulator {
             // The frame shown during synchronized output: drawn first, kept by turning
             // the mode on (the new emulator copies it then), then cleared for the rest.
             out.push_str(&frozen.screen.contents_formatted());
-            out.push_str("\x1b[?2026h\x1b[0m\x1b[r\x1b[?6l\x1b[H\x1b[2J");
+            // (The frame's pen may hold a link, which no SGR ends.)
+            out.push_str("\x1b[?2026h\x1b[0m\x1b]8;;\x1b\\\x1b[r\x1b[?6l\x1b[H\x1b[2J");
         }
         self.term.with_primary(|primary| {
             primary_image(primary, &mut out);

@@ -305,3 +305,29 @@ fn a_resize_during_synchronized_output_still_shows_the_program_after_the_timeout
     assert_ne!(e.display_seq(), frozen, "the live screen is shown");
     assert!(e.shown().contents().contains("half"));
 }
+
+#[test]
+fn links_and_attributes_reflow_with_their_text() {
+    let mut e = Emulator::new(4, 20, 100);
+    e.process(b"see \x1b]8;;http://example.com/\x1b\\\x1b[4:3;58:2::255:0:0mthe docs here\x1b[0m\x1b]8;;\x1b\\ now");
+    e.resize(4, 8);
+    let at = |e: &Emulator, r: u16, c: u16| {
+        let cell = *e.screen().cell(r, c).unwrap();
+        (
+            cell.contents().to_string(),
+            e.screen()
+                .link(cell.pen().link)
+                .map(|l| l.uri().to_string()),
+        )
+    };
+    // "see the " / "docs her" / "e now".
+    assert_eq!(
+        at(&e, 1, 0),
+        ("d".into(), Some("http://example.com/".into()))
+    );
+    assert_eq!(at(&e, 2, 0).1.as_deref(), Some("http://example.com/"));
+    assert_eq!(at(&e, 2, 3).1, None);
+    let pen = e.screen().cell(1, 0).unwrap().pen();
+    assert_eq!(pen.underline_style(), crate::term::vt::Underline::Curly);
+    assert_eq!(pen.ul, crate::term::vt::Color::Rgb(255, 0, 0));
+}

@@ -2,11 +2,14 @@
 //! terminal bytes that put it on the client's screen, sending only what changed.
 //!
 //! Invariant: replaying `encode_full(a)` then `encode_diff(a, b)` on a terminal emulator of the
-//! same size yields exactly `b`: every cell's symbol, colours and attributes, the cursor position
-//! and visibility, and the DECCKM/DECKPAM modes. It chains: `encode_diff(b, c)` may follow.
+//! same size yields exactly `b`: every cell's symbol, colours and attributes (with what a ratatui
+//! cell cannot hold: the underline's style and colour, an overline, a hyperlink — the frame's
+//! [`Extra`] per cell), the cursor position and visibility, and the DECCKM/DECKPAM modes. It
+//! chains: `encode_diff(b, c)` may follow.
 //!
 //! To keep diffs small, every output leaves the terminal in a state the next `encode_diff`
-//! relies on: the SGR pen reset and, if the frame shows a cursor, the cursor exactly there. So
+//! relies on: the SGR pen reset, no hyperlink open and, if the frame shows a cursor, the cursor
+//! exactly there. So
 //! the caller must send every output and nothing in between that moves the cursor or changes the
 //! pen; after anything else (reconnect, dropped bytes) send `encode_full`.
 //!
@@ -14,10 +17,13 @@
 //! is followed by a continuation cell whose content is ignored (`Buffer::set_string` resets it).
 
 use std::io::Write as _;
+use std::sync::Arc;
 
 use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
+
+use crate::term::vt::{Link, Underline};
 
 const SYNC_BEGIN: &[u8] = b"\x1b[?2026h";
 const SYNC_END: &[u8] = b"\x1b[?2026l";
@@ -31,11 +37,34 @@ const ERASE_TO_EOL: &[u8] = b"\x1b[K";
 const APPLICATION_CURSOR: [&[u8]; 2] = [b"\x1b[?1l", b"\x1b[?1h"];
 const APPLICATION_KEYPAD: [&[u8]; 2] = [b"\x1b>", b"\x1b="];
 
+/// What a frame cell shows that a ratatui cell cannot hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extra {
+    /// The underline's style, for a cell with `Modifier::UNDERLINED` (None there: single).
+    pub underline: Underline,
+    /// The underline's colour (`Color::Reset`: the text's).
+    pub underline_color: Color,
+    pub overline: bool,
+    /// The hyperlink the cell is part of.
+    pub link: Option<Arc<Link>>,
+}
+
+impl Extra {
+    pub const PLAIN: Extra = Extra {
+        underline: Underline::None,
+        underline_color: Color::Reset,
+        overline: false,
+        link: None,
+    };
+}
+
 /// Everything the server shows one client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
     /// Area always at x=0, y=0; width/height = client terminal size.
     pub buffer: Buffer,
+    /// Per cell of `buffer`, in its order: what else it shows.
+    pub extras: Vec<Extra>,
     /// (x, y) where the cursor is shown; `None` = hidden.
     pub cursor: Option<(u16, u16)>,
     /// DECCKM (`CSI ?1h` / `CSI ?1l`) mirrored from the focused pane.
@@ -49,6 +78,7 @@ impl Frame {
     pub fn new(width: u16, height: u16) -> Frame {
         Frame {
             buffer: Buffer::empty(Rect::new(0, 0, width, height)),
+            extras: vec![Extra::PLAIN; usize::from(width) * usize::from(height)],
             cursor: None,
             application_cursor: false,
             application_keypad: false,
@@ -57,6 +87,20 @@ impl Frame {
 
     pub fn size(&self) -> (u16, u16) {
         (self.buffer.area.width, self.buffer.area.height)
+    }
+
+    /// The extras of the cells of `rect` made plain (drawn over by something other than
+    /// a pane).
+    pub fn plain_extras(&mut self, rect: Rect) {
+        let rect = rect.intersection(self.buffer.area);
+        let width = usize::from(self.buffer.area.width);
+        for y in rect.y..rect.bottom() {
+            let row = usize::from(y) * width;
+            let cols = row + usize::from(rect.x)..row + usize::from(rect.right());
+            if let Some(extras) = self.extras.get_mut(cols) {
+                extras.iter_mut().for_each(|e| *e = Extra::PLAIN);
+            }
+        }
     }
 
     /// The cursor clamped to the screen as the terminal clamps a CUP, so that we track where it
@@ -112,13 +156,13 @@ fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec
     };
     let blank;
     let shown = match prev {
-        Some(prev) => &prev.buffer,
+        Some(prev) => prev,
         None => {
-            blank = Buffer::empty(next.buffer.area); // what RESET_SCREEN leaves
+            blank = Frame::new(next.size().0, next.size().1); // what RESET_SCREEN leaves
             &blank
         }
     };
-    enc.draw(shown, &next.buffer, rows);
+    enc.draw(shown, next, rows);
     enc.set_pen(Pen::DEFAULT);
 
     let mut out = Vec::with_capacity(enc.out.len() + 64);
@@ -158,28 +202,90 @@ fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec
     out
 }
 
-/// The SGR state: what the next printed character will look like.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Pen {
+/// The SGR state and open hyperlink: what the next printed character will look like.
+#[derive(Clone, Copy, Debug)]
+struct Pen<'a> {
     fg: Color,
     bg: Color,
+    /// Never `UNDERLINED`: the underline is `underline`.
     modifier: Modifier,
+    underline: Underline,
+    underline_color: Color,
+    overline: bool,
+    link: Option<&'a Link>,
 }
 
-impl Pen {
-    const DEFAULT: Pen = Pen {
+impl Pen<'_> {
+    const DEFAULT: Pen<'static> = Pen {
         fg: Color::Reset,
         bg: Color::Reset,
         modifier: Modifier::empty(),
+        underline: Underline::None,
+        underline_color: Color::Reset,
+        overline: false,
+        link: None,
     };
+
+    /// The pen a frame cell is drawn with.
+    #[inline]
+    fn of<'a>(cell: &Cell, extra: &'a Extra) -> Pen<'a> {
+        let underline = match (
+            cell.modifier.contains(Modifier::UNDERLINED),
+            extra.underline,
+        ) {
+            (false, _) => Underline::None,
+            (true, Underline::None) => Underline::Single,
+            (true, style) => style,
+        };
+        Pen {
+            fg: cell.fg,
+            bg: cell.bg,
+            modifier: cell.modifier.difference(Modifier::UNDERLINED),
+            underline,
+            underline_color: extra.underline_color,
+            overline: extra.overline,
+            link: extra.link.as_deref(),
+        }
+    }
+
+    /// Nothing but colours: what erasing paints alike on every terminal.
+    #[inline]
+    fn plain(&self) -> bool {
+        self.modifier.is_empty()
+            && self.underline == Underline::None
+            && !self.overline
+            && self.link.is_none()
+    }
+
+    /// The same but the hyperlink.
+    #[inline]
+    fn same_sgr(&self, other: &Pen) -> bool {
+        (self.fg, self.bg, self.modifier, self.underline)
+            == (other.fg, other.bg, other.modifier, other.underline)
+            && (self.underline_color, self.overline) == (other.underline_color, other.overline)
+    }
+
+    #[inline]
+    fn same_link(&self, other: &Pen) -> bool {
+        match (self.link, other.link) {
+            (Some(a), Some(b)) => std::ptr::eq(a, b) || a == b,
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
 }
 
-/// (attribute, on code, off code). Off codes 22 and 25 each clear two attributes.
-const ATTRS: [(Modifier, u16, u16); 9] = [
+impl PartialEq for Pen<'_> {
+    fn eq(&self, other: &Pen) -> bool {
+        self.same_sgr(other) && self.same_link(other)
+    }
+}
+
+/// (attribute, on code, off code). Off codes 22 and 25 each clear two attributes. (The
+/// underline is the pen's `underline`.)
+const ATTRS: [(Modifier, u16, u16); 8] = [
     (Modifier::BOLD, 1, 22),
     (Modifier::DIM, 2, 22),
     (Modifier::ITALIC, 3, 23),
-    (Modifier::UNDERLINED, 4, 24),
     (Modifier::SLOW_BLINK, 5, 25),
     (Modifier::RAPID_BLINK, 6, 25),
     (Modifier::REVERSED, 7, 27),
@@ -212,12 +318,28 @@ fn palette_index(color: Color) -> Option<u8> {
 }
 
 fn push_params(params: &mut Vec<u8>, codes: &[u16]) {
-    for code in codes {
+    for &code in codes {
         if !params.is_empty() {
             params.push(b';');
         }
-        let _ = write!(params, "{code}");
+        push_num(params, code);
     }
+}
+
+/// `n` in decimal (there is one for every colour of every changed cell: no formatter).
+fn push_num(out: &mut Vec<u8>, n: u16) {
+    let mut digits = [0u8; 5];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// `base` is 30 for foreground, 40 for background.
@@ -234,6 +356,14 @@ fn push_color(params: &mut Vec<u8>, color: Color, base: u16) {
     }
 }
 
+/// A parameter with sub-parameters (`4:3`, `58:2::1:2:3`), after a separator.
+fn push_raw(params: &mut Vec<u8>, text: std::fmt::Arguments) {
+    if !params.is_empty() {
+        params.push(b';');
+    }
+    let _ = params.write_fmt(text);
+}
+
 /// SGR parameters that turn `from` into `to` without a reset.
 fn sgr_params(params: &mut Vec<u8>, from: Pen, to: Pen) {
     let removed = from.modifier.difference(to.modifier);
@@ -243,6 +373,12 @@ fn sgr_params(params: &mut Vec<u8>, from: Pen, to: Pen) {
             offs.push(off);
         }
     }
+    if from.underline != Underline::None && to.underline == Underline::None {
+        offs.push(24);
+    }
+    if from.overline && !to.overline {
+        offs.push(55);
+    }
     push_params(params, &offs);
     for (flag, on, off) in ATTRS {
         // A shared off code also cleared the sibling: turn it back on if still wanted.
@@ -250,11 +386,29 @@ fn sgr_params(params: &mut Vec<u8>, from: Pen, to: Pen) {
             push_params(params, &[on]);
         }
     }
+    if to.underline != from.underline {
+        match to.underline {
+            Underline::None => {}
+            Underline::Single => push_params(params, &[4]),
+            style => push_raw(params, format_args!("4:{}", style.sgr())),
+        }
+    }
+    if to.overline && !from.overline {
+        push_params(params, &[53]);
+    }
     if from.fg != to.fg {
         push_color(params, to.fg, 30);
     }
     if from.bg != to.bg {
         push_color(params, to.bg, 40);
+    }
+    if from.underline_color != to.underline_color {
+        // In sub-parameters: a terminal that does not know SGR 58 skips it whole.
+        match (to.underline_color, palette_index(to.underline_color)) {
+            (Color::Rgb(r, g, b), _) => push_raw(params, format_args!("58:2::{r}:{g}:{b}")),
+            (_, Some(n)) => push_raw(params, format_args!("58:5:{n}")),
+            (_, None) => push_params(params, &[59]),
+        }
     }
 }
 
@@ -275,7 +429,7 @@ struct Glyph<'a> {
     x: u16,
     width: u16,
     symbol: &'a str,
-    pen: Pen,
+    pen: Pen<'a>,
 }
 
 static BLANK_CELL: Cell = Cell::EMPTY;
@@ -297,6 +451,7 @@ fn printable(symbol: &str) -> (&str, u16) {
 
 /// The glyph a cell starts at column `x` of a row `width` wide: its symbol as printed and
 /// its width (a grapheme cluster's as the pane's emulator gave it: a forced width).
+#[inline]
 fn glyph_of(cell: &Cell, x: u16, width: u16) -> (&str, u16) {
     let (symbol, w) = match cell.diff_option {
         CellDiffOption::ForcedWidth(w) if !cell.symbol().chars().any(char::is_control) => {
@@ -314,26 +469,29 @@ fn glyph_of(cell: &Cell, x: u16, width: u16) -> (&str, u16) {
 /// Splits row `y` into glyphs the way ratatui's `Buffer::diff` reads it: a wide symbol covers
 /// the following cell, whose content is ignored. Only the glyphs starting in `from..`, up to
 /// the first one that ends at or after `until` (`from` must be where a glyph starts).
-fn row_glyphs<'a>(buf: &'a Buffer, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
+fn row_glyphs<'a>(frame: &'a Frame, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
     out.clear();
-    extend_glyphs(buf, y, from, until, out);
+    extend_glyphs(frame, y, from, until, out);
 }
 
+static PLAIN: Extra = Extra::PLAIN;
+
 /// [`row_glyphs`] appended to `out`.
-fn extend_glyphs<'a>(buf: &'a Buffer, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
-    let width = buf.area.width;
+#[inline]
+fn extend_glyphs<'a>(frame: &'a Frame, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
+    let width = frame.buffer.area.width;
     let row = usize::from(y) * usize::from(width);
     let mut x = from;
     while x < width && x < until {
-        let cell = buf.content.get(row + usize::from(x)).unwrap_or(&BLANK_CELL);
+        let i = row + usize::from(x);
+        let cell = frame.buffer.content.get(i).unwrap_or(&BLANK_CELL);
+        let extra = frame.extras.get(i).unwrap_or(&PLAIN);
         let (symbol, w) = glyph_of(cell, x, width);
-        let (fg, bg, modifier) = (cell.fg, cell.bg, cell.modifier);
-        let pen = Pen { fg, bg, modifier };
         out.push(Glyph {
             x,
             width: w,
             symbol,
-            pen,
+            pen: Pen::of(cell, extra),
         });
         x += w;
     }
@@ -358,26 +516,25 @@ fn glyph_start(buf: &Buffer, y: u16, at: u16) -> u16 {
 
 /// The column where row `y` ends in blank glyphs of one plain style, found from the row's
 /// end cell by cell: erasing to the end of the row there paints just those.
-fn blank_tail_column(buf: &Buffer, y: u16) -> u16 {
-    let width = buf.area.width;
+fn blank_tail_column(frame: &Frame, y: u16) -> u16 {
+    let width = frame.buffer.area.width;
     let row = usize::from(y) * usize::from(width);
-    let cells = buf
-        .content
-        .get(row..row + usize::from(width))
-        .unwrap_or_default();
-    let Some(last) = cells.last() else { return 0 };
-    let pen = |c: &Cell| Pen {
-        fg: c.fg,
-        bg: c.bg,
-        modifier: c.modifier,
+    let range = row..row + usize::from(width);
+    let cells = frame.buffer.content.get(range.clone()).unwrap_or_default();
+    let extras = frame.extras.get(range).unwrap_or_default();
+    let pen = |x: u16| {
+        let i = usize::from(x);
+        Pen::of(&cells[i], extras.get(i).unwrap_or(&PLAIN))
     };
-    let tail_pen = pen(last);
+    if cells.is_empty() {
+        return 0;
+    }
+    let tail_pen = pen(width - 1);
     let mut x = width;
     while x > 0 {
-        let cell = &cells[usize::from(x - 1)];
-        let blank = glyph_of(cell, x - 1, width).0 == " "
-            && pen(cell) == tail_pen
-            && tail_pen.modifier.is_empty();
+        let blank = glyph_of(&cells[usize::from(x - 1)], x - 1, width).0 == " "
+            && pen(x - 1) == tail_pen
+            && tail_pen.plain();
         if !blank {
             break;
         }
@@ -423,46 +580,49 @@ fn plan_move(from: Cursor, x: u16, y: u16) -> (Move, usize) {
     }
 }
 
-struct Encoder {
+struct Encoder<'a> {
     out: Vec<u8>,
-    pen: Pen,
+    pen: Pen<'a>,
     cursor: Cursor,
     width: u16,
 }
 
-impl Encoder {
+impl<'a> Encoder<'a> {
     /// Draws the rows of `next` that differ from `prev`, which the terminal shows.
     ///
     /// Only the stretch of a row whose cells differ is split into glyphs, from the glyph
     /// covering its first cell to where both rows' glyphs meet again after its last: the
     /// glyphs around it are the same in both (made of the same cells), so unchanged. An
     /// echoed keystroke changes one cell of a row.
-    fn draw(&mut self, prev: &Buffer, next: &Buffer, rows: Option<&[bool]>) {
+    fn draw(&mut self, prev: &'a Frame, next: &'a Frame, rows: Option<&[bool]>) {
         let width = usize::from(self.width);
         let (mut old, mut new, mut changed) = (
             Vec::with_capacity(width),
             Vec::with_capacity(width),
             Vec::with_capacity(width),
         );
-        for y in 0..next.area.height {
+        for y in 0..next.buffer.area.height {
             if rows.is_some_and(|r| !r.get(usize::from(y)).copied().unwrap_or(true)) {
                 continue;
             }
             let row = usize::from(y) * width..(usize::from(y) + 1) * width;
-            let (Some(before), Some(after)) =
-                (prev.content.get(row.clone()), next.content.get(row))
-            else {
+            let (Some(before), Some(after), Some(was), Some(is)) = (
+                prev.buffer.content.get(row.clone()),
+                next.buffer.content.get(row.clone()),
+                prev.extras.get(row.clone()),
+                next.extras.get(row),
+            ) else {
                 continue;
             };
-            let differ = |(a, b): (&Cell, &Cell)| a != b;
-            let Some(first) = before.iter().zip(after).position(differ) else {
+            let differ = |i: &usize| before[*i] != after[*i] || was[*i] != is[*i];
+            let Some(first) = (0..width).find(differ) else {
                 continue;
             };
-            let last = before.iter().zip(after).rposition(differ).unwrap_or(first) + 1;
+            let last = (0..width).rev().find(differ).unwrap_or(first) + 1;
             // Columns fit in u16: the row is `self.width` wide.
             let (first, last) = (first as u16, last as u16);
             // The cells before `first` are the same in both, so are the glyph boundaries.
-            let from = glyph_start(next, y, first);
+            let from = glyph_start(&next.buffer, y, first);
             row_glyphs(prev, y, from, last, &mut old);
             row_glyphs(next, y, from, last, &mut new);
             // A wide glyph across `last` in one row only: go on until both meet.
@@ -499,7 +659,7 @@ impl Encoder {
         &mut self,
         y: u16,
         prev: &[Glyph],
-        next: &[Glyph],
+        next: &[Glyph<'a>],
         tail: usize,
         changed: &mut Vec<bool>,
     ) {
@@ -565,20 +725,29 @@ impl Encoder {
         self.cursor = Cursor::At(x, y);
     }
 
-    fn set_pen(&mut self, to: Pen) {
-        if self.pen == to {
-            return;
+    fn set_pen(&mut self, to: Pen<'a>) {
+        if !self.pen.same_sgr(&to) {
+            // Turning attributes off one by one can cost more than starting over.
+            let (mut params, mut reset) = (Vec::with_capacity(16), vec![b'0']);
+            sgr_params(&mut params, self.pen, to);
+            sgr_params(&mut reset, Pen::DEFAULT, to);
+            if reset.len() < params.len() {
+                params = reset;
+            }
+            self.out.extend_from_slice(b"\x1b[");
+            self.out.extend_from_slice(&params);
+            self.out.push(b'm');
         }
-        // Turning attributes off one by one can cost more than starting over.
-        let (mut params, mut reset) = (Vec::with_capacity(16), vec![b'0']);
-        sgr_params(&mut params, self.pen, to);
-        sgr_params(&mut reset, Pen::DEFAULT, to);
-        if reset.len() < params.len() {
-            params = reset;
+        if !self.pen.same_link(&to) {
+            // (A link's id and URI are printable ASCII: `Link::parse` takes no other.)
+            let _ = match to.link {
+                Some(link) if link.id().is_empty() => {
+                    write!(self.out, "\x1b]8;;{}\x1b\\", link.uri())
+                }
+                Some(link) => write!(self.out, "\x1b]8;id={};{}\x1b\\", link.id(), link.uri()),
+                None => write!(self.out, "\x1b]8;;\x1b\\"),
+            };
         }
-        self.out.extend_from_slice(b"\x1b[");
-        self.out.extend_from_slice(&params);
-        self.out.push(b'm');
         self.pen = to;
     }
 }
@@ -604,7 +773,7 @@ fn uncertain_width(g: &Glyph) -> bool {
 #[cfg(test)]
 fn blank_tail_start(row: &[Glyph]) -> usize {
     let Some(last) = row.last() else { return 0 };
-    let blank = |g: &Glyph| g.symbol == " " && g.pen == last.pen && g.pen.modifier.is_empty();
+    let blank = |g: &Glyph| g.symbol == " " && g.pen == last.pen && g.pen.plain();
     row.iter().rposition(|g| !blank(g)).map_or(0, |i| i + 1)
 }
 

@@ -1,5 +1,60 @@
 use super::*;
+use crate::term::vt;
 use ratatui::style::Style;
+
+/// A frame colour as the emulators number it.
+fn vt_color(c: Color) -> vt::Color {
+    match (c, palette_index(c)) {
+        (Color::Rgb(r, g, b), _) => vt::Color::Rgb(r, g, b),
+        (_, Some(n)) => vt::Color::Idx(n),
+        _ => vt::Color::Default,
+    }
+}
+
+/// Asserts herdr's emulator shows what vt100 cannot tell: strikethrough, blink, hidden,
+/// the underline's style and colour, overline, and each cell's hyperlink.
+fn assert_shows_extras(screen: &vt::Screen, frame: &Frame, what: &str) {
+    for y in 0..frame.size().1 {
+        let mut x = 0;
+        while x < frame.size().0 {
+            let i = usize::from(y) * usize::from(frame.size().0) + usize::from(x);
+            let (cell, extra) = (&frame.buffer[(x, y)], &frame.extras[i]);
+            let (_, width) = printable(cell.symbol());
+            let pen = Pen::of(cell, extra);
+            let m = |flag| pen.modifier.contains(flag);
+            let want = (
+                [
+                    m(Modifier::CROSSED_OUT),
+                    m(Modifier::SLOW_BLINK),
+                    m(Modifier::RAPID_BLINK),
+                    m(Modifier::HIDDEN),
+                    pen.overline,
+                ],
+                pen.underline,
+                vt_color(pen.underline_color),
+                pen.link.map(|l| (l.id().to_string(), l.uri().to_string())),
+            );
+            let got = screen.cell(y, x).expect("cell in range");
+            let p = got.pen();
+            let got = (
+                [
+                    p.strikethrough(),
+                    p.blink(),
+                    p.rapid_blink(),
+                    p.hidden(),
+                    p.overline(),
+                ],
+                p.underline_style(),
+                p.ul,
+                screen
+                    .link(p.link)
+                    .map(|l| (l.id().to_string(), l.uri().to_string())),
+            );
+            assert_eq!(got, want, "{what}: ({x},{y})");
+            x += width;
+        }
+    }
+}
 
 /// Asserts the emulator shows exactly `frame`.
 fn assert_shows(screen: &vt100::Screen, frame: &Frame, what: &str) {
@@ -19,11 +74,20 @@ fn assert_shows(screen: &vt100::Screen, frame: &Frame, what: &str) {
             let want = (symbol, width == 2, vt_color(cell.fg), vt_color(cell.bg));
             let got = (contents, vt.is_wide(), vt.fgcolor(), vt.bgcolor());
             assert_eq!(got, want, "{what}: ({x},{y})");
-            let want = (
-                m(Modifier::ITALIC),
-                m(Modifier::UNDERLINED),
-                m(Modifier::REVERSED),
-            );
+            // vt100 knows one underline, SGR 4 (it skips 4:2 to 4:5; herdr's emulator is
+            // the judge of those).
+            let i = usize::from(y) * usize::from(frame.size().0) + usize::from(x);
+            let styled = m(Modifier::UNDERLINED)
+                && !matches!(
+                    frame.extras[i].underline,
+                    Underline::None | Underline::Single
+                );
+            let underline = if styled {
+                vt.underline()
+            } else {
+                m(Modifier::UNDERLINED)
+            };
+            let want = (m(Modifier::ITALIC), underline, m(Modifier::REVERSED));
             assert_eq!((vt.italic(), vt.underline(), vt.inverse()), want, "{what}");
             // vt100 keeps one intensity, terminals two: compare the unambiguous cases.
             if !m(Modifier::BOLD | Modifier::DIM) {
@@ -45,18 +109,26 @@ fn parser(w: u16, h: u16) -> vt100::Parser {
     vt100::Parser::new(nz(h), nz(w), 0)
 }
 
-/// Replays `encode_full(frames[0])` then each diff, checking the screen after every step;
-/// returns the diff sizes.
+/// Replays `encode_full(frames[0])` then each diff, checking the screen after every step
+/// on vt100 and (for what vt100 does not know) on herdr's own emulator; returns the diff
+/// sizes.
 fn replay(frames: &[Frame]) -> Vec<usize> {
     let first = frames.first().expect("a frame");
-    let mut parser = parser(first.size().0, first.size().1);
-    parser.process(&encode_full(first));
+    let (w, h) = first.size();
+    let mut parser = parser(w, h);
+    let mut ours = vt::Terminal::new(h.max(1), w.max(1));
+    let full = encode_full(first);
+    parser.process(&full);
+    ours.process(&full, 1);
     assert_shows(parser.screen(), first, "full");
+    assert_shows_extras(ours.screen(), first, "full");
     let mut sizes = Vec::new();
     for (i, pair) in frames.windows(2).enumerate() {
         let bytes = encode_diff(&pair[0], &pair[1]);
         parser.process(&bytes);
+        ours.process(&bytes, i as u64 + 2);
         assert_shows(parser.screen(), &pair[1], &format!("diff {i}"));
+        assert_shows_extras(ours.screen(), &pair[1], &format!("diff {i}"));
         sizes.push(bytes.len());
     }
     sizes
@@ -182,6 +254,106 @@ fn attributes_on_and_off() {
     assert_eq!(params, b"22;2");
 }
 
+/// A frame with `text` at (0, 0), each cell styled by `style` and given `extra`.
+fn styled(w: u16, text: &str, style: Style, extra: &Extra) -> Frame {
+    let mut f = Frame::new(w, 1);
+    f.buffer.set_string(0, 0, text, style);
+    for e in &mut f.extras[..text.chars().count()] {
+        *e = extra.clone();
+    }
+    f
+}
+
+fn link(uri: &str) -> Option<Arc<Link>> {
+    Link::parse(b"id=1", uri.as_bytes()).map(Arc::new)
+}
+
+#[test]
+fn strikethrough_underline_styles_and_colours_overline_and_links_are_sent() {
+    let plain = Extra::PLAIN;
+    let curly = Extra {
+        underline: Underline::Curly,
+        underline_color: Color::Rgb(255, 0, 0),
+        ..Extra::PLAIN
+    };
+    let over = Extra {
+        overline: true,
+        ..Extra::PLAIN
+    };
+    let linked = Extra {
+        link: link("http://e.com/x"),
+        ..Extra::PLAIN
+    };
+    let frames = [
+        styled(
+            10,
+            "done",
+            Style::new().add_modifier(Modifier::CROSSED_OUT),
+            &plain,
+        ),
+        styled(
+            10,
+            "curly",
+            Style::new().add_modifier(Modifier::UNDERLINED),
+            &curly,
+        ),
+        styled(10, "over", Style::new(), &over),
+        styled(10, "link", Style::new(), &linked),
+    ];
+    let sent: Vec<String> = frames
+        .iter()
+        .map(|f| String::from_utf8(encode_full(f)).expect("utf8"))
+        .collect();
+    assert!(sent[0].contains("\x1b[9mdone\x1b[0m"), "{:?}", sent[0]);
+    assert!(
+        sent[1].contains("\x1b[4:3;58:2::255:0:0mcurly\x1b[0m"),
+        "{:?}",
+        sent[1]
+    );
+    assert!(sent[2].contains("\x1b[53mover\x1b[0m"), "{:?}", sent[2]);
+    assert!(
+        sent[3].contains("\x1b]8;id=1;http://e.com/x\x1b\\link\x1b]8;;\x1b\\"),
+        "{:?}",
+        sent[3]
+    );
+    replay(&frames);
+    // One changed cell of a link: only it, inside its link.
+    let mut next = frames[3].clone();
+    next.buffer[(1, 0)].set_symbol("I");
+    assert_eq!(
+        encode_diff(&frames[3], &next),
+        b"\x1b[?2026h\x1b[1;2H\x1b]8;id=1;http://e.com/x\x1b\\I\x1b]8;;\x1b\\\x1b[?2026l"
+    );
+    // The same text linked elsewhere is a change; the same link is none.
+    let mut moved = frames[3].clone();
+    moved.extras[2].link = link("http://e.com/y");
+    let diff = String::from_utf8(encode_diff(&frames[3], &moved)).expect("utf8");
+    assert!(diff.contains("http://e.com/y\x1b\\n"), "{diff:?}");
+    let mut same = frames[3].clone();
+    same.extras[2].link = link("http://e.com/x");
+    assert!(encode_diff(&frames[3], &same).is_empty());
+    // Styles change in place: single to curly to dotted in another colour, then none.
+    let single = Style::new().add_modifier(Modifier::UNDERLINED);
+    let dotted = Extra {
+        underline: Underline::Dotted,
+        underline_color: Color::Indexed(33),
+        ..Extra::PLAIN
+    };
+    let steps = [
+        styled(6, "ab", single, &plain),
+        styled(6, "ab", single, &curly),
+        styled(6, "ab", single, &dotted),
+        styled(6, "ab", Style::new(), &plain),
+    ];
+    let bytes: Vec<String> = steps
+        .windows(2)
+        .map(|p| String::from_utf8(encode_diff(&p[0], &p[1])).expect("utf8"))
+        .collect();
+    assert!(bytes[0].contains("\x1b[4:3;58:2::255:0:0mab"), "{bytes:?}");
+    assert!(bytes[1].contains("\x1b[4:4;58:5:33mab"), "{bytes:?}");
+    replay(&steps);
+}
+
 #[test]
 fn wide_and_narrow_replace_each_other() {
     let rows = [
@@ -278,6 +450,28 @@ impl Lcg {
         }
     }
 
+    /// Mostly nothing; else underline styles and colours, overlines and links.
+    fn extra(&mut self) -> Extra {
+        if self.below(3) > 0 {
+            return Extra::PLAIN;
+        }
+        let links = ["http://e.com/a", "http://e.com/b"];
+        Extra {
+            underline: Underline::from_sgr(self.below(6)).unwrap_or_default(),
+            underline_color: self.color(),
+            overline: self.below(3) == 0,
+            link: (self.below(2) == 0).then(|| {
+                let uri = links[usize::from(self.below(2))];
+                let id = if self.below(2) == 0 {
+                    b"".as_slice()
+                } else {
+                    b"id=7"
+                };
+                Arc::new(Link::parse(id, uri.as_bytes()).expect("a link"))
+            }),
+        }
+    }
+
     /// Changes a few random cells (or all of them) and maybe the cursor and modes.
     fn mutate(&mut self, f: &Frame) -> Frame {
         let ((w, h), mut g) = (f.size(), f.clone());
@@ -304,7 +498,16 @@ impl Lcg {
                     style = style.add_modifier(flag);
                 }
             }
+            if self.below(4) == 0 {
+                style = style.add_modifier(Modifier::UNDERLINED);
+            }
             g.buffer.set_string(x, y, symbol, style);
+            let i = usize::from(y) * usize::from(w) + usize::from(x);
+            g.extras[i] = self.extra();
+            // (`set_string` resets the continuation cell of a wide symbol.)
+            if let Some(next) = g.extras.get_mut(i + 1).filter(|_| symbol.len() > 1) {
+                *next = Extra::PLAIN;
+            }
         }
         match self.below(6) {
             0 => g.cursor = None,
@@ -343,8 +546,8 @@ fn the_blank_tail_found_from_cells_is_the_one_found_from_glyphs() {
         let buf = &frame.buffer;
         for y in 0..h {
             let mut glyphs = Vec::new();
-            row_glyphs(buf, y, 0, w, &mut glyphs);
-            let column = blank_tail_column(buf, y);
+            row_glyphs(&frame, y, 0, w, &mut glyphs);
+            let column = blank_tail_column(&frame, y);
             let from_cells = glyphs
                 .iter()
                 .position(|g| g.x >= column)

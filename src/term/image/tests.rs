@@ -40,16 +40,21 @@ fn fingerprint(e: &mut Emulator) -> String {
     let s = e.screen();
     for r in 0..height {
         for c in 0..width {
-            if let Some(cell) = s.cell(r, c) {
+            let blank = |c: &&crate::term::vt::Cell| {
+                !c.has_contents() && c.ink() == crate::term::vt::Ink::DEFAULT && !c.is_wide()
+            };
+            if let Some(cell) = s.cell(r, c).filter(|c| !blank(c)) {
+                f.push_str(&format!("{c}:"));
+                // Link ids are the table's own: the link is its URI and id.
+                let link = s.link(cell.link());
+                let pen = crate::term::vt::Pen {
+                    link: 0,
+                    ..cell.pen()
+                };
                 f.push_str(&format!(
-                    "{:?}{:?}{:?}{}{}{}{}{}|",
+                    "{:?}{pen:?}{:?}{}|",
                     cell.contents(),
-                    cell.fgcolor(),
-                    cell.bgcolor(),
-                    cell.bold() as u8,
-                    cell.italic() as u8,
-                    cell.underline() as u8,
-                    cell.inverse() as u8,
+                    link.map(|l| (l.id(), l.uri())),
                     cell.is_wide() as u8
                 ));
             }
@@ -79,6 +84,36 @@ fn assert_same(a: &mut Emulator, b: &mut Emulator) {
         b.process(b"\x1b[?1049l");
         assert_eq!(fingerprint(a), fingerprint(b));
     }
+}
+
+#[test]
+fn attributes_and_links_survive_on_the_screen_and_in_history() {
+    let mut e = Emulator::new(4, 30, 1000);
+    e.process(
+        b"\x1b[9mstrike\x1b[0m \x1b[4:3;58:2::255:0:0mcurly\x1b[0m \x1b[53;5;8mover\x1b[0m\r\n",
+    );
+    e.process(b"\x1b]8;id=7;http://e.com/a\x1b\\link\x1b]8;;\x1b\\ and a long line that wraps \x1b]8;;file:///x\x1b\\across rows\r\n");
+    for i in 0..6 {
+        e.process(format!("\x1b[21;58;5;{i}mline {i}\x1b[0m\r\n").as_bytes());
+    }
+    // Still open, with its pen, when the move happens.
+    e.process(b"\x1b[1;4:4m\x1b]8;;http://e.com/open\x1b\\now");
+    let mut copy = round_trip(&mut e);
+    assert_same(&mut e, &mut copy);
+    assert!(copy.history_len() >= 6);
+    let first = &copy.lines(0, 1, true)[0];
+    assert!(
+        first.contains("\x1b[0;9mstrike") && first.contains("4:3;58:2::255:0:0mcurly"),
+        "{first:?}"
+    );
+    for x in [&mut e, &mut copy] {
+        x.process(b" more\x1b]8;;\x1b\\ after");
+    }
+    assert_same(&mut e, &mut copy);
+    let s = copy.screen();
+    let (row, _) = s.cursor_position();
+    let link = s.link(s.cell(row, 4).unwrap().link());
+    assert_eq!(link.map(|l| l.uri()), Some("http://e.com/open"));
 }
 
 #[test]
@@ -206,6 +241,22 @@ fn chunk() -> impl Strategy<Value = Vec<u8>> {
         (0u8..8, 0u8..8).prop_map(|(f, b)| format!("\x1b[3{f};4{b}m").into_bytes()),
         Just(b"\x1b[0m".to_vec()),
         Just(b"\x1b[1;7m".to_vec()),
+        // Every attribute and link kept per cell.
+        (0u8..10, 0u8..6).prop_map(|(a, u)| format!(
+            "\x1b[{};4:{u}m",
+            [5, 6, 8, 9, 53, 21, 25, 28, 29, 55][usize::from(a)]
+        )
+        .into_bytes()),
+        (0u8..3, any::<u8>()).prop_map(|(form, v)| match form {
+            0 => format!("\x1b[58;5;{v}m"),
+            1 => format!("\x1b[58:2::{v}:0:255m"),
+            _ => "\x1b[59m".to_string(),
+        }
+        .into_bytes()),
+        (0u8..4, 0u8..3)
+            .prop_map(|(n, id)| format!("\x1b]8;id={id};http://e.com/{n}\x1b\\").into_bytes()),
+        Just(b"\x1b]8;;http://e.com/;x\x07".to_vec()),
+        Just(b"\x1b]8;;\x1b\\".to_vec()),
         Just(b"\x1b_apc".to_vec()),
         Just(b"\x1bP1;2q".to_vec()),
         Just(b"\x1bP1?".to_vec()),
@@ -299,9 +350,10 @@ proptest! {
             e.process(c);
             copy.process(c);
             if c.ends_with(b"\x1b[?1049l") {
-                // The pen saved on entering is not carried (see the module notes).
-                e.process(b"\x1b[0m");
-                copy.process(b"\x1b[0m");
+                // The pen saved on entering is not carried (see the module notes), nor
+                // its link.
+                e.process(b"\x1b[0m\x1b]8;;\x1b\\");
+                copy.process(b"\x1b[0m\x1b]8;;\x1b\\");
             }
         }
         if grounded || !alt {

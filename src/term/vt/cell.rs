@@ -9,25 +9,73 @@ pub enum Color {
     Rgb(u8, u8, u8),
 }
 
-pub(super) const BOLD: u8 = 1;
-pub(super) const DIM: u8 = 2;
-pub(super) const ITALIC: u8 = 4;
-pub(super) const UNDERLINE: u8 = 8;
-pub(super) const INVERSE: u8 = 16;
+pub(super) const BOLD: u16 = 1;
+pub(super) const DIM: u16 = 1 << 1;
+pub(super) const ITALIC: u16 = 1 << 2;
+/// The underline's style (an [`Underline`]) takes three bits from here.
+const UNDERLINE_SHIFT: u16 = 3;
+pub(super) const UNDERLINE: u16 = 7 << UNDERLINE_SHIFT;
+pub(super) const INVERSE: u16 = 1 << 6;
+pub(super) const STRIKE: u16 = 1 << 7;
+pub(super) const OVERLINE: u16 = 1 << 8;
+pub(super) const BLINK: u16 = 1 << 9;
+pub(super) const RAPID_BLINK: u16 = 1 << 10;
+pub(super) const HIDDEN: u16 = 1 << 11;
+/// Every flag bit; an [`Ink`] has room for these twelve.
+const FLAGS: u16 = (1 << 12) - 1;
+
+/// How text is underlined (SGR `4:0` to `4:5`; 21 is double).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Underline {
+    #[default]
+    None,
+    Single,
+    Double,
+    Curly,
+    Dotted,
+    Dashed,
+}
+
+impl Underline {
+    /// The style of SGR `4:n`; None for a style there is not.
+    pub fn from_sgr(n: u16) -> Option<Underline> {
+        Some(match n {
+            0 => Underline::None,
+            1 => Underline::Single,
+            2 => Underline::Double,
+            3 => Underline::Curly,
+            4 => Underline::Dotted,
+            5 => Underline::Dashed,
+            _ => return None,
+        })
+    }
+
+    /// `n` of SGR `4:n`.
+    pub fn sgr(self) -> u16 {
+        self as u16
+    }
+}
 
 /// The drawing attributes a cell takes from the pen that drew or erased it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct Pen {
     pub fg: Color,
     pub bg: Color,
-    pub flags: u8,
+    /// The underline's colour (SGR 58); Default: the text's.
+    pub ul: Color,
+    pub flags: u16,
+    /// The hyperlink of what the pen draws (OSC 8): an id in the screen's link table, 0
+    /// for none.
+    pub link: u16,
 }
 
 impl Pen {
     pub const DEFAULT: Pen = Pen {
         fg: Color::Default,
         bg: Color::Default,
+        ul: Color::Default,
         flags: 0,
+        link: 0,
     };
 
     pub fn bold(&self) -> bool {
@@ -39,65 +87,122 @@ impl Pen {
     pub fn italic(&self) -> bool {
         self.flags & ITALIC != 0
     }
+    /// Underlined, in any style.
     pub fn underline(&self) -> bool {
         self.flags & UNDERLINE != 0
+    }
+    pub fn underline_style(&self) -> Underline {
+        Underline::from_sgr((self.flags & UNDERLINE) >> UNDERLINE_SHIFT).unwrap_or_default()
+    }
+    pub fn set_underline(&mut self, style: Underline) {
+        self.flags = (self.flags & !UNDERLINE) | style.sgr() << UNDERLINE_SHIFT;
     }
     pub fn inverse(&self) -> bool {
         self.flags & INVERSE != 0
     }
+    pub fn strikethrough(&self) -> bool {
+        self.flags & STRIKE != 0
+    }
+    pub fn overline(&self) -> bool {
+        self.flags & OVERLINE != 0
+    }
+    pub fn blink(&self) -> bool {
+        self.flags & BLINK != 0
+    }
+    pub fn rapid_blink(&self) -> bool {
+        self.flags & RAPID_BLINK != 0
+    }
+    pub fn hidden(&self) -> bool {
+        self.flags & HIDDEN != 0
+    }
 }
 
-/// A pen packed in a word, as cells keep it: colours in 26 bits each (a 2-bit kind and
-/// 24 bits of index or RGB), then the attribute flags. Copied and compared at once.
+/// A pen packed as cells keep it: colours in 26 bits each (a 2-bit kind and 24 bits of
+/// index or RGB) — the text's and the background's in `lo` with the twelve attribute
+/// flags, the underline's in `hi` — and the link id. Copied and compared at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct Ink(u64);
+pub struct Ink {
+    lo: u64,
+    hi: u32,
+    link: u16,
+}
+
+fn color_bits(c: Color) -> u32 {
+    match c {
+        Color::Default => 0,
+        Color::Idx(i) => 1 << 24 | u32::from(i),
+        Color::Rgb(r, g, b) => 2 << 24 | u32::from(r) << 16 | u32::from(g) << 8 | u32::from(b),
+    }
+}
+
+fn color_of(v: u32) -> Color {
+    match v >> 24 {
+        1 => Color::Idx(v as u8),
+        2 => Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8),
+        _ => Color::Default,
+    }
+}
+
+const COLOR: u64 = 0x3ff_ffff;
 
 impl Ink {
-    pub const DEFAULT: Ink = Ink(0);
+    pub const DEFAULT: Ink = Ink {
+        lo: 0,
+        hi: 0,
+        link: 0,
+    };
 
     pub fn pen(self) -> Pen {
-        fn color(v: u64) -> Color {
-            match v >> 24 {
-                1 => Color::Idx(v as u8),
-                2 => Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8),
-                _ => Color::Default,
-            }
-        }
         Pen {
-            fg: color(self.0 & 0x3ff_ffff),
-            bg: color((self.0 >> 26) & 0x3ff_ffff),
-            flags: (self.0 >> 52) as u8,
+            fg: color_of((self.lo & COLOR) as u32),
+            bg: color_of(((self.lo >> 26) & COLOR) as u32),
+            ul: color_of(self.hi),
+            flags: (self.lo >> 52) as u16,
+            link: self.link,
         }
+    }
+
+    /// The link id (0: none).
+    pub fn link(self) -> u16 {
+        self.link
+    }
+
+    /// The same without its link: what erasing with the pen leaves.
+    pub fn without_link(self) -> Ink {
+        Ink { link: 0, ..self }
     }
 }
 
 impl Pen {
     pub fn ink(&self) -> Ink {
-        fn bits(c: Color) -> u64 {
-            match c {
-                Color::Default => 0,
-                Color::Idx(i) => 1 << 24 | u64::from(i),
-                Color::Rgb(r, g, b) => {
-                    2 << 24 | u64::from(r) << 16 | u64::from(g) << 8 | u64::from(b)
-                }
-            }
+        Ink {
+            lo: u64::from(color_bits(self.fg))
+                | u64::from(color_bits(self.bg)) << 26
+                | u64::from(self.flags & FLAGS) << 52,
+            hi: color_bits(self.ul),
+            link: self.link,
         }
-        Ink(bits(self.fg) | bits(self.bg) << 26 | u64::from(self.flags) << 52)
     }
 }
 
-/// Bytes of text a cell holds: a character and the marks combined with it.
-const TEXT: usize = 22;
+/// Bytes of text a cell holds: a character and the marks combined with it (a family
+/// emoji of four people joined by ZWJ takes 25).
+const TEXT: usize = 25;
 const WIDE: u8 = 0x80;
 const WIDE_CONT: u8 = 0x40;
 const LEN: u8 = 0x1f;
 
+/// 40 bytes: the ink's words first, then the length and the text, with no padding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Cell {
-    text: [u8; TEXT],
+    /// The ink, as [`Ink`] keeps it (laid out here so that no padding is needed).
+    lo: u64,
+    hi: u32,
+    link: u16,
     /// Length of `text`, with the WIDE and WIDE_CONT flags in its high bits.
     len: u8,
-    ink: Ink,
+    text: [u8; TEXT],
 }
 
 impl Default for Cell {
@@ -108,10 +213,19 @@ impl Default for Cell {
 
 impl Cell {
     pub const EMPTY: Cell = Cell {
-        text: [0; TEXT],
+        lo: 0,
+        hi: 0,
+        link: 0,
         len: 0,
-        ink: Ink::DEFAULT,
+        text: [0; TEXT],
     };
+
+    #[inline]
+    fn set_ink(&mut self, ink: Ink) {
+        self.lo = ink.lo;
+        self.hi = ink.hi;
+        self.link = ink.link;
+    }
 
     fn n(&self) -> usize {
         usize::from(self.len & LEN)
@@ -150,6 +264,12 @@ impl Cell {
         None
     }
 
+    /// The first byte of the cell's text: the whole of it for an ASCII character.
+    #[inline]
+    pub(super) fn ascii_byte(&self) -> u8 {
+        self.text[0]
+    }
+
     /// The cell's text as one ASCII byte, when it is one.
     pub(super) fn ascii(&self) -> Option<u8> {
         (self.len & LEN == 1).then_some(self.text[0])
@@ -165,10 +285,19 @@ impl Cell {
         self.len & WIDE_CONT != 0
     }
     pub fn pen(&self) -> Pen {
-        self.ink.pen()
+        self.ink().pen()
     }
+    #[inline]
     pub fn ink(&self) -> Ink {
-        self.ink
+        Ink {
+            lo: self.lo,
+            hi: self.hi,
+            link: self.link,
+        }
+    }
+    /// The id of the cell's hyperlink in its screen's link table (0: none).
+    pub fn link(&self) -> u16 {
+        self.link
     }
     pub fn fgcolor(&self) -> Color {
         self.pen().fg
@@ -197,13 +326,13 @@ impl Cell {
     pub(super) fn set_ascii(&mut self, b: u8, ink: Ink) {
         self.text[0] = b;
         self.len = 1;
-        self.ink = ink;
+        self.set_ink(ink);
     }
 
     pub(super) fn set(&mut self, c: char, wide: bool, ink: Ink) {
         let n = c.encode_utf8(&mut self.text).len() as u8;
         self.len = n | if wide { WIDE } else { 0 };
-        self.ink = ink;
+        self.set_ink(ink);
     }
 
     /// Adds `c` to the cell's text (a mark, or the rest of a grapheme cluster), if there
@@ -240,10 +369,10 @@ impl Cell {
         }
     }
 
-    /// Empties the cell, giving it `ink`.
+    /// Empties the cell, giving it `ink` without its link (erased cells link nowhere).
     pub(super) fn clear(&mut self, ink: Ink) {
         self.len = 0;
-        self.ink = ink;
+        self.set_ink(ink.without_link());
     }
 }
 
@@ -253,19 +382,65 @@ mod tests {
 
     #[test]
     fn ink_keeps_every_pen() {
-        for fg in [
+        let colours = [
             Color::Default,
             Color::Idx(0),
             Color::Idx(255),
             Color::Rgb(1, 2, 255),
-        ] {
-            for bg in [Color::Default, Color::Idx(9), Color::Rgb(255, 0, 7)] {
-                for flags in [0, BOLD | INVERSE, 31] {
-                    let pen = Pen { fg, bg, flags };
-                    assert_eq!(pen.ink().pen(), pen);
+            Color::Rgb(255, 0, 7),
+        ];
+        let styles = [
+            Underline::None,
+            Underline::Single,
+            Underline::Double,
+            Underline::Curly,
+            Underline::Dotted,
+            Underline::Dashed,
+        ];
+        for fg in colours {
+            for bg in colours {
+                for ul in colours {
+                    for flags in [0, BOLD | INVERSE, STRIKE | OVERLINE, FLAGS & !UNDERLINE] {
+                        for style in styles {
+                            for link in [0, 1, u16::MAX] {
+                                let mut pen = Pen {
+                                    fg,
+                                    bg,
+                                    ul,
+                                    flags,
+                                    link,
+                                };
+                                pen.set_underline(style);
+                                assert_eq!(pen.ink().pen(), pen);
+                                assert_eq!(pen.underline_style(), style);
+                                assert_eq!(pen.underline(), style != Underline::None);
+                                let mut cell = Cell::EMPTY;
+                                cell.set('x', false, pen.ink());
+                                assert_eq!(cell.pen(), pen);
+                                cell.clear(pen.ink());
+                                assert_eq!(cell.pen(), Pen { link: 0, ..pen });
+                            }
+                        }
+                    }
                 }
             }
         }
+        let all = Pen {
+            flags: FLAGS,
+            ..Pen::DEFAULT
+        };
+        let each = [
+            all.bold(),
+            all.dim(),
+            all.italic(),
+            all.inverse(),
+            all.strikethrough(),
+            all.overline(),
+            all.blink(),
+            all.rapid_blink(),
+            all.hidden(),
+        ];
+        assert!(each.iter().all(|&on| on));
     }
 
     #[test]
@@ -284,7 +459,9 @@ mod tests {
 
     #[test]
     fn a_cell_is_small() {
-        assert!(std::mem::size_of::<Cell>() <= 32);
+        assert!(std::mem::size_of::<Cell>() <= 40);
+        // Room for a family emoji: four people joined by ZWJ.
+        assert!(TEXT >= "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}\u{200d}\u{1f466}".len());
     }
 
     #[test]

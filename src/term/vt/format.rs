@@ -1,8 +1,9 @@
 //! Screens and rows as text: plain, as a history line, and as the escape sequences that
 //! redraw them exactly (for a live handoff's image).
 
-use super::cell::{Cell, Color, Ink, Pen};
+use super::cell::{Cell, Color, Ink, Pen, Underline};
 use super::grid::Row;
+use super::links::{self, Links};
 use super::{
     MouseProtocolEncoding, MouseProtocolMode, Screen, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE,
 };
@@ -54,18 +55,34 @@ pub(super) fn push_num(out: &mut impl Sink, n: u16) {
     }
 }
 
-/// The SGR sequence that sets exactly `pen`, from any other.
+/// The SGR sequence that sets exactly `pen` (but its link, which is no SGR), from any
+/// other.
 pub fn sgr(pen: Pen, out: &mut impl Sink) {
     out.put("\x1b[0");
-    for (on, code) in [
-        (pen.bold(), ";1"),
-        (pen.dim(), ";2"),
-        (pen.italic(), ";3"),
-        (pen.underline(), ";4"),
-        (pen.inverse(), ";7"),
-    ] {
-        if on {
-            out.put(code);
+    // (Most pens have no attribute at all.)
+    if pen.flags != 0 {
+        for (on, code) in [
+            (pen.bold(), ";1"),
+            (pen.dim(), ";2"),
+            (pen.italic(), ";3"),
+            (pen.blink(), ";5"),
+            (pen.rapid_blink(), ";6"),
+            (pen.inverse(), ";7"),
+            (pen.hidden(), ";8"),
+            (pen.strikethrough(), ";9"),
+            (pen.overline(), ";53"),
+        ] {
+            if on {
+                out.put(code);
+            }
+        }
+        match pen.underline_style() {
+            Underline::None => {}
+            Underline::Single => out.put(";4"),
+            style => {
+                out.put(";4:");
+                push_num(out, style.sgr());
+            }
         }
     }
     // The 16 basic colours in their short forms (30–37, 90–97; 40–47, 100–107).
@@ -95,7 +112,33 @@ pub fn sgr(pen: Pen, out: &mut impl Sink) {
             }
         }
     }
+    // The underline's colour in sub-parameters: a terminal that does not know SGR 58
+    // skips it whole (the semicolon form would have it take `5` for blink).
+    match pen.ul {
+        Color::Default => {}
+        Color::Idx(i) => {
+            out.put(";58:5:");
+            push_num(out, u16::from(i));
+        }
+        Color::Rgb(r, g, b) => {
+            out.put(";58:2:");
+            for v in [r, g, b] {
+                out.put(":");
+                push_num(out, u16::from(v));
+            }
+        }
+    }
     out.put("m");
+}
+
+/// From the link `from` to the link `to` (ids in `links`; 0: none): the OSC 8 sequence
+/// that ends one and opens the other. A link the table no longer has is none.
+fn relink(links: &Links, from: u16, to: u16, out: &mut impl Sink) {
+    match links.get(to) {
+        Some(link) => link.open(out),
+        None if from != 0 => out.put(links::CLOSE),
+        None => {}
+    }
 }
 
 fn push_cell(out: &mut String, cell: &Cell) {
@@ -107,29 +150,43 @@ fn push_cell(out: &mut String, cell: &Cell) {
 
 /// A row leaving the screen, as a history line (built in `out`): its text from the
 /// default pen, SGR where the pen changes, an empty cell as a blank; trailing blank
-/// default cells cut. Every row of a long output passes through here: ASCII first.
-pub(super) fn line<'a>(row: &Row, out: &'a mut Vec<u8>) -> &'a str {
+/// default cells cut. Its links (ids in `links`) are OSC 8 sequences, the last one ended
+/// at the line's end, so the line stands on its own. Every row of a long output passes
+/// through here: ASCII first.
+pub(super) fn line<'a>(row: &Row, links: &Links, out: &'a mut Vec<u8>) -> &'a str {
     out.clear();
     let cells = row.used_cells();
     out.reserve(cells.len());
     let mut ink = Ink::DEFAULT;
     let mut end = 0;
-    for cell in cells {
-        if let Some(b) = cell.ascii() {
+    // The link open where the line ends so far.
+    let mut open = 0;
+    let mut i = 0;
+    while i < cells.len() {
+        let cell = &cells[i];
+        if cell.ascii().is_some() {
             if cell.ink() != ink {
+                repen(links, ink, cell.ink(), out);
                 ink = cell.ink();
-                sgr(ink.pen(), out);
             }
-            out.push(b);
+            // The run of ASCII characters drawn with this ink, in one go.
+            let run = cells[i + 1..]
+                .iter()
+                .position(|c| c.ascii().is_none() || c.ink() != ink)
+                .map_or(cells.len(), |n| i + 1 + n);
+            out.extend(cells[i..run].iter().map(Cell::ascii_byte));
+            i = run;
             end = out.len();
+            open = ink.link();
             continue;
         }
+        i += 1;
         if cell.is_wide_continuation() {
             continue;
         }
         if cell.ink() != ink {
+            repen(links, ink, cell.ink(), out);
             ink = cell.ink();
-            sgr(ink.pen(), out);
         }
         if cell.has_contents() {
             out.extend_from_slice(cell.bytes());
@@ -140,15 +197,31 @@ pub(super) fn line<'a>(row: &Row, out: &'a mut Vec<u8>) -> &'a str {
             }
         }
         end = out.len();
+        open = ink.link();
+    }
+    out.truncate(end);
+    if links.get(open).is_some() {
+        out.extend_from_slice(links::CLOSE.as_bytes());
     }
     // Made of whole characters: the check cannot fail.
-    std::str::from_utf8(&out[..end]).unwrap_or_default()
+    std::str::from_utf8(out).unwrap_or_default()
+}
+
+/// The SGR and OSC 8 sequences from ink `from` to ink `to`.
+fn repen(links: &Links, from: Ink, to: Ink, out: &mut impl Sink) {
+    if from.without_link() != to.without_link() {
+        sgr(to.pen(), out);
+    }
+    if from.link() != to.link() {
+        relink(links, from.link(), to.link(), out);
+    }
 }
 
 /// Cells `start..start + width` of `row`, drawn exactly from the default pen at the
 /// row's first column: empty cells are skipped (CUF) or erased with their pen (ECH),
-/// so they stay empty; trailing empty default cells are left out.
-pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
+/// so they stay empty; trailing empty default cells are left out; a link (ids in
+/// `links`) still open at the end is ended.
+pub(super) fn write_exact(out: &mut String, row: &Row, links: &Links, start: u16, width: u16) {
     let cells = row.used_cells();
     let end = usize::from(start.saturating_add(width)).min(cells.len());
     let cells = cells.get(usize::from(start)..end).unwrap_or(&[]);
@@ -175,7 +248,7 @@ pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
             gap = 0;
         }
         if p != ink {
-            sgr(p.pen(), out);
+            repen(links, ink, p, out);
             ink = p;
         }
         if cell.has_contents() {
@@ -193,6 +266,9 @@ pub(super) fn write_exact(out: &mut String, row: &Row, start: u16, width: u16) {
             out.push('C');
             i += usize::from(run);
         }
+    }
+    if links.get(ink.link()).is_some() {
+        out.push_str(links::CLOSE);
     }
 }
 
@@ -223,7 +299,7 @@ impl Screen {
     pub fn line(&self, row: u16) -> String {
         self.grid()
             .row(row)
-            .map(|r| line(r, &mut Vec::new()).to_string())
+            .map(|r| line(r, &self.links, &mut Vec::new()).to_string())
             .unwrap_or_default()
     }
 
@@ -253,7 +329,7 @@ impl Screen {
     pub fn rows_formatted(&self, start: u16, width: u16) -> impl Iterator<Item = String> + '_ {
         self.grid().rows().map(move |row| {
             let mut s = String::new();
-            write_exact(&mut s, row, start, width);
+            write_exact(&mut s, row, &self.links, start, width);
             s
         })
     }
@@ -294,7 +370,7 @@ impl Screen {
             } else {
                 cup(&mut out, i as u16, 0);
             }
-            write_exact(&mut out, row, 0, cols);
+            write_exact(&mut out, row, &self.links, 0, cols);
             prev_wrapped = row.wrapped();
         }
         out.push_str("\x1b[0m");
@@ -355,7 +431,9 @@ impl Screen {
             if let Some(cell) = self.cell(at, last) {
                 if cell.has_contents() {
                     sgr(cell.pen(), &mut out);
+                    relink(&self.links, 0, cell.link(), &mut out);
                     push_cell(&mut out, cell);
+                    relink(&self.links, cell.link(), 0, &mut out);
                 } else {
                     // A blank, then erased again behind the saved cursor (DECSC keeps
                     // the pending wrap).
@@ -375,10 +453,11 @@ impl Screen {
         out
     }
 
-    /// The pen, as SGR.
+    /// The pen, as SGR, and the link it draws, as OSC 8.
     pub fn attributes_formatted(&self) -> String {
         let mut out = String::new();
         sgr(self.pen, &mut out);
+        relink(&self.links, 0, self.pen.link, &mut out);
         out
     }
 

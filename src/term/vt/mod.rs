@@ -12,6 +12,7 @@ mod feed;
 mod format;
 mod grid;
 mod keyboard;
+mod links;
 mod perform;
 mod reflow;
 mod strings;
@@ -21,10 +22,12 @@ pub(crate) mod tests;
 
 use unicode_width::UnicodeWidthChar as _;
 
-pub use cell::{Cell, Color, Ink, Pen};
+pub use cell::{Cell, Color, Ink, Pen, Underline};
 pub use grid::Row;
 use grid::{Grid, Pos};
 pub use keyboard::{KeyMode, Keyboard, KITTY_ALL};
+use links::Links;
+pub use links::{Link, MAX_LINKS, MAX_URI};
 pub use reflow::CARRY_MAX;
 use strings::Str;
 pub use strings::OSC_MAX;
@@ -69,6 +72,8 @@ pub struct Screen {
     /// `pen`, packed as cells keep it.
     ink: Ink,
     saved_pen: Pen,
+    /// The hyperlinks cells and pens point to.
+    links: Links,
     modes: u8,
     mouse_mode: MouseProtocolMode,
     mouse_encoding: MouseProtocolEncoding,
@@ -89,6 +94,7 @@ impl Screen {
             pen: Pen::DEFAULT,
             ink: Ink::DEFAULT,
             saved_pen: Pen::DEFAULT,
+            links: Links::default(),
             modes: 0,
             mouse_mode: MouseProtocolMode::None,
             mouse_encoding: MouseProtocolEncoding::Default,
@@ -178,6 +184,42 @@ impl Screen {
         self.pen
     }
 
+    /// The hyperlink with this id (a cell's or a pen's `link`), if any.
+    pub fn link(&self, id: u16) -> Option<&std::sync::Arc<Link>> {
+        self.links.get(id)
+    }
+
+    /// OSC 8: what the pen draws from now on links to `link` (None: to nothing).
+    fn set_link(&mut self, link: Option<Link>) {
+        let id = link.and_then(|link| {
+            let seq = self.primary.seq;
+            let Screen {
+                primary,
+                alternate,
+                pen,
+                saved_pen,
+                links,
+                ..
+            } = self;
+            links.intern(link, seq, |used| {
+                let mut mark = |id: u16| {
+                    if let Some(u) = used.get_mut(usize::from(id)) {
+                        *u = true;
+                    }
+                };
+                mark(pen.link);
+                mark(saved_pen.link);
+                for row in primary.rows().chain(alternate.rows()) {
+                    row.used_cells().iter().for_each(|c| mark(c.link()));
+                }
+            })
+        });
+        self.set_pen(Pen {
+            link: id.unwrap_or(0),
+            ..self.pen
+        });
+    }
+
     fn set_pen(&mut self, pen: Pen) {
         self.pen = pen;
         self.ink = pen.ink();
@@ -216,6 +258,7 @@ impl Screen {
         self.pen = Pen::DEFAULT;
         self.ink = Ink::DEFAULT;
         self.saved_pen = Pen::DEFAULT;
+        self.links.clear();
         self.modes = 0;
         self.mouse_mode = MouseProtocolMode::None;
         self.mouse_encoding = MouseProtocolEncoding::Default;
@@ -234,8 +277,9 @@ impl Screen {
     fn set_size(&mut self, rows: u16, cols: u16, dropped: &mut Lines) {
         let (rows, cols) = (rows.max(1), cols.max(1));
         let mut scratch = Vec::new();
+        let links = &self.links;
         self.primary.set_size(rows, cols, |row| {
-            dropped.push_row(format::line(row, &mut scratch), row.wrapped)
+            dropped.push_row(format::line(row, links, &mut scratch), row.wrapped)
         });
         self.alternate.set_size(rows, cols, |_| {});
     }
@@ -289,9 +333,12 @@ macro_rules! grid_and_keep {
         } else {
             &mut $screen.primary
         };
-        let (dropped, scratch) = (&mut $dropped, &mut $scratch);
+        let (dropped, scratch, links) = (&mut $dropped, &mut $scratch, &$screen.links);
         let mut push = |row: &$crate::term::vt::Row| {
-            dropped.push_row($crate::term::vt::format::line(row, scratch), row.wrapped)
+            dropped.push_row(
+                $crate::term::vt::format::line(row, links, scratch),
+                row.wrapped,
+            )
         };
         let $keep: Option<&mut dyn FnMut(&$crate::term::vt::Row)> =
             if alt { None } else { Some(&mut push) };

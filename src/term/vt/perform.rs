@@ -2,8 +2,10 @@
 //! owes the program (device status, attributes, colour queries), the title, bells and
 //! OSC 52 clipboard writes.
 
+use super::cell::{self, Underline};
+use super::format;
 use super::grid::Pos;
-use super::{cell, format};
+use super::links::Link;
 use super::{
     grid_and_keep, Color, MouseProtocolEncoding as Enc, MouseProtocolMode as Mouse, Pen, Screen,
     State, APP_CURSOR, APP_KEYPAD, BRACKETED_PASTE, HIDE_CURSOR,
@@ -125,8 +127,13 @@ impl State {
     }
 
     fn sgr_on<'a>(pen: &mut Pen, none: bool, mut it: impl Iterator<Item = &'a [u16]>) {
+        // SGR resets the attributes, not the hyperlink (OSC 8 opens and closes that).
+        let reset = Pen {
+            link: pen.link,
+            ..Pen::DEFAULT
+        };
         if none {
-            *pen = Pen::DEFAULT;
+            *pen = reset;
             return;
         }
         // A colour given in the following parameters (38;5;n or 38;2;r;g;b).
@@ -148,7 +155,7 @@ impl State {
             Some(Color::Rgb(u(r)?, u(g)?, u(b)?))
         }
         while let Some(p) = it.next() {
-            let flag = |pen: &mut Pen, f: u8, on: bool| {
+            let flag = |pen: &mut Pen, f: u16, on: bool| {
                 if on {
                     pen.flags |= f;
                 } else {
@@ -156,7 +163,7 @@ impl State {
                 }
             };
             match p {
-                [0] => *pen = Pen::DEFAULT,
+                [0] => *pen = reset,
                 [1] => {
                     flag(pen, cell::BOLD, true);
                     flag(pen, cell::DIM, false);
@@ -166,32 +173,50 @@ impl State {
                     flag(pen, cell::BOLD, false);
                 }
                 [3] => flag(pen, cell::ITALIC, true),
-                [4] => flag(pen, cell::UNDERLINE, true),
+                [4] => pen.set_underline(Underline::Single),
+                // 4:0 to 4:5: no, single, double, curly, dotted, dashed underline.
+                [4, style] => {
+                    if let Some(style) = Underline::from_sgr(*style) {
+                        pen.set_underline(style);
+                    }
+                }
+                [5] => flag(pen, cell::BLINK, true),
+                [6] => flag(pen, cell::RAPID_BLINK, true),
                 [7] => flag(pen, cell::INVERSE, true),
+                [8] => flag(pen, cell::HIDDEN, true),
+                [9] => flag(pen, cell::STRIKE, true),
+                [21] => pen.set_underline(Underline::Double),
                 [22] => flag(pen, cell::BOLD | cell::DIM, false),
                 [23] => flag(pen, cell::ITALIC, false),
-                [24] => flag(pen, cell::UNDERLINE, false),
+                [24] => pen.set_underline(Underline::None),
+                [25] => flag(pen, cell::BLINK | cell::RAPID_BLINK, false),
                 [27] => flag(pen, cell::INVERSE, false),
+                [28] => flag(pen, cell::HIDDEN, false),
+                [29] => flag(pen, cell::STRIKE, false),
                 [n @ 30..=37] => pen.fg = Color::Idx((n - 30) as u8),
                 [39] => pen.fg = Color::Default,
                 [n @ 40..=47] => pen.bg = Color::Idx((n - 40) as u8),
-                // 38/48 with the colour in sub-parameters (38:2:r:g:b, 38:5:n) or in
-                // the parameters that follow (38;2;r;g;b, 38;5;n); a bad value ends it.
-                [which @ (38 | 48), rest @ ..] => {
+                // 38/48/58 with the colour in sub-parameters (38:2:r:g:b, 38:2::r:g:b with
+                // its colour space left out, 38:5:n) or in the parameters that follow
+                // (38;2;r;g;b, 38;5;n); a bad value ends it.
+                [which @ (38 | 48 | 58), rest @ ..] => {
                     let colour = match rest {
                         [] => color(&mut it),
-                        [2, r, g, b] => rgb(*r, *g, *b),
+                        [2, r, g, b] | [2, _, r, g, b] => rgb(*r, *g, *b),
                         [5, i] => u8::try_from(*i).ok().map(Color::Idx),
                         _ => continue,
                     };
                     let Some(colour) = colour else { return };
-                    if *which == 38 {
-                        pen.fg = colour;
-                    } else {
-                        pen.bg = colour;
+                    match which {
+                        38 => pen.fg = colour,
+                        48 => pen.bg = colour,
+                        _ => pen.ul = colour,
                     }
                 }
                 [49] => pen.bg = Color::Default,
+                [53] => flag(pen, cell::OVERLINE, true),
+                [55] => flag(pen, cell::OVERLINE, false),
+                [59] => pen.ul = Color::Default,
                 [n @ 90..=97] => pen.fg = Color::Idx((n - 82) as u8),
                 [n @ 100..=107] => pen.bg = Color::Idx((n - 92) as u8),
                 _ => {}
@@ -323,7 +348,8 @@ impl vte::Perform for State {
         let p1 = |default| param(params, 0, default);
         match intermediates.first() {
             None => {
-                let pen = self.screen.ink;
+                // Erased cells take the pen's colours and attributes, not its link.
+                let pen = self.screen.ink.without_link();
                 let g = self.screen.grid_mut();
                 match c {
                     '@' => g.insert_cells(p1(1)),
@@ -394,7 +420,7 @@ impl vte::Perform for State {
             }
             Some(b'?') => match c {
                 'J' | 'K' => {
-                    let pen = self.screen.ink;
+                    let pen = self.screen.ink.without_link();
                     let g = self.screen.grid_mut();
                     match (c, p1(0)) {
                         ('J', 0) => g.erase_all_forward(pen),
@@ -453,6 +479,12 @@ impl vte::Perform for State {
             // The icon name counts as the title only when none is set.
             [b"1", s] if self.title.is_empty() => self.set_title(s),
             [b"2", s] => self.set_title(s),
+            // A hyperlink: OSC 8 ; params ; URI (which may hold semicolons). An empty URI
+            // ends the link, and so does one refused.
+            [b"8", params, uri @ ..] => {
+                let uri = uri.join(&b';');
+                self.screen.set_link(Link::parse(params, &uri));
+            }
             [b"52", ty, data]
                 if ty.iter().all(|c| CLIPBOARD_SELECTOR.contains(c))
                     && *data != b"?"

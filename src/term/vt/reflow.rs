@@ -43,7 +43,10 @@ impl Terminal {
             .unwrap_or(0)
             .max(marks[0].row)
             .max(marks[1].row.min(height - 1));
+        let links = &screen.links;
         let mut t = Terminal::new(rows, cols);
+        // The same links under the same ids: the rows laid out point into this table.
+        t.state.screen.links = links.clone();
         let feed = |t: &mut Terminal, text: &str| {
             t.process(b"\x1b[0m", 0);
             t.process(text.as_bytes(), 0);
@@ -87,7 +90,7 @@ impl Terminal {
                 let to = usize::from(marks[k].col.min(width)).max(from);
                 feed(
                     &mut t,
-                    format::line(&part(row, from, to, true), &mut scratch),
+                    format::line(&part(row, from, to, true), links, &mut scratch),
                 );
                 from = to;
                 let mut p = t.state.screen.primary.pos;
@@ -102,9 +105,13 @@ impl Terminal {
                 at[k] = Some((p, t.state.dropped.len()));
             }
             let rest = if from == 0 {
-                format::line(row, &mut scratch)
+                format::line(row, links, &mut scratch)
             } else {
-                format::line(&part(row, from, usize::from(width), false), &mut scratch)
+                format::line(
+                    &part(row, from, usize::from(width), false),
+                    links,
+                    &mut scratch,
+                )
             };
             feed(&mut t, rest);
             for &k in here.iter().filter(|&&k| past(k)) {

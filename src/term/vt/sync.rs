@@ -100,6 +100,8 @@ impl Screen {
             last_char: self.last_char,
             spill: None,
             switched: self.switched,
+            // (The links its cells point to; the live table may reclaim ids meanwhile.)
+            links: self.links.clone(),
         }
     }
 }
