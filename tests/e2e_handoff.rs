@@ -409,8 +409,12 @@ fn pending_waits_and_subscriptions_end_with_a_retry_error() {
     });
     ok(env.herdr(&["server", "handoff"]));
     let wait = wait.wait_with_output().unwrap();
-    assert!(!wait.status.success());
     let said = String::from_utf8_lossy(&wait.stderr);
+    assert!(
+        !wait.status.success(),
+        "the wait ended well: {} / {said}",
+        String::from_utf8_lossy(&wait.stdout)
+    );
     assert!(said.contains("reconnect and retry"), "{said}");
     let events = events.wait_with_output().unwrap();
     let printed = String::from_utf8_lossy(&events.stdout);
