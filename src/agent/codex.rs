@@ -217,7 +217,7 @@ pub fn status(path: &Path) -> anyhow::Result<String> {
 
 /// What a Codex notification tells herdr: a finished turn (the agent is idle now) and the
 /// session it belongs to. Other notification types tell nothing.
-pub fn hook_report(payload: &str) -> Option<(String, Option<String>)> {
+pub fn hook_report(payload: &str) -> Option<super::HookReport> {
     let v: serde_json::Value = serde_json::from_str(payload).ok()?;
     if v.get("type").and_then(|t| t.as_str()) != Some("agent-turn-complete") {
         return None;
@@ -226,7 +226,11 @@ pub fn hook_report(payload: &str) -> Option<(String, Option<String>)> {
         .get("thread-id")
         .and_then(|t| t.as_str())
         .map(str::to_string);
-    Some(("idle".to_string(), session))
+    Some(super::HookReport {
+        state: Some("idle"),
+        session,
+        error: None,
+    })
 }
 
 #[cfg(test)]
@@ -353,13 +357,13 @@ command = "docs-mcp"
 
     #[test]
     fn turn_completions_report_idle_with_the_thread() {
-        let (state, session) = hook_report(
+        let r = hook_report(
             r#"{"type":"agent-turn-complete","thread-id":"0199-abc","turn-id":"1","cwd":"/w"}"#,
         )
         .unwrap();
         assert_eq!(
-            (state.as_str(), session.as_deref()),
-            ("idle", Some("0199-abc"))
+            (r.state, r.session.as_deref()),
+            (Some("idle"), Some("0199-abc"))
         );
         assert_eq!(hook_report(r#"{"type":"something-else"}"#), None);
         assert_eq!(hook_report("not json"), None);

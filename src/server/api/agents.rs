@@ -5,6 +5,10 @@
 //! from the pane's shell) while that pane runs the agent it names, and only if its
 //! sequence number is newer than the last one from the same source — so a late report
 //! from an agent that already exited can never change the next one's state.
+//!
+//! An agent's hooks start its states; its screen rules, where it has them, only see the
+//! ends its hooks do not report (a prompt answered by Esc, work interrupted): a state
+//! a hook set ends by the screen only once the screen showed it and then stopped.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -24,6 +28,9 @@ pub(crate) const STATES: &[&str] = &["working", "blocked", "idle", "done"];
 /// stopped showing it busy for this long) is idle. Long enough that a pause between two
 /// bursts of output is not reported as idle.
 const IDLE_AFTER: Duration = Duration::from_secs(3);
+/// An `error` longer than this is refused; what is kept is one line of at most
+/// `agent::claude::MAX_ERROR` bytes.
+const MAX_ERROR_PARAM: usize = 4096;
 /// How often a pane without a known agent is looked at again on output.
 const DETECT_INTERVAL: Duration = Duration::from_secs(1);
 /// How often a pane whose agent is known is looked at again on output (has it quit?).
@@ -43,6 +50,9 @@ pub(crate) struct Activity {
     detected_at: BTreeMap<TerminalId, Instant>,
     /// When the screen of an agent pane with rules is read next.
     look_at: BTreeMap<TerminalId, Instant>,
+    /// For an agent whose hooks report: the state its hooks set last, once its screen has
+    /// shown it too (only then may the screen end it).
+    confirmed: BTreeMap<TerminalId, &'static str>,
     /// How much each agent's program had written when last looked at: a notification
     /// without new bytes (a resize, a redraw for a client) is no activity.
     written: BTreeMap<TerminalId, u64>,
@@ -96,6 +106,7 @@ impl Server {
                     term.agent_state = None;
                     term.report_seq.clear();
                     term.hooked = false;
+                    term.agent_error = None;
                     term.agent_argv = argv.as_deref().map(agent::own_argv).unwrap_or_default();
                 }
             }
@@ -107,11 +118,13 @@ impl Server {
                 term.agent_source = None;
                 term.report_seq.clear();
                 term.hooked = false;
+                term.agent_error = None;
                 term.agent_argv.clear();
             }
         }
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
+        self.agent_fallback.confirmed.remove(&tid);
         if let Some(ps) = self
             .state
             .pane_of_terminal(tid)
@@ -121,9 +134,9 @@ impl Server {
         }
     }
 
-    /// Output in a pane. For an agent whose hooks do not say what it does, its screen is
-    /// read against its rules soon; an agent without rules is working while it prints and
-    /// idle once quiet for `IDLE_AFTER`.
+    /// Output in a pane. An agent's screen is read against its rules soon (for one whose
+    /// hooks report, to see the ends they miss); an agent without rules or hooks is
+    /// working while it prints and idle once quiet for `IDLE_AFTER`.
     pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
         let now = Instant::now();
         let known = self
@@ -146,7 +159,7 @@ impl Server {
             self.agent_fallback.detected_at.insert(tid, now);
             self.refresh_agent(tid);
         }
-        let Some(agent) = self.fallback_agent(tid) else {
+        let Some((agent, hooked)) = self.watched_agent(tid) else {
             return;
         };
         let Some(rt) = self.runtimes.get(tid) else {
@@ -164,18 +177,24 @@ impl Server {
                 .or_insert(now + LOOK_DELAY);
             return;
         }
-        if redraw {
-            // The program redrawing for its new size is not work.
+        if hooked || redraw {
+            // Its hooks say when it works; the program redrawing for its new size is not
+            // work.
             return;
         }
         self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
         self.set_agent_state(tid, "working");
     }
 
-    /// The agent of a terminal whose state comes from its output, not its hooks.
-    fn fallback_agent(&self, tid: TerminalId) -> Option<String> {
+    /// The agent of a terminal, and whether its hooks report its state.
+    fn watched_agent(&self, tid: TerminalId) -> Option<(String, bool)> {
         let term = self.state.terminals.get(&tid)?;
-        term.agent.clone().filter(|_| !term.hooked)
+        Some((term.agent.clone()?, term.hooked))
+    }
+
+    /// The state of a terminal's agent as last set (`done` is `idle` here).
+    fn raw_state(&self, tid: TerminalId) -> Option<String> {
+        self.state.terminals.get(&tid)?.agent_state.clone()
     }
 
     /// What the screen of an agent with rules shows: `Some(None)` is nothing busy.
@@ -193,12 +212,16 @@ impl Server {
     /// Reads an agent's screen after output: busy states apply at once; a screen that no
     /// longer shows it busy makes it idle only if that lasts `IDLE_AFTER`.
     fn look_at_screen(&mut self, tid: TerminalId, now: Instant) {
-        let Some(agent) = self.fallback_agent(tid) else {
+        let Some((agent, hooked)) = self.watched_agent(tid) else {
             return;
         };
         let Some(found) = self.screen_state(tid, &agent) else {
             return;
         };
+        if hooked {
+            self.refine_hooked(tid, found, now);
+            return;
+        }
         match found {
             Some(busy) => {
                 self.agent_fallback.quiet_at.remove(&tid);
@@ -224,12 +247,64 @@ impl Server {
         }
     }
 
+    /// What the screen of an agent whose hooks report adds to them. The hooks start
+    /// every state; the screen confirms the one they set, and ends a confirmed one that
+    /// it stops showing: a permission prompt gone while a spinner shows is work again
+    /// (approved, and the tool runs: the hook comes only when it is done); a prompt or
+    /// work gone from the screen for `IDLE_AFTER` is idle (answered with Esc, or
+    /// interrupted: no hook runs then). A prompt on screen while the hooks say working is
+    /// blocked (hooks that do not report prompts). Nothing else: a spinner left on
+    /// screen after the hook said idle is not work.
+    fn refine_hooked(&mut self, tid: TerminalId, found: Option<&'static str>, now: Instant) {
+        let current = self.raw_state(tid);
+        let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
+        let f = &mut self.agent_fallback;
+        match (current.as_deref(), found) {
+            (Some("working"), Some("blocked")) => {
+                f.quiet_at.remove(&tid);
+                f.confirmed.insert(tid, "blocked");
+                self.set_agent_state(tid, "blocked");
+            }
+            (Some("blocked"), Some("working")) if confirmed == Some("blocked") => {
+                f.quiet_at.remove(&tid);
+                f.confirmed.insert(tid, "working");
+                self.set_agent_state(tid, "working");
+            }
+            (Some(now_state @ ("working" | "blocked")), Some(shown)) if now_state == shown => {
+                f.quiet_at.remove(&tid);
+                f.confirmed.insert(tid, shown);
+            }
+            (Some(now_state @ ("working" | "blocked")), None) if confirmed == Some(now_state) => {
+                f.quiet_at.entry(tid).or_insert(now + IDLE_AFTER);
+            }
+            _ => {}
+        }
+    }
+
+    /// A hook set the agent's state: the screen has not confirmed it yet, and is read
+    /// soon whether or not the agent prints (its prompt may be drawn already).
+    fn hook_set_state(&mut self, tid: TerminalId) {
+        let f = &mut self.agent_fallback;
+        f.quiet_at.remove(&tid);
+        f.confirmed.remove(&tid);
+        let has_rules = self
+            .state
+            .terminals
+            .get(&tid)
+            .and_then(|t| t.agent.as_ref())
+            .is_some_and(|a| f.rules.contains_key(a));
+        if has_rules {
+            f.look_at.insert(tid, Instant::now() + LOOK_DELAY);
+        }
+    }
+
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.written.remove(&tid);
+        self.agent_fallback.confirmed.remove(&tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
@@ -252,11 +327,24 @@ impl Server {
         }
         for tid in due(&self.agent_fallback.quiet_at) {
             self.agent_fallback.quiet_at.remove(&tid);
-            let Some(agent) = self.fallback_agent(tid) else {
+            let Some((agent, hooked)) = self.watched_agent(tid) else {
                 continue;
             };
-            let state = self.screen_state(tid, &agent).flatten().unwrap_or("idle");
-            self.set_agent_state(tid, state);
+            let found = self.screen_state(tid, &agent).flatten();
+            if !hooked {
+                self.set_agent_state(tid, found.unwrap_or("idle"));
+                continue;
+            }
+            let current = self.raw_state(tid);
+            let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
+            match found {
+                None if current.is_some() && current.as_deref() == confirmed => {
+                    self.agent_fallback.confirmed.remove(&tid);
+                    self.set_agent_state(tid, "idle");
+                }
+                None => {}
+                Some(_) => self.refine_hooked(tid, found, now),
+            }
         }
     }
 
@@ -374,6 +462,17 @@ impl Server {
             ),
             (None, None) => None,
         };
+        let error = opt_str(p, "error")?
+            .map(|e| {
+                if e.len() > MAX_ERROR_PARAM {
+                    Err(ApiError::params(format!(
+                        "\"error\" is at most {MAX_ERROR_PARAM} bytes"
+                    )))
+                } else {
+                    Ok(agent::claude::one_line(e))
+                }
+            })
+            .transpose()?;
         let seq = opt_u64(p, "seq")?;
         // Only from inside the pane, and only about the agent running there now.
         let leader = self
@@ -425,13 +524,21 @@ impl Server {
             term.agent_session = Some(s);
             term.agent_source = Some(source.clone());
         }
-        if matches!(state, Some("working" | "blocked")) {
-            // Hooks that report work report its end too: they alone decide from now on.
-            term.hooked = true;
-            self.agent_fallback.quiet_at.remove(&tid);
-            self.agent_fallback.look_at.remove(&tid);
+        if error.is_some() {
+            term.agent_error = error;
+        } else if matches!(state, Some("working" | "blocked")) {
+            term.agent_error = None;
         }
+        if matches!(state, Some("working" | "blocked")) {
+            // Hooks that report work report its start and (mostly) its end: from now on
+            // they decide, the screen only sees the ends they miss.
+            term.hooked = true;
+        }
+        let hooked = term.hooked;
         if let Some(s) = state {
+            if hooked {
+                self.hook_set_state(tid);
+            }
             self.set_agent_state(tid, s);
         }
         let agent_state = self.state.agent_state(pane).map(str::to_string);
