@@ -43,6 +43,24 @@ impl Agent {
         let mut agent = Agent::start(env, mock, work, "claude");
         // Its input box and the hints below it: ready for a prompt.
         agent.wait_output("for shortcuts");
+        agent.wait_state("idle", TURN);
+        agent.pid = agent.pane()["pid"]
+            .as_i64()
+            .and_then(|shell| real_agents::foreground_pid(shell as i32));
+        agent
+    }
+
+    /// Codex, with herdr's notify hook installed.
+    fn codex(name: &str) -> Agent {
+        let env = Env::new(name);
+        let mock = MockApi::start();
+        let work = env.home().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        real_agents::codex(&env, &mock, &work);
+        ok(env.herdr(&["integration", "install", "codex"]));
+        let mut agent = Agent::start(env, mock, work, "codex");
+        agent.wait_output("Ask Codex to do anything");
+        agent.wait_state("idle", TURN);
         agent.pid = agent.pane()["pid"]
             .as_i64()
             .and_then(|shell| real_agents::foreground_pid(shell as i32));
@@ -225,4 +243,51 @@ fn claude_without_hooks_its_real_permission_prompt_reads_blocked_from_the_screen
     a.wait_state("idle", TURN);
     a.wait_states(from, &["blocked", "idle"]);
     assert!(a.work.join("tool-ran").exists(), "the approved tool ran");
+}
+
+#[test]
+fn codex_a_plain_turn_is_working_then_idle_and_its_own_thread_is_the_session() {
+    let a = Agent::codex("real-codex-plain");
+    assert_eq!(a.pane()["agent"], "codex");
+    let from = a.ask("say hello");
+    a.wait_output(TEXT_ANSWER);
+    a.wait_state("idle", TURN);
+    // Codex also runs a hidden thread that titles the session, and tells its notify when
+    // that one is done, before the turn is: neither an idle mid-turn nor its session.
+    a.wait_states(from, &["working", "idle"]);
+    assert_eq!(a.events.states_since("p1", from), ["working", "idle"]);
+    assert_eq!(a.mock.turns(), ["text"]);
+    let thread = a
+        .mock
+        .requests()
+        .iter()
+        .find(|r| r.turn == "text")
+        .and_then(|r| {
+            r.body["client_metadata"]["thread_id"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .expect("the turn's thread");
+    ok(a.env.herdr(&["server", "stop"]));
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            a.env
+                .dir
+                .path()
+                .join("state/herdr/sessions")
+                .join(&a.env.session)
+                .join("session.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let text = saved.to_string();
+    assert!(
+        text.contains(&format!("\"agent_session\":{{\"id\":\"{thread}\"}}")),
+        "the pane's own thread {thread} is saved: {text}"
+    );
+    // And resumed: the restored pane runs `codex resume <thread>`, which shows the turn.
+    ok(a.env.herdr(&["server", "start"]));
+    a.wait_output(TEXT_ANSWER);
+    assert!(!a.screen().contains("No saved session"), "{}", a.screen());
 }

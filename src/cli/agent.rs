@@ -125,7 +125,7 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                         None => (&[][..], ""),
                     };
                     chained = Some((chain, payload));
-                    crate::agent::codex::hook_report(payload)
+                    crate::agent::codex::own_hook_report(payload)
                 }
                 "claude" => {
                     let mut input = String::new();

@@ -9,11 +9,12 @@
 //! - `[slow]`: the answer starts and then stalls (until the agent hangs up or the mock
 //!   stops), so the agent stays at work until it is interrupted;
 //! - `[auth-error]`: HTTP 401 with the vendor's authentication error;
-//! - anything else: a text answer, `TEXT_ANSWER`.
+//! - anything else: a text answer, `TEXT_ANSWER`, streamed word by word over about a
+//!   second (an agent's side request, such as a title for the session, at once).
 //!
 //! Requests the agents make beside their turns (a title, token counts, a probe of the
-//! base URL) are answered minimally. Every request is recorded (`requests`). One
-//! connection per request (`Connection: close`).
+//! base URL) are answered minimally. Every request is recorded (`requests`). Connections
+//! are kept alive, except that a streamed answer ends its own.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,6 +30,10 @@ pub const TOOL_COMMAND: &str = "touch tool-ran";
 /// The plain answer, and the one after a tool's result.
 pub const TEXT_ANSWER: &str = "Hello from the mock.";
 pub const TOOL_ANSWER: &str = "The tool ran.";
+/// Between the pieces of a text answer to the user: it streams for about a second, as
+/// real answers do, so an agent is seen at work. The agents' own side requests (a title)
+/// are answered at once.
+const PACE: Duration = Duration::from_millis(250);
 /// How long a `[slow]` answer stalls at most.
 const STALL: Duration = Duration::from_secs(120);
 /// A request's head and body are read up to this size (agents send their whole context:
@@ -124,8 +129,7 @@ impl Drop for MockApi {
 }
 
 /// Reads one request: its method, path and body (by Content-Length, or chunked).
-fn read_request(conn: &TcpStream) -> Option<(String, String, Vec<u8>)> {
-    let mut r = BufReader::new(conn);
+fn read_request(r: &mut BufReader<TcpStream>) -> Option<(String, String, Vec<u8>)> {
     let mut line = String::new();
     r.read_line(&mut line).ok()?;
     let mut words = line.split_whitespace();
@@ -155,8 +159,17 @@ fn read_request(conn: &TcpStream) -> Option<(String, String, Vec<u8>)> {
             let mut size = String::new();
             r.read_line(&mut size).ok()?;
             let n = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-            if n == 0 || body.len() + n > MAX_REQUEST {
+            if n == 0 {
+                // The trailer, up to its empty line: read whole, so nothing is left unread
+                // (closing with unread input resets the connection).
+                let mut line = String::new();
+                while r.read_line(&mut line).ok()? > 0 && !line.trim_end().is_empty() {
+                    line.clear();
+                }
                 break;
+            }
+            if body.len() + n > MAX_REQUEST {
+                return None;
             }
             let mut chunk = vec![0; n + 2];
             r.read_exact(&mut chunk).ok()?;
@@ -169,41 +182,72 @@ fn read_request(conn: &TcpStream) -> Option<(String, String, Vec<u8>)> {
     Some((method, path, body))
 }
 
+/// Serves one connection: requests answered with a length are followed by the next on
+/// the same connection (clients keep connections alive, and may send a request on one
+/// they opened earlier); a streamed answer ends it.
 fn serve(mut conn: TcpStream, shared: &Shared) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-    let Some((method, path, body)) = read_request(&conn) else {
+    let Ok(reading) = conn.try_clone() else {
         return;
     };
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut reader = BufReader::new(reading);
+    while let Some((method, path, body)) = read_request(&mut reader) {
+        if !answer(&mut conn, shared, &method, &path, &body).unwrap_or(false) {
+            break;
+        }
+    }
+    // Closing with input unread would reset the connection, and the client could see the
+    // reset before the answer: the answer is ended first and what is left read away.
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut sink = [0u8; 4096];
+    while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+}
+
+/// Answers one request; whether the connection may carry another.
+fn answer(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> std::io::Result<bool> {
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let route = path.split('?').next().unwrap_or("").to_string();
-    let turn = match (method.as_str(), route.as_str()) {
+    let turn = match (method, route.as_str()) {
         ("POST", "/v1/messages") => claude_turn(&body),
         ("POST", "/v1/responses") => codex_turn(&body),
         _ => "other",
     };
     shared.requests.lock().unwrap().push(Request {
-        method: method.clone(),
-        path: path.clone(),
+        method: method.to_string(),
+        path: path.to_string(),
         body: body.clone(),
         turn,
     });
     let call = shared.calls.fetch_add(1, Ordering::SeqCst) + 1;
-    let result = match (route.as_str(), turn) {
-        (_, "other") => other(&mut conn, &method, &route),
+    match (route.as_str(), turn) {
+        (_, "other") => other(conn, method, &route)?,
         ("/v1/messages", "auth-error") => reply(
-            &mut conn,
+            conn,
             "401 Unauthorized",
             &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
-        ),
+        )?,
         ("/v1/responses", "auth-error") => reply(
-            &mut conn,
+            conn,
             "401 Unauthorized",
             &json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}),
-        ),
-        ("/v1/messages", _) => claude_stream(&mut conn, &body, turn, call, &shared.stop),
-        _ => codex_stream(&mut conn, turn, call, &shared.stop),
-    };
-    let _ = result;
+        )?,
+        ("/v1/messages", _) => {
+            claude_stream(conn, &body, turn, call, &shared.stop)?;
+            return Ok(false);
+        }
+        _ => {
+            codex_stream(conn, turn, call, &shared.stop)?;
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Requests beside the turns: a probe of the base URL, token counts, anything else.
@@ -212,8 +256,7 @@ fn other(conn: &mut TcpStream, method: &str, route: &str) -> std::io::Result<()>
         return reply(conn, "200 OK", &json!({"input_tokens": 100}));
     }
     if method == "HEAD" || route == "/" {
-        return conn
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        return conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
     }
     reply(
         conn,
@@ -225,7 +268,7 @@ fn other(conn: &mut TcpStream, method: &str, route: &str) -> std::io::Result<()>
 fn reply(conn: &mut TcpStream, status: &str, body: &Value) -> std::io::Result<()> {
     let body = body.to_string();
     let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     conn.write_all(head.as_bytes())?;
@@ -378,6 +421,9 @@ fn claude_stream(
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         )?;
         for piece in pieces(text) {
+            if turn != "side" {
+                std::thread::sleep(PACE);
+            }
             event(
                 conn,
                 json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
@@ -440,6 +486,9 @@ fn codex_stream(
                 "id": msg, "type": "message", "role": "assistant", "status": "in_progress", "content": []}}),
         )?;
         for piece in pieces(text) {
+            if turn != "side" {
+                std::thread::sleep(PACE);
+            }
             event(
                 conn,
                 json!({"type": "response.output_text.delta", "item_id": msg, "output_index": 0,

@@ -102,11 +102,13 @@ pub fn claude(env: &Env, mock: &MockApi, work: &Path) {
 }
 
 /// Codex in the panes of `env`, talking to `mock` through a provider of its own, trusting
-/// `work`, with its update check and analytics off.
+/// `work`, with what it would fetch from elsewhere off (update checks, analytics, the
+/// plugin marketplace, apps).
 pub fn codex(env: &Env, mock: &MockApi, work: &Path) {
     path_with_agents(env);
     let dir = env.home().join(".codex");
     std::fs::create_dir_all(&dir).expect("mkdir .codex");
+    seed_codex_daemon(&dir);
     let config = format!(
         "model = \"gpt-5.1-codex\"\n\
          model_provider = \"mock\"\n\
@@ -114,6 +116,12 @@ pub fn codex(env: &Env, mock: &MockApi, work: &Path) {
          \n\
          [analytics]\n\
          enabled = false\n\
+         \n\
+         [features]\n\
+         plugins = false\n\
+         remote_plugin = false\n\
+         apps = false\n\
+         in_app_updates = false\n\
          \n\
          [model_providers.mock]\n\
          name = \"Mock\"\n\
@@ -129,6 +137,52 @@ pub fn codex(env: &Env, mock: &MockApi, work: &Path) {
     );
     std::fs::write(dir.join("config.toml"), config).expect("write config.toml");
     profile(env, &format!("export MOCK_API_KEY={API_KEY}\n"));
+}
+
+/// Codex installs a copy of itself (about 400 MB) under `~/.codex/packages` for its
+/// background server, once per HOME. Each test has a HOME of its own: the copy is made
+/// here beforehand, of hard links to the installed package, laid out as Codex lays it
+/// out (a release folder named `<version>-<target>` and `current` pointing at it). Where
+/// links cannot be made (another file system), Codex makes its copy itself.
+fn seed_codex_daemon(codex_home: &Path) {
+    let modules = bin_dir().join("..");
+    let Ok(packages) = std::fs::read_dir(modules.join("@openai")) else {
+        return;
+    };
+    for vendor in packages
+        .flatten()
+        .filter(|p| p.file_name().to_string_lossy().starts_with("codex-"))
+        .filter_map(|p| std::fs::read_dir(p.path().join("vendor")).ok())
+        .flatten()
+        .flatten()
+    {
+        let Ok(meta) = std::fs::read_to_string(vendor.path().join("codex-package.json")) else {
+            continue;
+        };
+        let meta: Value = serde_json::from_str(&meta).unwrap_or(Value::Null);
+        let (Some(version), Some(target)) = (meta["version"].as_str(), meta["target"].as_str())
+        else {
+            continue;
+        };
+        let daemon = codex_home.join("packages/app-server-daemon");
+        let release = daemon.join("releases").join(format!("{version}-{target}"));
+        std::fs::create_dir_all(release.parent().unwrap()).expect("mkdir releases");
+        let linked = Command::new("cp")
+            .arg("-al")
+            .arg(vendor.path())
+            .arg(&release)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !linked {
+            let _ = std::fs::remove_dir_all(&release);
+            return;
+        }
+        let entry = meta["entrypoint"].as_str().unwrap_or("bin/codex");
+        let _ = std::os::unix::fs::symlink(entry, release.join("codex"));
+        let _ = std::os::unix::fs::symlink(&release, daemon.join("current"));
+        return;
+    }
 }
 
 /// Codex's shared background server outlives the pane that started it: stops the ones

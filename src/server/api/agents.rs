@@ -40,6 +40,9 @@ const RESIZE_REDRAW: Duration = Duration::from_secs(1);
 /// After output in an agent pane with screen rules, its screen is read this much later
 /// (one read for a burst of output).
 const LOOK_DELAY: Duration = Duration::from_millis(150);
+/// The same while its screen has yet to show the state its hooks set: a frame's time, so
+/// a prompt drawn and answered at once is seen (a person, or a script, takes longer).
+const CONFIRM_DELAY: Duration = Duration::from_millis(10);
 
 /// The fallback state machine's memory, per terminal, and the screen rules it uses.
 #[derive(Default)]
@@ -48,6 +51,9 @@ pub(crate) struct Activity {
     quiet_at: BTreeMap<TerminalId, Instant>,
     /// When each terminal was last checked for an agent on output.
     detected_at: BTreeMap<TerminalId, Instant>,
+    /// Output came too soon after the last check: when to check again (a program that
+    /// draws its first screen and waits is found without printing more).
+    detect_again: BTreeMap<TerminalId, Instant>,
     /// When the screen of an agent pane with rules is read next.
     look_at: BTreeMap<TerminalId, Instant>,
     /// For an agent whose hooks report: the state its hooks set last, once its screen has
@@ -157,7 +163,13 @@ impl Server {
             .is_none_or(|t| now >= *t + interval);
         if due {
             self.agent_fallback.detected_at.insert(tid, now);
+            self.agent_fallback.detect_again.remove(&tid);
             self.refresh_agent(tid);
+        } else if let Some(at) = self.agent_fallback.detected_at.get(&tid) {
+            self.agent_fallback
+                .detect_again
+                .entry(tid)
+                .or_insert(*at + interval);
         }
         let Some((agent, hooked)) = self.watched_agent(tid) else {
             return;
@@ -171,10 +183,9 @@ impl Server {
             return;
         }
         if self.agent_fallback.rules.contains_key(&agent) {
-            self.agent_fallback
-                .look_at
-                .entry(tid)
-                .or_insert(now + LOOK_DELAY);
+            let at = now + self.look_delay(tid, hooked);
+            let next = self.agent_fallback.look_at.entry(tid).or_insert(at);
+            *next = (*next).min(at);
             return;
         }
         if hooked || redraw {
@@ -184,6 +195,21 @@ impl Server {
         }
         self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
         self.set_agent_state(tid, "working");
+    }
+
+    /// How soon after output an agent's screen is read: soon, for a state its hooks set
+    /// that the screen has not shown yet — the prompt just drawn may be answered within a
+    /// burst's delay, and the screen would never have shown it to herdr.
+    fn look_delay(&self, tid: TerminalId, hooked: bool) -> Duration {
+        let current = self.raw_state(tid);
+        let unconfirmed = hooked
+            && matches!(current.as_deref(), Some("working" | "blocked"))
+            && self.agent_fallback.confirmed.get(&tid).copied() != current.as_deref();
+        if unconfirmed {
+            CONFIRM_DELAY
+        } else {
+            LOOK_DELAY
+        }
     }
 
     /// The agent of a terminal, and whether its hooks report its state.
@@ -252,9 +278,11 @@ impl Server {
     /// it stops showing: a permission prompt gone while a spinner shows is work again
     /// (approved, and the tool runs: the hook comes only when it is done); a prompt or
     /// work gone from the screen for `IDLE_AFTER` is idle (answered with Esc, or
-    /// interrupted: no hook runs then). A prompt on screen while the hooks say working is
-    /// blocked (hooks that do not report prompts). Nothing else: a spinner left on
-    /// screen after the hook said idle is not work.
+    /// interrupted: no hook runs then). Work the screen never confirmed ends the same way
+    /// only once the output stopped too. A prompt on screen while the hooks say working
+    /// is blocked (hooks that do not report prompts). Nothing else: a spinner left on
+    /// screen after the hook said idle is not work, and a prompt the rules do not know
+    /// stays blocked.
     fn refine_hooked(&mut self, tid: TerminalId, found: Option<&'static str>, now: Instant) {
         let current = self.raw_state(tid);
         let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
@@ -277,31 +305,43 @@ impl Server {
             (Some(now_state @ ("working" | "blocked")), None) if confirmed == Some(now_state) => {
                 f.quiet_at.entry(tid).or_insert(now + IDLE_AFTER);
             }
+            (Some("working"), None) => {
+                // Work the screen never showed (interrupted before a look saw it, or a
+                // spinner the rules miss): idle once the agent has also printed nothing
+                // for `IDLE_AFTER` — agents animate while they work; each output, read
+                // here, starts the wait again.
+                f.quiet_at.insert(tid, now + IDLE_AFTER);
+            }
             _ => {}
         }
     }
 
-    /// A hook set the agent's state: the screen has not confirmed it yet, and is read
-    /// soon whether or not the agent prints (its prompt may be drawn already).
-    fn hook_set_state(&mut self, tid: TerminalId) {
-        let f = &mut self.agent_fallback;
-        f.quiet_at.remove(&tid);
-        f.confirmed.remove(&tid);
-        let has_rules = self
-            .state
-            .terminals
-            .get(&tid)
-            .and_then(|t| t.agent.as_ref())
-            .is_some_and(|a| f.rules.contains_key(a));
-        if has_rules {
-            f.look_at.insert(tid, Instant::now() + LOOK_DELAY);
+    /// A hook set the agent's state to `state`: confirmed at once if the screen shows it
+    /// already (the agent drew its prompt before the hook ran: the user may answer it
+    /// before the agent prints again), and the screen is read again soon whether or not
+    /// the agent prints.
+    fn hook_set_state(&mut self, tid: TerminalId, state: &str) {
+        self.agent_fallback.quiet_at.remove(&tid);
+        self.agent_fallback.confirmed.remove(&tid);
+        let Some((agent, _)) = self.watched_agent(tid) else {
+            return;
+        };
+        let Some(shown) = self.screen_state(tid, &agent) else {
+            return;
+        };
+        if let Some(s) = shown.filter(|s| *s == state) {
+            self.agent_fallback.confirmed.insert(tid, s);
         }
+        self.agent_fallback
+            .look_at
+            .insert(tid, Instant::now() + CONFIRM_DELAY);
     }
 
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
+        self.agent_fallback.detect_again.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.written.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
@@ -309,7 +349,12 @@ impl Server {
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
         let f = &self.agent_fallback;
-        f.quiet_at.values().chain(f.look_at.values()).min().copied()
+        f.quiet_at
+            .values()
+            .chain(f.look_at.values())
+            .chain(f.detect_again.values())
+            .min()
+            .copied()
     }
 
     /// Screens due to be read are read; agents without hooks that stayed quiet (or not
@@ -321,6 +366,13 @@ impl Server {
                 .map(|(id, _)| *id)
                 .collect()
         };
+        for tid in due(&self.agent_fallback.detect_again) {
+            // Output the last check came too early for: looked at now, as it would have
+            // been had more come.
+            self.agent_fallback.detect_again.remove(&tid);
+            self.agent_fallback.detected_at.remove(&tid);
+            self.agent_activity(tid);
+        }
         for tid in due(&self.agent_fallback.look_at) {
             self.agent_fallback.look_at.remove(&tid);
             self.look_at_screen(tid, now);
@@ -337,8 +389,9 @@ impl Server {
             }
             let current = self.raw_state(tid);
             let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
+            let ended = current.as_deref() == confirmed || current.as_deref() == Some("working");
             match found {
-                None if current.is_some() && current.as_deref() == confirmed => {
+                None if current.is_some() && ended => {
                     self.agent_fallback.confirmed.remove(&tid);
                     self.set_agent_state(tid, "idle");
                 }
@@ -537,7 +590,7 @@ impl Server {
         let hooked = term.hooked;
         if let Some(s) = state {
             if hooked {
-                self.hook_set_state(tid);
+                self.hook_set_state(tid, s);
             }
             self.set_agent_state(tid, s);
         }
