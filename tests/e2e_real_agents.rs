@@ -291,3 +291,37 @@ fn codex_a_plain_turn_is_working_then_idle_and_its_own_thread_is_the_session() {
     a.wait_output(TEXT_ANSWER);
     assert!(!a.screen().contains("No saved session"), "{}", a.screen());
 }
+
+#[test]
+fn codex_its_approval_prompt_is_blocked_and_once_approved_it_works_then_idles() {
+    let a = Agent::codex("real-codex-tool");
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Would you like to run");
+    a.wait_state("blocked", TURN);
+    a.keys(&["Enter"]);
+    a.wait_output(TOOL_ANSWER);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "blocked", "working", "idle"]);
+    assert!(a.work.join("tool-ran").exists(), "the approved tool ran");
+}
+
+#[test]
+fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
+    let a = Agent::codex("real-codex-esc");
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Would you like to run");
+    a.wait_state("blocked", TURN);
+    a.keys(&["Escape"]);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "blocked", "idle"]);
+    assert!(
+        !a.work.join("tool-ran").exists(),
+        "the rejected tool did not run"
+    );
+
+    let from = a.ask("[slow] take your time");
+    a.wait_state("working", TURN);
+    a.keys(&["Escape"]);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "idle"]);
+}
