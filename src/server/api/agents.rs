@@ -40,9 +40,12 @@ const RESIZE_REDRAW: Duration = Duration::from_secs(1);
 /// After output in an agent pane with screen rules, its screen is read this much later
 /// (one read for a burst of output).
 const LOOK_DELAY: Duration = Duration::from_millis(150);
-/// The same while its screen has yet to show the state its hooks set: a frame's time, so
-/// a prompt drawn and answered at once is seen (a person, or a script, takes longer).
+/// The same while its screen has yet to show the state its hooks just set: a frame's
+/// time, so a prompt drawn and answered at once is seen (a person, or a script, takes
+/// longer); for `CONFIRM_WINDOW` after the hook (an agent draws what its hook announced
+/// at once; a state the screen never shows is not looked for that often for long).
 const CONFIRM_DELAY: Duration = Duration::from_millis(10);
+const CONFIRM_WINDOW: Duration = Duration::from_secs(2);
 
 /// The fallback state machine's memory, per terminal, and the screen rules it uses.
 #[derive(Default)]
@@ -59,6 +62,9 @@ pub(crate) struct Activity {
     /// For an agent whose hooks report: the state its hooks set last, once its screen has
     /// shown it too (only then may the screen end it).
     confirmed: BTreeMap<TerminalId, &'static str>,
+    /// Until when the screen is read at `CONFIRM_DELAY` after output, to confirm the
+    /// state a hook just set.
+    confirm_until: BTreeMap<TerminalId, Instant>,
     /// How much each agent's program had written when last looked at: a notification
     /// without new bytes (a resize, a redraw for a client) is no activity.
     written: BTreeMap<TerminalId, u64>,
@@ -131,6 +137,7 @@ impl Server {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
+        self.agent_fallback.confirm_until.remove(&tid);
         if let Some(ps) = self
             .state
             .pane_of_terminal(tid)
@@ -183,7 +190,7 @@ impl Server {
             return;
         }
         if self.agent_fallback.rules.contains_key(&agent) {
-            let at = now + self.look_delay(tid, hooked);
+            let at = now + self.look_delay(tid, hooked, now);
             let next = self.agent_fallback.look_at.entry(tid).or_insert(at);
             *next = (*next).min(at);
             return;
@@ -200,11 +207,13 @@ impl Server {
     /// How soon after output an agent's screen is read: soon, for a state its hooks set
     /// that the screen has not shown yet — the prompt just drawn may be answered within a
     /// burst's delay, and the screen would never have shown it to herdr.
-    fn look_delay(&self, tid: TerminalId, hooked: bool) -> Duration {
+    fn look_delay(&self, tid: TerminalId, hooked: bool, now: Instant) -> Duration {
         let current = self.raw_state(tid);
+        let f = &self.agent_fallback;
         let unconfirmed = hooked
             && matches!(current.as_deref(), Some("working" | "blocked"))
-            && self.agent_fallback.confirmed.get(&tid).copied() != current.as_deref();
+            && f.confirmed.get(&tid).copied() != current.as_deref()
+            && f.confirm_until.get(&tid).is_some_and(|t| now < *t);
         if unconfirmed {
             CONFIRM_DELAY
         } else {
@@ -332,9 +341,11 @@ impl Server {
         if let Some(s) = shown.filter(|s| *s == state) {
             self.agent_fallback.confirmed.insert(tid, s);
         }
+        let now = Instant::now();
         self.agent_fallback
-            .look_at
-            .insert(tid, Instant::now() + CONFIRM_DELAY);
+            .confirm_until
+            .insert(tid, now + CONFIRM_WINDOW);
+        self.agent_fallback.look_at.insert(tid, now + CONFIRM_DELAY);
     }
 
     /// A closed terminal leaves nothing behind.
@@ -345,6 +356,7 @@ impl Server {
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.written.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
+        self.agent_fallback.confirm_until.remove(&tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
