@@ -215,9 +215,69 @@ pub fn status(path: &Path) -> anyhow::Result<String> {
     })
 }
 
+/// Day folders of `sessions/` looked through for a thread's file, newest first: a year.
+const SESSION_DAYS: usize = 366;
+
+/// What a Codex notification tells herdr, for a thread of the user's own: Codex also runs
+/// hidden threads (one titles each new session) and notifies when they finish too — mid
+/// turn, with another `thread-id`. Those are not saved (`saved_thread`): their reports
+/// would be a false idle and a session `codex resume` cannot find, and are dropped.
+pub fn own_hook_report(payload: &str) -> Option<super::HookReport> {
+    let report = hook_report(payload)?;
+    let home = config_path();
+    let home = home.parent()?;
+    match report.session.as_deref() {
+        Some(thread) if saved_thread(home, thread) == Some(false) => None,
+        _ => Some(report),
+    }
+}
+
+/// Whether Codex saved `thread` (so that `codex resume` takes it): its file
+/// `sessions/YYYY/MM/DD/rollout-…-<thread>.jsonl` under `codex_home`, looked for in the
+/// newest `SESSION_DAYS` day folders. `None` without a sessions folder (a layout herdr
+/// does not know: nothing can be told).
+pub fn saved_thread(codex_home: &Path, thread: &str) -> Option<bool> {
+    let sessions = codex_home.join("sessions");
+    let newest_first = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v
+    };
+    if !sessions.is_dir() {
+        return None;
+    }
+    let suffix = format!("-{thread}.jsonl");
+    let days = newest_first(&sessions)
+        .into_iter()
+        .flat_map(|year| newest_first(&year))
+        .flat_map(|month| newest_first(&month))
+        .take(SESSION_DAYS);
+    for day in days {
+        let Ok(files) = std::fs::read_dir(&day) else {
+            continue;
+        };
+        let found = files.flatten().any(|f| {
+            let name = f.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("rollout-") && name.ends_with(&suffix)
+        });
+        if found {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
 /// What a Codex notification tells herdr: a finished turn (the agent is idle now) and the
 /// session it belongs to. Other notification types tell nothing.
-pub fn hook_report(payload: &str) -> Option<(String, Option<String>)> {
+pub fn hook_report(payload: &str) -> Option<super::HookReport> {
     let v: serde_json::Value = serde_json::from_str(payload).ok()?;
     if v.get("type").and_then(|t| t.as_str()) != Some("agent-turn-complete") {
         return None;
@@ -226,7 +286,11 @@ pub fn hook_report(payload: &str) -> Option<(String, Option<String>)> {
         .get("thread-id")
         .and_then(|t| t.as_str())
         .map(str::to_string);
-    Some(("idle".to_string(), session))
+    Some(super::HookReport {
+        state: Some("idle"),
+        session,
+        error: None,
+    })
 }
 
 #[cfg(test)]
@@ -353,15 +417,35 @@ command = "docs-mcp"
 
     #[test]
     fn turn_completions_report_idle_with_the_thread() {
-        let (state, session) = hook_report(
+        let r = hook_report(
             r#"{"type":"agent-turn-complete","thread-id":"0199-abc","turn-id":"1","cwd":"/w"}"#,
         )
         .unwrap();
         assert_eq!(
-            (state.as_str(), session.as_deref()),
-            ("idle", Some("0199-abc"))
+            (r.state, r.session.as_deref()),
+            (Some("idle"), Some("0199-abc"))
         );
         assert_eq!(hook_report(r#"{"type":"something-else"}"#), None);
         assert_eq!(hook_report("not json"), None);
+    }
+
+    #[test]
+    fn only_threads_codex_saved_are_its_users_own() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(saved_thread(dir.path(), "t1"), None, "no sessions folder");
+        let day = dir.path().join("sessions/2026/12/01");
+        std::fs::create_dir_all(&day).unwrap();
+        std::fs::create_dir_all(dir.path().join("sessions/2025/01/31")).unwrap();
+        std::fs::write(
+            day.join("rollout-2026-12-01T23-08-33-01a233dd-f3aa.jsonl"),
+            "",
+        )
+        .unwrap();
+        assert_eq!(saved_thread(dir.path(), "01a233dd-f3aa"), Some(true));
+        assert_eq!(
+            saved_thread(dir.path(), "01a233de-0fdd"),
+            Some(false),
+            "the hidden title thread has no file"
+        );
     }
 }

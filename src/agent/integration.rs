@@ -15,15 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{json, Value};
 
+use super::claude::EVENTS as CLAUDE_EVENTS;
 use super::json_text::{self, Items, Node};
-
-/// Claude Code events and the state each one means.
-pub const CLAUDE_EVENTS: &[(&str, &str)] = &[
-    ("SessionStart", "idle"),
-    ("UserPromptSubmit", "working"),
-    ("Notification", "blocked"),
-    ("Stop", "idle"),
-];
 
 /// The command herdr installs for an event (recognised again by its prefix).
 pub fn hook_command(event: &str) -> String {
@@ -77,7 +70,7 @@ pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
     let Some(hooks) = root.get("hooks") else {
         let all: serde_json::Map<String, Value> = CLAUDE_EVENTS
             .iter()
-            .map(|(event, _)| (event.to_string(), json!([our_entry(event)])))
+            .map(|event| (event.to_string(), json!([our_entry(event)])))
             .collect();
         let member = [("hooks", Value::Object(all))];
         let edit = json_text::append(text, &root, &root, Items::Members(&member));
@@ -91,7 +84,7 @@ pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
     }
     let mut edits = Vec::new();
     let mut missing = Vec::new();
-    for (event, _) in CLAUDE_EVENTS {
+    for event in CLAUDE_EVENTS {
         let Some(list) = hooks.get(event) else {
             missing.push((*event, json!([our_entry(event)])));
             continue;
@@ -136,7 +129,7 @@ pub fn remove_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
     };
     let mut edits = Vec::new();
     let mut keep_events = vec![true; events.len()];
-    for (event, _) in CLAUDE_EVENTS {
+    for event in CLAUDE_EVENTS {
         let Some(i) = hooks.position(event) else {
             continue;
         };
@@ -186,14 +179,19 @@ fn emptied(keep: &[bool]) -> bool {
     !keep.is_empty() && !keep.contains(&true)
 }
 
-/// Whether every event has herdr's hook.
-pub fn installed(root: &Node) -> bool {
-    CLAUDE_EVENTS.iter().all(|(event, _)| {
-        root.get("hooks")
-            .and_then(|h| h.get(event))
-            .and_then(Node::elements)
-            .is_some_and(|l| l.iter().any(holds_ours))
-    })
+/// The events that lack herdr's hook.
+pub fn missing(root: &Node) -> Vec<&'static str> {
+    CLAUDE_EVENTS
+        .iter()
+        .copied()
+        .filter(|event| {
+            !root
+                .get("hooks")
+                .and_then(|h| h.get(event))
+                .and_then(Node::elements)
+                .is_some_and(|l| l.iter().any(holds_ours))
+        })
+        .collect()
 }
 
 /// An agent's config file as it is; `None` if it does not exist yet.
@@ -276,39 +274,25 @@ pub fn uninstall(path: &Path) -> anyhow::Result<String> {
 }
 
 pub fn status(path: &Path) -> anyhow::Result<String> {
-    Ok(match read(path)? {
-        Some(text) if installed(&parse(&text, path)?) => {
-            format!("claude: installed ({})", path.display())
-        }
-        Some(_) => format!("claude: not installed ({})", path.display()),
-        None => format!("claude: not installed ({} does not exist)", path.display()),
-    })
-}
-
-/// What a Claude Code hook tells herdr: reads the event's JSON from stdin.
-pub fn hook_report(event: &str, input: &str) -> anyhow::Result<(String, Option<String>)> {
-    let state = CLAUDE_EVENTS
-        .iter()
-        .find(|(e, _)| *e == event)
-        .map(|(_, s)| s.to_string())
-        .with_context(|| format!("unknown Claude Code hook event {event:?}"))?;
-    let v: Value = serde_json::from_str(input).unwrap_or(Value::Null);
-    // Claude Code also notifies when it has been waiting for a prompt a while: that is
-    // not a question to the user, only a reminder that it is idle.
-    let reminder = v
-        .get("message")
-        .and_then(Value::as_str)
-        .is_some_and(|m| m.contains("waiting for your input"));
-    let state = if event == "Notification" && reminder {
-        "idle".to_string()
-    } else {
-        state
+    let Some(text) = read(path)? else {
+        return Ok(format!(
+            "claude: not installed ({} does not exist)",
+            path.display()
+        ));
     };
-    let session = v
-        .get("session_id")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    Ok((state, session))
+    let missing = missing(&parse(&text, path)?);
+    Ok(if missing.is_empty() {
+        format!("claude: installed ({})", path.display())
+    } else if missing.len() == CLAUDE_EVENTS.len() {
+        format!("claude: not installed ({})", path.display())
+    } else {
+        // An install by an earlier herdr, which hooked fewer events.
+        format!(
+            "claude: partly installed, no hook for {} ({}); `herdr integration install claude` adds them",
+            missing.join(", "),
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -422,7 +406,7 @@ mod tests {
         ]
       }
     ],
-    "PreToolUse": [
+    "PreCompact": [
       {
         "matcher": "Bash",
         "hooks": [
@@ -503,11 +487,11 @@ mod tests {
                 "\u{feff}{\"model\": \"opus\",\"hooks\":{\"SessionStart\":[",
             ),
             (
-                r#"{"n":1e2,"big":12345678901234567890,"hooks":{"PreToolUse":[]}}"#,
+                r#"{"n":1e2,"big":12345678901234567890,"hooks":{"PreCompact":[]}}"#,
                 r#","SessionStart":[{"hooks":[{"type":"command","command":"herdr agent hook claude SessionStart"}]}],"#,
             ),
             (
-                "{\r\n\t\"n\": 1E+2,\r\n\t\"hooks\": {\r\n\t\t\"PreToolUse\": []\r\n\t}\r\n}\r\n",
+                "{\r\n\t\"n\": 1E+2,\r\n\t\"hooks\": {\r\n\t\t\"PreCompact\": []\r\n\t}\r\n}\r\n",
                 "[],\r\n\t\t\"SessionStart\": [\r\n\t\t\t{\r\n\t\t\t\t\"hooks\": [\r\n\t\t\t\t\t{\r\n",
             ),
         ];
@@ -596,35 +580,47 @@ mod tests {
     }
 
     #[test]
-    fn hook_input_maps_to_state_and_session() {
-        let (state, session) = hook_report(
-            "UserPromptSubmit",
-            r#"{"session_id":"abc","hook_event_name":"UserPromptSubmit"}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            (state.as_str(), session.as_deref()),
-            ("working", Some("abc"))
+    fn an_install_by_an_earlier_herdr_is_completed_without_touching_it() {
+        // What herdr installed when it hooked four events, with a hook of the user's.
+        let old: String = {
+            let mut t = String::from("{\n  \"hooks\": {\n");
+            let events = ["SessionStart", "UserPromptSubmit", "Notification", "Stop"];
+            for (i, e) in events.iter().enumerate() {
+                let user = if *e == "Stop" {
+                    "{ \"type\": \"command\", \"command\": \"say done\" }, "
+                } else {
+                    ""
+                };
+                t.push_str(&format!(
+                    "    \"{e}\": [ {{ \"hooks\": [ {user}{{ \"type\": \"command\", \"command\": \"herdr agent hook claude {e}\" }} ] }} ]{}\n",
+                    if i + 1 < events.len() { "," } else { "" }
+                ));
+            }
+            t.push_str("  }\n}\n");
+            t
+        };
+        let (_dir, path) = settings(&old);
+        let s = status(&path).unwrap();
+        assert!(
+            s.contains("partly installed") && s.contains("PermissionRequest"),
+            "{s}"
         );
-        assert_eq!(hook_report("Notification", "{}").unwrap().0, "blocked");
-        assert_eq!(
-            hook_report(
-                "Notification",
-                r#"{"message":"Claude needs your permission to use Bash"}"#
-            )
-            .unwrap()
-            .0,
-            "blocked"
+        install(&path).unwrap();
+        let new = text(&path);
+        let kept = old.trim_end().trim_end_matches('}').trim_end();
+        assert!(
+            new.starts_with(kept.trim_end_matches('}').trim_end()),
+            "{new}"
         );
+        for e in CLAUDE_EVENTS {
+            assert!(new.contains(&hook_command(e)), "{e}: {new}");
+        }
+        assert!(status(&path).unwrap().contains("claude: installed"));
+        uninstall(&path).unwrap();
         assert_eq!(
-            hook_report(
-                "Notification",
-                r#"{"message":"Claude is waiting for your input"}"#
-            )
-            .unwrap()
-            .0,
-            "idle"
+            text(&path),
+            "{\n  \"hooks\": {\n    \"Stop\": [ { \"hooks\": [ { \"type\": \"command\", \"command\": \"say done\" } ] } ]\n  }\n}\n",
+            "only the user's own hook is left"
         );
-        assert!(hook_report("Nope", "{}").is_err());
     }
 }

@@ -4,10 +4,20 @@
 //! Invariant: only a report whose source is `herdr:<agent>` for that very agent can lead
 //! to a command being run at restore; `plan` refuses everything else.
 
+pub mod claude;
 pub mod codex;
 pub mod integration;
 mod json_text;
 pub mod rules;
+
+/// What one run of an agent's hook tells herdr: the state it means (none for an event
+/// that changes nothing), the agent's session, and the error that ended a turn.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HookReport {
+    pub state: Option<&'static str>,
+    pub session: Option<String>,
+    pub error: Option<String>,
+}
 
 /// How an agent resumes a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,8 +228,11 @@ pub fn by_name(name: &str) -> Option<&'static Agent> {
         .find(|a| a.name == name || a.aliases.contains(&name))
 }
 
+/// A program's name without its folder, and without `.exe`: npm's Claude Code runs as
+/// `…/claude-code/bin/claude.exe` when started by that path.
 fn base(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
+    let name = s.rsplit('/').next().unwrap_or(s);
+    name.strip_suffix(".exe").unwrap_or(name)
 }
 
 /// The agent a command line runs, if any: by program name, or by the script a known
@@ -385,6 +398,16 @@ mod tests {
         assert_eq!(
             detect(&v(&["claude-code", "--x"])).map(|a| a.name),
             Some("claude")
+        );
+        assert_eq!(
+            detect(&v(&[
+                "/home/u/node_modules/@anthropic-ai/claude-code/bin/claude.exe",
+                "--model",
+                "opus"
+            ]))
+            .map(|a| a.name),
+            Some("claude"),
+            "npm's native binary run by its real path"
         );
         assert_eq!(
             detect(&v(&[

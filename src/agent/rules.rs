@@ -164,6 +164,13 @@ mod tests {
             )),
             Some("blocked")
         );
+        // Claude Code 2.1.197's Bash prompt, as its pane shows it.
+        assert_eq!(
+            claude.classify(&rows(
+                "● Bash(touch tool-ran)\n  ⎿  Waiting…\n\n───\n Bash command\n\n   touch tool-ran\n   Create a file\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to work/ from this project\n   3. No\n\n Esc to cancel · Tab to amend · ctrl+e to explain\n"
+            )),
+            Some("blocked")
+        );
         assert_eq!(
             claude.classify(&rows("● Do you want to proceed with the refactor?\n> \n")),
             None,

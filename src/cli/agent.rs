@@ -25,6 +25,10 @@ pub enum AgentCommand {
         session_path: Option<String>,
         #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
         state: Option<String>,
+        /// What went wrong, when an error ended the agent's turn (shown by `pane get`
+        /// until its next turn).
+        #[arg(long)]
+        error: Option<String>,
         /// Increasing per source; an older report never overrides a newer one.
         #[arg(long)]
         seq: Option<u64>,
@@ -35,8 +39,9 @@ pub enum AgentCommand {
     Hook {
         /// The agent whose hook this is (claude, codex).
         agent: String,
-        /// The hook event (claude: SessionStart, UserPromptSubmit, Notification, Stop;
-        /// codex: notify).
+        /// The hook event (claude: SessionStart, UserPromptSubmit, PreToolUse,
+        /// PermissionRequest, PostToolUse, PostToolUseFailure, Notification, Stop,
+        /// StopFailure, SessionEnd; codex: notify).
         event: String,
         /// codex: the user's own notify command to run afterwards, then Codex's JSON.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -88,6 +93,7 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
             session_id,
             session_path,
             state,
+            error,
             seq,
         } => {
             let mut p = target(&t);
@@ -97,6 +103,7 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                 ("session_id", session_id),
                 ("session_path", session_path),
                 ("state", state),
+                ("error", error),
             ] {
                 if let Some(v) = v {
                     p.insert(k.into(), json!(v));
@@ -118,7 +125,7 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                         None => (&[][..], ""),
                     };
                     chained = Some((chain, payload));
-                    crate::agent::codex::hook_report(payload)
+                    crate::agent::codex::own_hook_report(payload)
                 }
                 "claude" => {
                     let mut input = String::new();
@@ -126,12 +133,12 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                         &mut std::io::Read::take(std::io::stdin(), 1 << 20),
                         &mut input,
                     );
-                    crate::agent::integration::hook_report(&event, &input).ok()
+                    crate::agent::claude::hook_report(&event, &input).ok()
                 }
                 _ => None,
             };
-            if let (Some((state, session_id)), Some(_)) = (report, std::env::var_os("HERDR_PANE")) {
-                send_hook_report(session, &agent, state, session_id);
+            if let (Some(report), Some(_)) = (report, std::env::var_os("HERDR_PANE")) {
+                send_hook_report(session, &agent, report);
             }
             if let Some((chain, payload)) = chained {
                 run_chained(chain, payload);
@@ -142,13 +149,18 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
 }
 
 /// Reports what a hook said, quietly: a hook never fails its agent.
-fn send_hook_report(session: &SessionName, agent: &str, state: String, session_id: Option<String>) {
+fn send_hook_report(session: &SessionName, agent: &str, report: crate::agent::HookReport) {
     let mut p = target(&Target { pane: None });
     p.insert("source".into(), json!(format!("herdr:{agent}")));
     p.insert("agent".into(), json!(agent));
-    p.insert("state".into(), json!(state));
-    if let Some(id) = session_id {
+    if let Some(state) = report.state {
+        p.insert("state".into(), json!(state));
+    }
+    if let Some(id) = report.session {
         p.insert("session_id".into(), json!(id));
+    }
+    if let Some(error) = report.error {
+        p.insert("error".into(), json!(error));
     }
     // Hooks of one agent run one after another: wall-clock nanoseconds order them.
     let seq = std::time::SystemTime::now()

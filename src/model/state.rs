@@ -36,6 +36,9 @@ pub struct TerminalState {
     pub hooked: bool,
     /// The command line the agent was started with (its launch flags are kept on resume).
     pub agent_argv: Vec<String>,
+    /// What went wrong when an error ended the agent's last turn (its hook said so);
+    /// cleared when it works again.
+    pub agent_error: Option<String>,
 }
 
 impl TerminalState {
@@ -55,6 +58,7 @@ impl TerminalState {
             report_seq: Default::default(),
             hooked: false,
             agent_argv: Vec::new(),
+            agent_error: None,
         }
     }
 }

@@ -8,6 +8,8 @@
 
 pub mod api;
 pub mod http;
+pub mod mock_api;
+pub mod real_agents;
 pub mod release;
 pub mod sshd;
 

@@ -5,6 +5,10 @@
 //! from the pane's shell) while that pane runs the agent it names, and only if its
 //! sequence number is newer than the last one from the same source — so a late report
 //! from an agent that already exited can never change the next one's state.
+//!
+//! An agent's hooks start its states; its screen rules, where it has them, only see the
+//! ends its hooks do not report (a prompt answered by Esc, work interrupted): a state
+//! a hook set ends by the screen only once the screen showed it and then stopped.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -24,6 +28,9 @@ pub(crate) const STATES: &[&str] = &["working", "blocked", "idle", "done"];
 /// stopped showing it busy for this long) is idle. Long enough that a pause between two
 /// bursts of output is not reported as idle.
 const IDLE_AFTER: Duration = Duration::from_secs(3);
+/// An `error` longer than this is refused; what is kept is one line of at most
+/// `agent::claude::MAX_ERROR` bytes.
+const MAX_ERROR_PARAM: usize = 4096;
 /// How often a pane without a known agent is looked at again on output.
 const DETECT_INTERVAL: Duration = Duration::from_secs(1);
 /// How often a pane whose agent is known is looked at again on output (has it quit?).
@@ -33,6 +40,12 @@ const RESIZE_REDRAW: Duration = Duration::from_secs(1);
 /// After output in an agent pane with screen rules, its screen is read this much later
 /// (one read for a burst of output).
 const LOOK_DELAY: Duration = Duration::from_millis(150);
+/// The same while its screen has yet to show the state its hooks just set: a frame's
+/// time, so a prompt drawn and answered at once is seen (a person, or a script, takes
+/// longer); for `CONFIRM_WINDOW` after the hook (an agent draws what its hook announced
+/// at once; a state the screen never shows is not looked for that often for long).
+const CONFIRM_DELAY: Duration = Duration::from_millis(10);
+const CONFIRM_WINDOW: Duration = Duration::from_secs(2);
 
 /// The fallback state machine's memory, per terminal, and the screen rules it uses.
 #[derive(Default)]
@@ -41,8 +54,17 @@ pub(crate) struct Activity {
     quiet_at: BTreeMap<TerminalId, Instant>,
     /// When each terminal was last checked for an agent on output.
     detected_at: BTreeMap<TerminalId, Instant>,
+    /// Output came too soon after the last check: when to check again (a program that
+    /// draws its first screen and waits is found without printing more).
+    detect_again: BTreeMap<TerminalId, Instant>,
     /// When the screen of an agent pane with rules is read next.
     look_at: BTreeMap<TerminalId, Instant>,
+    /// For an agent whose hooks report: the state its hooks set last, once its screen has
+    /// shown it too (only then may the screen end it).
+    confirmed: BTreeMap<TerminalId, &'static str>,
+    /// Until when the screen is read at `CONFIRM_DELAY` after output, to confirm the
+    /// state a hook just set.
+    confirm_until: BTreeMap<TerminalId, Instant>,
     /// How much each agent's program had written when last looked at: a notification
     /// without new bytes (a resize, a redraw for a client) is no activity.
     written: BTreeMap<TerminalId, u64>,
@@ -96,6 +118,7 @@ impl Server {
                     term.agent_state = None;
                     term.report_seq.clear();
                     term.hooked = false;
+                    term.agent_error = None;
                     term.agent_argv = argv.as_deref().map(agent::own_argv).unwrap_or_default();
                 }
             }
@@ -107,11 +130,14 @@ impl Server {
                 term.agent_source = None;
                 term.report_seq.clear();
                 term.hooked = false;
+                term.agent_error = None;
                 term.agent_argv.clear();
             }
         }
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
+        self.agent_fallback.confirmed.remove(&tid);
+        self.agent_fallback.confirm_until.remove(&tid);
         if let Some(ps) = self
             .state
             .pane_of_terminal(tid)
@@ -121,9 +147,9 @@ impl Server {
         }
     }
 
-    /// Output in a pane. For an agent whose hooks do not say what it does, its screen is
-    /// read against its rules soon; an agent without rules is working while it prints and
-    /// idle once quiet for `IDLE_AFTER`.
+    /// Output in a pane. An agent's screen is read against its rules soon (for one whose
+    /// hooks report, to see the ends they miss); an agent without rules or hooks is
+    /// working while it prints and idle once quiet for `IDLE_AFTER`.
     pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
         let now = Instant::now();
         let known = self
@@ -144,9 +170,15 @@ impl Server {
             .is_none_or(|t| now >= *t + interval);
         if due {
             self.agent_fallback.detected_at.insert(tid, now);
+            self.agent_fallback.detect_again.remove(&tid);
             self.refresh_agent(tid);
+        } else if let Some(at) = self.agent_fallback.detected_at.get(&tid) {
+            self.agent_fallback
+                .detect_again
+                .entry(tid)
+                .or_insert(*at + interval);
         }
-        let Some(agent) = self.fallback_agent(tid) else {
+        let Some((agent, hooked)) = self.watched_agent(tid) else {
             return;
         };
         let Some(rt) = self.runtimes.get(tid) else {
@@ -158,24 +190,46 @@ impl Server {
             return;
         }
         if self.agent_fallback.rules.contains_key(&agent) {
-            self.agent_fallback
-                .look_at
-                .entry(tid)
-                .or_insert(now + LOOK_DELAY);
+            let at = now + self.look_delay(tid, hooked, now);
+            let next = self.agent_fallback.look_at.entry(tid).or_insert(at);
+            *next = (*next).min(at);
             return;
         }
-        if redraw {
-            // The program redrawing for its new size is not work.
+        if hooked || redraw {
+            // Its hooks say when it works; the program redrawing for its new size is not
+            // work.
             return;
         }
         self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
         self.set_agent_state(tid, "working");
     }
 
-    /// The agent of a terminal whose state comes from its output, not its hooks.
-    fn fallback_agent(&self, tid: TerminalId) -> Option<String> {
+    /// How soon after output an agent's screen is read: soon, for a state its hooks set
+    /// that the screen has not shown yet — the prompt just drawn may be answered within a
+    /// burst's delay, and the screen would never have shown it to herdr.
+    fn look_delay(&self, tid: TerminalId, hooked: bool, now: Instant) -> Duration {
+        let current = self.raw_state(tid);
+        let f = &self.agent_fallback;
+        let unconfirmed = hooked
+            && matches!(current.as_deref(), Some("working" | "blocked"))
+            && f.confirmed.get(&tid).copied() != current.as_deref()
+            && f.confirm_until.get(&tid).is_some_and(|t| now < *t);
+        if unconfirmed {
+            CONFIRM_DELAY
+        } else {
+            LOOK_DELAY
+        }
+    }
+
+    /// The agent of a terminal, and whether its hooks report its state.
+    fn watched_agent(&self, tid: TerminalId) -> Option<(String, bool)> {
         let term = self.state.terminals.get(&tid)?;
-        term.agent.clone().filter(|_| !term.hooked)
+        Some((term.agent.clone()?, term.hooked))
+    }
+
+    /// The state of a terminal's agent as last set (`done` is `idle` here).
+    fn raw_state(&self, tid: TerminalId) -> Option<String> {
+        self.state.terminals.get(&tid)?.agent_state.clone()
     }
 
     /// What the screen of an agent with rules shows: `Some(None)` is nothing busy.
@@ -193,12 +247,16 @@ impl Server {
     /// Reads an agent's screen after output: busy states apply at once; a screen that no
     /// longer shows it busy makes it idle only if that lasts `IDLE_AFTER`.
     fn look_at_screen(&mut self, tid: TerminalId, now: Instant) {
-        let Some(agent) = self.fallback_agent(tid) else {
+        let Some((agent, hooked)) = self.watched_agent(tid) else {
             return;
         };
         let Some(found) = self.screen_state(tid, &agent) else {
             return;
         };
+        if hooked {
+            self.refine_hooked(tid, found, now);
+            return;
+        }
         match found {
             Some(busy) => {
                 self.agent_fallback.quiet_at.remove(&tid);
@@ -224,17 +282,91 @@ impl Server {
         }
     }
 
+    /// What the screen of an agent whose hooks report adds to them. The hooks start
+    /// every state; the screen confirms the one they set, and ends a confirmed one that
+    /// it stops showing: a permission prompt gone while a spinner shows is work again
+    /// (approved, and the tool runs: the hook comes only when it is done); a prompt or
+    /// work gone from the screen for `IDLE_AFTER` is idle (answered with Esc, or
+    /// interrupted: no hook runs then). Work the screen never confirmed ends the same way
+    /// only once the output stopped too. A prompt on screen while the hooks say working
+    /// is blocked (hooks that do not report prompts). Nothing else: a spinner left on
+    /// screen after the hook said idle is not work, and a prompt the rules do not know
+    /// stays blocked.
+    fn refine_hooked(&mut self, tid: TerminalId, found: Option<&'static str>, now: Instant) {
+        let current = self.raw_state(tid);
+        let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
+        let f = &mut self.agent_fallback;
+        match (current.as_deref(), found) {
+            (Some("working"), Some("blocked")) => {
+                f.quiet_at.remove(&tid);
+                f.confirmed.insert(tid, "blocked");
+                self.set_agent_state(tid, "blocked");
+            }
+            (Some("blocked"), Some("working")) if confirmed == Some("blocked") => {
+                f.quiet_at.remove(&tid);
+                f.confirmed.insert(tid, "working");
+                self.set_agent_state(tid, "working");
+            }
+            (Some(now_state @ ("working" | "blocked")), Some(shown)) if now_state == shown => {
+                f.quiet_at.remove(&tid);
+                f.confirmed.insert(tid, shown);
+            }
+            (Some(now_state @ ("working" | "blocked")), None) if confirmed == Some(now_state) => {
+                f.quiet_at.entry(tid).or_insert(now + IDLE_AFTER);
+            }
+            (Some("working"), None) => {
+                // Work the screen never showed (interrupted before a look saw it, or a
+                // spinner the rules miss): idle once the agent has also printed nothing
+                // for `IDLE_AFTER` — agents animate while they work; each output, read
+                // here, starts the wait again.
+                f.quiet_at.insert(tid, now + IDLE_AFTER);
+            }
+            _ => {}
+        }
+    }
+
+    /// A hook set the agent's state to `state`: confirmed at once if the screen shows it
+    /// already (the agent drew its prompt before the hook ran: the user may answer it
+    /// before the agent prints again), and the screen is read again soon whether or not
+    /// the agent prints.
+    fn hook_set_state(&mut self, tid: TerminalId, state: &str) {
+        self.agent_fallback.quiet_at.remove(&tid);
+        self.agent_fallback.confirmed.remove(&tid);
+        let Some((agent, _)) = self.watched_agent(tid) else {
+            return;
+        };
+        let Some(shown) = self.screen_state(tid, &agent) else {
+            return;
+        };
+        if let Some(s) = shown.filter(|s| *s == state) {
+            self.agent_fallback.confirmed.insert(tid, s);
+        }
+        let now = Instant::now();
+        self.agent_fallback
+            .confirm_until
+            .insert(tid, now + CONFIRM_WINDOW);
+        self.agent_fallback.look_at.insert(tid, now + CONFIRM_DELAY);
+    }
+
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
+        self.agent_fallback.detect_again.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.written.remove(&tid);
+        self.agent_fallback.confirmed.remove(&tid);
+        self.agent_fallback.confirm_until.remove(&tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
         let f = &self.agent_fallback;
-        f.quiet_at.values().chain(f.look_at.values()).min().copied()
+        f.quiet_at
+            .values()
+            .chain(f.look_at.values())
+            .chain(f.detect_again.values())
+            .min()
+            .copied()
     }
 
     /// Screens due to be read are read; agents without hooks that stayed quiet (or not
@@ -246,17 +378,38 @@ impl Server {
                 .map(|(id, _)| *id)
                 .collect()
         };
+        for tid in due(&self.agent_fallback.detect_again) {
+            // Output the last check came too early for: looked at now, as it would have
+            // been had more come.
+            self.agent_fallback.detect_again.remove(&tid);
+            self.agent_fallback.detected_at.remove(&tid);
+            self.agent_activity(tid);
+        }
         for tid in due(&self.agent_fallback.look_at) {
             self.agent_fallback.look_at.remove(&tid);
             self.look_at_screen(tid, now);
         }
         for tid in due(&self.agent_fallback.quiet_at) {
             self.agent_fallback.quiet_at.remove(&tid);
-            let Some(agent) = self.fallback_agent(tid) else {
+            let Some((agent, hooked)) = self.watched_agent(tid) else {
                 continue;
             };
-            let state = self.screen_state(tid, &agent).flatten().unwrap_or("idle");
-            self.set_agent_state(tid, state);
+            let found = self.screen_state(tid, &agent).flatten();
+            if !hooked {
+                self.set_agent_state(tid, found.unwrap_or("idle"));
+                continue;
+            }
+            let current = self.raw_state(tid);
+            let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
+            let ended = current.as_deref() == confirmed || current.as_deref() == Some("working");
+            match found {
+                None if current.is_some() && ended => {
+                    self.agent_fallback.confirmed.remove(&tid);
+                    self.set_agent_state(tid, "idle");
+                }
+                None => {}
+                Some(_) => self.refine_hooked(tid, found, now),
+            }
         }
     }
 
@@ -374,6 +527,17 @@ impl Server {
             ),
             (None, None) => None,
         };
+        let error = opt_str(p, "error")?
+            .map(|e| {
+                if e.len() > MAX_ERROR_PARAM {
+                    Err(ApiError::params(format!(
+                        "\"error\" is at most {MAX_ERROR_PARAM} bytes"
+                    )))
+                } else {
+                    Ok(agent::claude::one_line(e))
+                }
+            })
+            .transpose()?;
         let seq = opt_u64(p, "seq")?;
         // Only from inside the pane, and only about the agent running there now.
         let leader = self
@@ -425,13 +589,21 @@ impl Server {
             term.agent_session = Some(s);
             term.agent_source = Some(source.clone());
         }
-        if matches!(state, Some("working" | "blocked")) {
-            // Hooks that report work report its end too: they alone decide from now on.
-            term.hooked = true;
-            self.agent_fallback.quiet_at.remove(&tid);
-            self.agent_fallback.look_at.remove(&tid);
+        if error.is_some() {
+            term.agent_error = error;
+        } else if matches!(state, Some("working" | "blocked")) {
+            term.agent_error = None;
         }
+        if matches!(state, Some("working" | "blocked")) {
+            // Hooks that report work report its start and (mostly) its end: from now on
+            // they decide, the screen only sees the ends they miss.
+            term.hooked = true;
+        }
+        let hooked = term.hooked;
         if let Some(s) = state {
+            if hooked {
+                self.hook_set_state(tid, s);
+            }
             self.set_agent_state(tid, s);
         }
         let agent_state = self.state.agent_state(pane).map(str::to_string);

@@ -211,6 +211,7 @@ impl Server {
             "zoomed": tab.zoomed && tab.focused == pane,
             "agent": term.agent,
             "agent_state": self.state.agent_state(pane),
+            "agent_error": term.agent_error,
         }))
     }
 

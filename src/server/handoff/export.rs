@@ -239,6 +239,7 @@ impl Server {
                 report_seq: term.report_seq.clone(),
                 hooked: term.hooked,
                 agent_argv: term.agent_argv.clone(),
+                agent_error: term.agent_error.clone(),
                 seen: self
                     .state
                     .pane_of_terminal(tid)

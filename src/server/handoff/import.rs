@@ -322,6 +322,7 @@ fn import_terminal(
     term.report_seq = runtime.report_seq;
     term.hooked = runtime.hooked;
     term.agent_argv = runtime.agent_argv;
+    term.agent_error = runtime.agent_error;
     let rt = TerminalRuntime {
         handle,
         emulator,

@@ -70,6 +70,8 @@ pub struct PaneRuntime {
     pub hooked: bool,
     #[serde(default)]
     pub agent_argv: Vec<String>,
+    #[serde(default)]
+    pub agent_error: Option<String>,
     /// False while a finished agent's pane waits to be looked at ("done").
     #[serde(default = "seen_default")]
     pub seen: bool,

@@ -1,0 +1,327 @@
+//! End-to-end with the real agents: Claude Code and Codex (as installed from npm, see
+//! `support::real_agents`) run their real TUIs in herdr panes against a local mock of
+//! their APIs (`support::mock_api`), and herdr must tell what they are doing — with
+//! herdr's hooks installed and without (screen rules only). States are observed as users
+//! and scripts see them: `pane wait --agent-state` and the `pane.agent` events.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use support::mock_api::{MockApi, TEXT_ANSWER, TOOL_ANSWER};
+use support::real_agents::{self, Events};
+use support::{json, ok, prompt, Env, Term};
+
+/// A turn against the mock takes well under a second; the agents' start-up a few. This is
+/// for the slowest machine.
+const TURN: Duration = Duration::from_secs(30);
+
+/// A real agent at its prompt in pane p1, watched by a client (so a finished turn reads
+/// `idle`, not `done`) and by an event subscriber.
+struct Agent {
+    client: Term,
+    events: Events,
+    env: Env,
+    mock: MockApi,
+    work: PathBuf,
+    /// The agent's process, once it is at its prompt.
+    pid: Option<i32>,
+}
+
+impl Agent {
+    /// Claude Code, with herdr's hooks installed or not.
+    fn claude(name: &str, hooks: bool) -> Agent {
+        let env = Env::new(name);
+        let mock = MockApi::start();
+        let work = env.home().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        real_agents::claude(&env, &mock, &work);
+        if hooks {
+            ok(env.herdr(&["integration", "install", "claude"]));
+        }
+        let mut agent = Agent::start(env, mock, work, "claude");
+        // Its input box and the hints below it: ready for a prompt.
+        agent.wait_output("for shortcuts");
+        agent.wait_state("idle", TURN);
+        agent.pid = agent.pane()["pid"]
+            .as_i64()
+            .and_then(|shell| real_agents::foreground_pid(shell as i32));
+        agent
+    }
+
+    /// Codex, with herdr's notify hook installed.
+    fn codex(name: &str) -> Agent {
+        let env = Env::new(name);
+        let mock = MockApi::start();
+        let work = env.home().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        real_agents::codex(&env, &mock, &work);
+        ok(env.herdr(&["integration", "install", "codex"]));
+        let mut agent = Agent::start(env, mock, work, "codex");
+        agent.wait_output("Ask Codex to do anything");
+        agent.wait_state("idle", TURN);
+        agent.pid = agent.pane()["pid"]
+            .as_i64()
+            .and_then(|shell| real_agents::foreground_pid(shell as i32));
+        agent
+    }
+
+    fn start(env: Env, mock: MockApi, work: PathBuf, command: &str) -> Agent {
+        ok(env.herdr(&["server", "start"]));
+        let events = Events::start(&env);
+        let client = env.client(150, 45);
+        prompt(&env, "p1");
+        support::submit(&env, "p1", &format!("cd {} && {command}", work.display()));
+        Agent {
+            client,
+            events,
+            env,
+            mock,
+            work,
+            pid: None,
+        }
+    }
+
+    /// Waits until the pane's screen matches `regex`.
+    fn wait_output(&self, regex: &str) {
+        let out = self.env.herdr(&[
+            "pane",
+            "wait",
+            "--pane",
+            "p1",
+            "--output",
+            regex,
+            "--timeout",
+            &TURN.as_secs().to_string(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{regex:?} never showed; the pane:\n{}\nthe mock was asked:\n{}",
+            self.screen(),
+            self.mock.summary()
+        );
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.env.herdr(&["pane", "read", "--pane", "p1"]).stdout)
+            .to_string()
+    }
+
+    /// Waits until the pane's agent state is `state`, for at most `timeout`.
+    fn wait_state(&self, state: &str, timeout: Duration) {
+        let out = self.env.herdr(&[
+            "pane",
+            "wait",
+            "--pane",
+            "p1",
+            "--agent-state",
+            state,
+            "--timeout",
+            &timeout.as_secs_f64().to_string(),
+        ]);
+        assert!(
+            out.status.success(),
+            "p1 was not {state} within {timeout:?}: {}; its states: {:?}; the pane:\n{}",
+            self.pane()["agent_state"],
+            self.events.states_since("p1", 0),
+            self.screen()
+        );
+    }
+
+    fn pane(&self) -> serde_json::Value {
+        json(self.env.herdr(&["pane", "get", "--pane", "p1", "--json"]))
+    }
+
+    /// Types a prompt into the agent and submits it.
+    fn ask(&self, text: &str) -> usize {
+        let from = self.events.states("p1").len();
+        ok(self.env.herdr(&["pane", "submit", "--pane", "p1", text]));
+        from
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["pane", "keys", "--pane", "p1"];
+        args.extend_from_slice(keys);
+        ok(self.env.herdr(&args));
+    }
+
+    /// Waits until the states announced since the `from`-th include `want`, in order.
+    fn wait_states(&self, from: usize, want: &[&str]) {
+        self.events.wait_sequence("p1", from, want, TURN);
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        // The agent quits when its pane is hung up; it is gone before its HOME is.
+        let _ = self.env.herdr(&["server", "stop"]);
+        if let Some(pid) = self.pid {
+            real_agents::wait_gone(pid, Duration::from_secs(10));
+        }
+        real_agents::stop_codex_daemons(&self.env);
+    }
+}
+
+#[test]
+fn claude_with_hooks_a_plain_turn_then_a_permission_prompt_blocked_at_once_and_approved() {
+    let a = Agent::claude("real-claude-approve", true);
+    assert_eq!(a.pane()["agent"], "claude");
+    let from = a.ask("say hello");
+    a.wait_output(TEXT_ANSWER);
+    a.wait_states(from, &["working", "idle"]);
+    a.wait_state("idle", TURN);
+
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Do you want to proceed");
+    // PermissionRequest comes as the prompt shows: blocked right away, not when Claude's
+    // reminder comes 6 s later.
+    a.wait_state("blocked", Duration::from_secs(1));
+    // The user sees it on the sidebar, beside Claude's prompt.
+    a.client.wait_text("! claude blocked p1");
+    a.keys(&["Enter"]);
+    a.wait_output(TOOL_ANSWER);
+    a.wait_states(from, &["working", "blocked", "working", "idle"]);
+    a.wait_state("idle", TURN);
+    assert!(a.work.join("tool-ran").exists(), "the approved tool ran");
+    assert_eq!(a.mock.turns(), ["text", "tool", "tool-result"]);
+}
+
+#[test]
+fn claude_with_hooks_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
+    let a = Agent::claude("real-claude-esc", true);
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Do you want to proceed");
+    a.wait_state("blocked", TURN);
+    // Esc rejects: Claude runs no hook at all, and waits for the next prompt.
+    a.keys(&["Escape"]);
+    a.wait_output("What should Claude do instead");
+    a.wait_state("idle", TURN);
+    assert!(
+        !a.work.join("tool-ran").exists(),
+        "the rejected tool did not run"
+    );
+    a.wait_states(from, &["working", "blocked", "idle"]);
+
+    // Esc while it works: no Stop either.
+    let from = a.ask("[slow] take your time");
+    a.wait_state("working", TURN);
+    a.wait_output("esc to interrupt");
+    a.keys(&["Escape"]);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "idle"]);
+}
+
+#[test]
+fn claude_with_hooks_an_api_error_ends_the_turn_idle_with_the_error_shown() {
+    let a = Agent::claude("real-claude-error", true);
+    let from = a.ask("[auth-error] hello");
+    a.wait_output("Invalid API key");
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "idle"]);
+    let pane = a.pane();
+    let error = pane["agent_error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("authentication_failed") && error.contains("Invalid API key"),
+        "{pane}"
+    );
+    // The next turn that works clears it.
+    let from = a.ask("say hello");
+    a.wait_output(TEXT_ANSWER);
+    a.wait_states(from, &["working", "idle"]);
+    assert_eq!(a.pane()["agent_error"], serde_json::Value::Null);
+}
+
+#[test]
+fn claude_without_hooks_its_real_permission_prompt_reads_blocked_from_the_screen() {
+    let a = Agent::claude("real-claude-screen", false);
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Do you want to proceed");
+    a.wait_state("blocked", TURN);
+    a.keys(&["Enter"]);
+    a.wait_output(TOOL_ANSWER);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["blocked", "idle"]);
+    assert!(a.work.join("tool-ran").exists(), "the approved tool ran");
+}
+
+#[test]
+fn codex_a_plain_turn_is_working_then_idle_and_its_own_thread_is_the_session() {
+    let a = Agent::codex("real-codex-plain");
+    assert_eq!(a.pane()["agent"], "codex");
+    let from = a.ask("say hello");
+    a.wait_output(TEXT_ANSWER);
+    a.wait_state("idle", TURN);
+    // Codex also runs a hidden thread that titles the session, and tells its notify when
+    // that one is done, before the turn is: neither an idle mid-turn nor its session.
+    a.wait_states(from, &["working", "idle"]);
+    assert_eq!(a.events.states_since("p1", from), ["working", "idle"]);
+    assert_eq!(a.mock.turns(), ["text"]);
+    let thread = a
+        .mock
+        .requests()
+        .iter()
+        .find(|r| r.turn == "text")
+        .and_then(|r| {
+            r.body["client_metadata"]["thread_id"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .expect("the turn's thread");
+    ok(a.env.herdr(&["server", "stop"]));
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            a.env
+                .dir
+                .path()
+                .join("state/herdr/sessions")
+                .join(&a.env.session)
+                .join("session.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let text = saved.to_string();
+    assert!(
+        text.contains(&format!("\"agent_session\":{{\"id\":\"{thread}\"}}")),
+        "the pane's own thread {thread} is saved: {text}"
+    );
+    // And resumed: the restored pane runs `codex resume <thread>`, which shows the turn.
+    ok(a.env.herdr(&["server", "start"]));
+    a.wait_output(TEXT_ANSWER);
+    assert!(!a.screen().contains("No saved session"), "{}", a.screen());
+}
+
+#[test]
+fn codex_its_approval_prompt_is_blocked_and_once_approved_it_works_then_idles() {
+    let a = Agent::codex("real-codex-tool");
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Would you like to run");
+    a.wait_state("blocked", TURN);
+    a.keys(&["Enter"]);
+    a.wait_output(TOOL_ANSWER);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "blocked", "working", "idle"]);
+    assert!(a.work.join("tool-ran").exists(), "the approved tool ran");
+}
+
+#[test]
+fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
+    let a = Agent::codex("real-codex-esc");
+    let from = a.ask("[tool] make a file");
+    a.wait_output("Would you like to run");
+    a.wait_state("blocked", TURN);
+    a.keys(&["Escape"]);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "blocked", "idle"]);
+    assert!(
+        !a.work.join("tool-ran").exists(),
+        "the rejected tool did not run"
+    );
+
+    let from = a.ask("[slow] take your time");
+    a.wait_state("working", TURN);
+    a.keys(&["Escape"]);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "idle"]);
+}
