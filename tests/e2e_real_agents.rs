@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use support::mock_api::{MockApi, TEXT_ANSWER, TOOL_ANSWER};
 use support::real_agents::{self, Events};
-use support::{json, ok, prompt, Env, Term};
+use support::{json, ok, prompt, Env, Outer, Term};
 
 /// A turn against the mock takes well under a second; the agents' start-up a few. This is
 /// for the slowest machine.
@@ -32,15 +32,25 @@ struct Agent {
 impl Agent {
     /// Claude Code, with herdr's hooks installed or not.
     fn claude(name: &str, hooks: bool) -> Agent {
+        Agent::claude_in(name, hooks, Outer::legacy(), None)
+    }
+
+    /// Claude Code, watched by a client in a terminal that answers as `outer`.
+    fn claude_in(name: &str, hooks: bool, outer: Outer, term_program: Option<&str>) -> Agent {
         let env = Env::new(name);
         let mock = MockApi::start();
         let work = env.home().join("work");
         std::fs::create_dir_all(&work).unwrap();
         real_agents::claude(&env, &mock, &work);
+        if let Some(program) = term_program {
+            // The user's terminal says what it is (in the environment herdr was started
+            // in, which its panes inherit).
+            real_agents::profile(&env, &format!("export TERM_PROGRAM={program}\n"));
+        }
         if hooks {
             ok(env.herdr(&["integration", "install", "claude"]));
         }
-        let mut agent = Agent::start(env, mock, work, "claude");
+        let mut agent = Agent::start(env, mock, work, "claude", outer);
         // Its input box and the hints below it: ready for a prompt.
         agent.wait_output("for shortcuts");
         agent.wait_state("idle", TURN);
@@ -58,7 +68,7 @@ impl Agent {
         std::fs::create_dir_all(&work).unwrap();
         real_agents::codex(&env, &mock, &work);
         ok(env.herdr(&["integration", "install", "codex"]));
-        let mut agent = Agent::start(env, mock, work, "codex");
+        let mut agent = Agent::start(env, mock, work, "codex", Outer::legacy());
         agent.wait_output("Ask Codex to do anything");
         agent.wait_state("idle", TURN);
         agent.pid = agent.pane()["pid"]
@@ -67,10 +77,10 @@ impl Agent {
         agent
     }
 
-    fn start(env: Env, mock: MockApi, work: PathBuf, command: &str) -> Agent {
+    fn start(env: Env, mock: MockApi, work: PathBuf, command: &str, outer: Outer) -> Agent {
         ok(env.herdr(&["server", "start"]));
         let events = Events::start(&env);
-        let client = env.client(150, 45);
+        let client = env.client_in(outer, 150, 45, &[]);
         prompt(&env, "p1");
         support::submit(&env, "p1", &format!("cd {} && {command}", work.display()));
         Agent {
@@ -324,4 +334,43 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
     a.keys(&["Escape"]);
     a.wait_state("idle", TURN);
     a.wait_states(from, &["working", "idle"]);
+}
+
+#[test]
+fn claude_takes_shift_enter_as_a_new_line_in_its_prompt() {
+    // The user's terminal speaks the kitty keyboard protocol (the harness plays it), and
+    // Claude asks its pane for kitty keys: Shift+Enter reaches it told apart from Enter.
+    let mut a = Agent::claude_in("real-claude-keys", false, Outer::kitty(), Some("ghostty"));
+    a.client.send(b"line one");
+    a.wait_output("line one");
+    // Shift+Enter, as a kitty terminal reports it.
+    a.client.send(b"\x1b[13;2u");
+    a.client.send(b"line two");
+    a.wait_output("line two");
+    let screen = a.screen();
+    let row = |text: &str| screen.lines().position(|l| l.contains(text));
+    let (one, two) = (row("line one"), row("line two"));
+    assert!(
+        one.is_some() && two == one.map(|r| r + 1),
+        "two lines in the prompt box:\n{screen}"
+    );
+    assert!(
+        a.mock.turns().is_empty(),
+        "nothing was submitted: {:?}",
+        a.mock.turns()
+    );
+    // Enter alone submits both lines as one prompt.
+    a.client.send(b"\r");
+    a.wait_output(TEXT_ANSWER);
+    let asked: Vec<String> = a
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| r.turn == "text")
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(
+        asked.iter().any(|b| b.contains("line one\\nline two")),
+        "one prompt of two lines: {asked:?}"
+    );
 }

@@ -51,7 +51,7 @@ pub fn bin_dir() -> PathBuf {
 }
 
 /// Adds lines to the test HOME's `.bash_profile` (what the panes' login shells read).
-fn profile(env: &Env, lines: &str) {
+pub fn profile(env: &Env, lines: &str) {
     let path = env.home().join(".bash_profile");
     let rc = std::fs::read_to_string(&path).expect("bash_profile");
     std::fs::write(&path, format!("{rc}{lines}")).expect("bash_profile");
