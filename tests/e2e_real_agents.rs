@@ -340,6 +340,9 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
 fn claude_takes_shift_enter_as_a_new_line_in_its_prompt() {
     // The user's terminal speaks the kitty keyboard protocol (the harness plays it), and
     // Claude asks its pane for kitty keys: Shift+Enter reaches it told apart from Enter.
+    // (Claude Code 2.1 asks only in a terminal it recognises from its environment, here
+    // ghostty's TERM_PROGRAM, which panes inherit from where herdr was started; with none,
+    // it takes Shift+Enter as Enter in any multiplexer.)
     let mut a = Agent::claude_in("real-claude-keys", false, Outer::kitty(), Some("ghostty"));
     a.client.send(b"line one");
     a.wait_output("line one");
