@@ -64,8 +64,7 @@ mod tests {
     use crate::term::vt::{Colors, Terminal};
 
     fn reply(t: &mut Terminal, bytes: &[u8]) -> Vec<u8> {
-        t.process(bytes, 1);
-        t.take_effects().responses
+        t.replies_to(bytes)
     }
 
     #[test]

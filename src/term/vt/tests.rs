@@ -7,11 +7,13 @@ mod clusters;
 mod limits;
 mod queries;
 mod sync;
+mod vt100_limits;
 
 use std::num::NonZeroU16;
 
 use super::*;
 use crate::term::history::plain;
+use vt100_limits::{fuller_cells, vt100_text};
 
 #[derive(Default)]
 struct Oracle {
@@ -43,35 +45,6 @@ fn color(c: vt100::Color) -> Color {
 
 fn nz(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v).unwrap()
-}
-
-/// Whether a cell of ours holds more of a cluster than vt100's, which stopped taking
-/// characters with 4 bytes of room left.
-fn fuller_cells(ours: &Terminal, theirs: &vt100::Parser<Oracle>) -> bool {
-    let (a, b) = (ours.screen(), theirs.screen());
-    let (rows, cols) = a.size();
-    (0..rows).any(|row| {
-        (0..cols).any(|col| {
-            let (Some(x), Some(y)) = (a.cell(row, col), b.cell(row, col)) else {
-                return false;
-            };
-            let (x, y) = (x.contents(), y.contents());
-            x != y && x.starts_with(y) && y.len() >= 18
-        })
-    })
-}
-
-/// A cell's text as vt100 keeps it: it combines no more marks once a cell holds 18 bytes
-/// (herdr's cells have room for more).
-fn vt100_text(text: &str) -> &str {
-    let mut len = 0;
-    for c in text.chars() {
-        if len >= 18 {
-            return &text[..len];
-        }
-        len += c.len_utf8();
-    }
-    text
 }
 
 /// Every difference between the two screens, described.
