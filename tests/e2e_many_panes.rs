@@ -172,15 +172,25 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     ] {
         assert!(message.contains(what), "{what:?} missing from: {message}");
     }
-    // The server serves on.
+    // The server serves on: it refused the pane while it still kept descriptors for
+    // connections.
     ok(env.herdr(&["server", "status"]));
 
-    // Connections that find no descriptor left wait in the backlog, and the listening
-    // socket stays readable meanwhile: the server must wait, not spin on it.
+    // API connections (two descriptors each) then use up even those. Connections beyond
+    // wait in the backlog, and the listening socket stays readable meanwhile: the server
+    // must wait, not spin on it.
     let pid = env.server_pid().expect("server pid");
-    let conns: Vec<_> = (0..16)
-        .map(|_| std::os::unix::net::UnixStream::connect(env.socket()).expect("connect"))
+    let hello = b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
+    let conns: Vec<_> = (0..128)
+        .map(|_| {
+            let mut c = std::os::unix::net::UnixStream::connect(env.socket()).expect("connect");
+            std::io::Write::write_all(&mut c, hello).expect("hello");
+            c
+        })
         .collect();
+    support::wait_until("the server to have no descriptor left", || {
+        open_files(pid) >= LOGIN_SOFT
+    });
     let before = cpu_ticks(pid);
     let start = std::time::Instant::now();
     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -192,6 +202,11 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     );
     drop(conns);
     ok(env.herdr(&["server", "status"]));
+}
+
+/// Descriptors a process has open.
+fn open_files(pid: i32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }
 
 /// User and system CPU time of a process so far, in clock ticks (1/100 s).

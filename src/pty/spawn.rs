@@ -50,13 +50,15 @@ const SCRUBBED_ENV: &[&str] = &[
 ];
 
 pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
-    let pair = crate::sys::pty::open_pair(spec.rows.max(1), spec.cols.max(1)).map_err(|e| {
-        SpawnError::OpenPty(if crate::sys::nofile::is_exhausted(&e) {
-            crate::sys::nofile::exhausted_message()
-        } else {
-            e.to_string()
-        })
-    })?;
+    let pair = crate::sys::nofile::ensure_room(crate::sys::nofile::PANE_START)
+        .and_then(|()| crate::sys::pty::open_pair(spec.rows.max(1), spec.cols.max(1)))
+        .map_err(|e| {
+            SpawnError::OpenPty(if crate::sys::nofile::is_exhausted(&e) {
+                crate::sys::nofile::exhausted_message()
+            } else {
+                e.to_string()
+            })
+        })?;
 
     let (mut cmd, program) = match spec.argv.split_first() {
         None => {

@@ -361,6 +361,19 @@ fn handle_connection(
     // A terminal is taken only from a client that waits for the reply before it sends
     // anything more (its descriptor must not be read as part of a buffered frame).
     let take_tty = hello.role == Role::Client && hello.tty && reader.buffer().is_empty();
+    // The writing half, before the reply: a server out of descriptors says so rather than
+    // accepting and then dropping the connection under a client that has started to send.
+    let stream = match reader.get_ref().try_clone() {
+        Ok(s) => s,
+        Err(e) => {
+            let msg = match crate::sys::nofile::is_exhausted(&e) {
+                true => crate::sys::nofile::exhausted_message(),
+                false => format!("the server cannot open this connection: {e}"),
+            };
+            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
+            return;
+        }
+    };
     let mut reply = HelloReply::accept();
     if take_tty {
         reply.features.push(FEATURE_TTY.into());
@@ -380,9 +393,6 @@ fn handle_connection(
     };
     let _ = reader.get_ref().set_read_timeout(None);
     drop(place);
-    let Ok(stream) = reader.get_ref().try_clone() else {
-        return;
-    };
     match hello.role {
         Role::Client => client_loop(id, stream, reader, hello, tty, events),
         Role::Api => api_loop(id, stream, reader, events),

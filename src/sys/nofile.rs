@@ -66,12 +66,58 @@ pub fn user_soft_limit() -> Option<u64> {
     USER_SOFT.get().copied()
 }
 
+/// Descriptors a server keeps free for what is not a pane: connections waiting for their
+/// hello (one each, at most 64), clients and API connections (two each), the files it
+/// saves and a live handoff. A new pane is refused before it would eat into them, so a
+/// server full of panes still answers `herdr` commands.
+pub const RESERVED: u64 = 128;
+
+/// At most this many descriptors are open at once while a pane starts (the pair, three
+/// copies of the slave for the child, std's exec-error pipe, the pane's own).
+pub const PANE_START: u64 = 8;
+
+/// Descriptors this process has open.
+fn open_count() -> io::Result<u64> {
+    let mut n = 0u64;
+    for entry in std::fs::read_dir("/proc/self/fd")? {
+        entry?;
+        n += 1;
+    }
+    // The listing's own descriptor is counted too, and is closed now.
+    Ok(n.saturating_sub(1))
+}
+
+/// The size of this process's descriptor table: more than its highest open descriptor,
+/// so at least how many are open. Cheap, unlike [`open_count`].
+fn table_size() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("FDSize:"))?;
+    line.trim().parse().ok()
+}
+
+/// Whether `needed` more descriptors can be opened with [`RESERVED`] still free after
+/// them; if not, an EMFILE error, which [`is_exhausted`] recognises. Counts the open ones
+/// only when the table is near the limit (the count takes a while with thousands open).
+pub fn ensure_room(needed: u64) -> io::Result<()> {
+    let (soft, _) = current()?;
+    let fits = |open: u64| open + needed + RESERVED <= soft;
+    if table_size().is_some_and(fits) {
+        return Ok(());
+    }
+    let open = open_count()?;
+    match fits(open) {
+        true => Ok(()),
+        false => Err(io::Error::from_raw_os_error(libc::EMFILE)),
+    }
+}
+
 /// What to tell someone whose new pane found no descriptor left.
 pub fn exhausted_message() -> String {
     let (soft, hard) = current().unwrap_or((0, 0));
     format!(
         "this server has used up its open files (RLIMIT_NOFILE: soft limit {soft}, hard \
-         limit {hard}; each pane takes about 4); close some panes, or raise the hard limit \
+         limit {hard}; each pane takes about 4, and {RESERVED} are kept for connections); \
+         close some panes, or raise the hard limit \
          (LimitNOFILE= in a systemd unit, nofile in /etc/security/limits.conf, or \
          `ulimit -Hn` as root) and restart the server"
     )
@@ -80,4 +126,21 @@ pub fn exhausted_message() -> String {
 /// Whether an error is "no descriptor left" (this process's or the system's).
 pub fn is_exhausted(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_counted_against_the_soft_limit_with_the_reserve_kept() {
+        let (soft, _) = current().unwrap();
+        let open = open_count().unwrap();
+        assert!(open >= 3, "stdin, stdout and stderr at least: {open}");
+        assert!(table_size().unwrap() >= open);
+        let left = soft - open - RESERVED;
+        ensure_room(left.saturating_sub(64)).expect("room below the limit");
+        let e = ensure_room(left + 64).expect_err("no room past the limit");
+        assert!(is_exhausted(&e), "{e}");
+    }
 }
