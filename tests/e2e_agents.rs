@@ -451,3 +451,67 @@ fn a_resume_whose_shell_cannot_start_leaves_the_session_to_the_next_pane() {
     assert_eq!(panes.len(), 1, "the pane that failed is gone: {panes:?}");
     assert_eq!(runs(&env).len(), 3, "resumed once");
 }
+
+#[test]
+fn agent_list_finds_the_agent_that_waits_with_its_session_and_since_when() {
+    let env = Env::new("agent-list");
+    let report = |state: &str, seq: u32| {
+        format!(
+            "{} agent report --source herdr:claude --agent claude --session-id sess-7 --state {state} --seq {seq}",
+            support::BIN
+        )
+    };
+    let body = format!(
+        "{}\nread -r line\n{}\necho asked",
+        report("working", 1),
+        report("blocked", 2)
+    );
+    let claude = fake_claude_with(&env, &body);
+    let work = start_in(&env, "proj", &claude.display().to_string());
+    wait_agent_state(&env, "p1", "working");
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    prompt(&env, &p2);
+
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    support::submit(&env, "p1", "go");
+    wait_agent_state(&env, "p1", "blocked");
+    let listed = json(env.herdr(&["agent", "list", "--json"]));
+    let agents = listed.as_array().expect("a list");
+    assert_eq!(
+        agents.len(),
+        1,
+        "only the agent pane, not the shell: {listed}"
+    );
+    let a = &agents[0];
+    assert_eq!(a["pane"], "p1", "{a}");
+    assert_eq!(a["agent"], "claude", "{a}");
+    assert_eq!(a["state"], "blocked", "{a}");
+    assert_eq!(a["session_id"], "sess-7", "{a}");
+    assert_eq!(a["cwd"], work.display().to_string(), "{a}");
+    assert_eq!(a["workspace"], "w1", "{a}");
+    assert_eq!(a["tab"], "t1", "{a}");
+    let since = a["since_ms"].as_u64().expect("since_ms");
+    assert!(
+        since + 1000 >= before,
+        "blocked since the report: {since} < {before}"
+    );
+    assert!(a["for_secs"].as_u64().is_some(), "{a}");
+
+    let text = ok(env.herdr(&["agent", "list", "--state", "blocked"]));
+    for part in ["p1", "claude", "blocked", "for ", "w1/t1", "session sess-7"] {
+        assert!(text.contains(part), "{part:?} missing from {text:?}");
+    }
+    assert_eq!(ok(env.herdr(&["agent", "list", "--state", "working"])), "");
+    // A live handoff keeps the state and since when.
+    ok(env.herdr(&["server", "handoff"]));
+    let after = json(env.herdr(&["agent", "list", "--json"]));
+    assert_eq!(after[0]["state"], "blocked", "{after}");
+    assert_eq!(after[0]["since_ms"], since, "{after}");
+
+    let bad = env.herdr(&["agent", "list", "--state", "asleep"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("asleep"));
+}

@@ -5,11 +5,19 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::api_client::ApiClient;
-use super::control::{call, nothing, target, Target, EXIT_NO_SERVER};
+use super::control::{call, nothing, rows, s, target, Output, Target, EXIT_NO_SERVER};
 use crate::paths::SessionName;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
+    /// Every pane an agent runs in: its state and since when, its session, where it is.
+    List {
+        /// Only the agents in this state.
+        #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
+        state: Option<String>,
+        #[command(flatten)]
+        out: Output,
+    },
     /// Tell herdr what the agent in this pane is doing (called by the agent's hooks).
     Report {
         #[command(flatten)]
@@ -86,6 +94,13 @@ pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
 
 pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
     match cmd {
+        AgentCommand::List { state, out } => {
+            let mut p = serde_json::Map::new();
+            if let Some(state) = state {
+                p.insert("state".into(), json!(state));
+            }
+            call(session, "agent.list", p, out.json, |v| rows(v, agent_row))
+        }
         AgentCommand::Report {
             target: t,
             source,
@@ -148,6 +163,44 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
     }
 }
 
+/// One line of `agent list`: `p3  claude  blocked  for 2m05s  w1/t2  /src/x  session 0b1c…`,
+/// with what is unknown left out.
+fn agent_row(a: &Value) -> String {
+    let mut line = format!(
+        "{:<4} {:<12} {:<8}",
+        s(a, "pane"),
+        s(a, "agent"),
+        s(a, "state")
+    );
+    if let Some(secs) = a["for_secs"].as_u64() {
+        line.push_str(&format!(" for {:<8}", duration(secs)));
+    }
+    line.push_str(&format!(" {}/{}", s(a, "workspace"), s(a, "tab")));
+    for (key, label) in [
+        ("cwd", ""),
+        ("session_id", "session "),
+        ("session_path", "session "),
+    ] {
+        if let Some(v) = a[key].as_str() {
+            line.push_str(&format!("  {label}{v}"));
+        }
+    }
+    if let Some(e) = a["error"].as_str() {
+        line.push_str(&format!("  error: {e}"));
+    }
+    line
+}
+
+/// A duration as a person reads it: `45s`, `2m05s`, `3h07m`, `2d04h`.
+fn duration(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        3600..86400 => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d{:02}h", secs / 86400, secs % 86400 / 3600),
+    }
+}
+
 /// Reports what a hook said, quietly: a hook never fails its agent.
 fn send_hook_report(session: &SessionName, agent: &str, report: crate::agent::HookReport) {
     let mut p = target(&Target { pane: None });
@@ -185,4 +238,50 @@ fn run_chained(chain: &[String], payload: &str) {
 
 fn connect_quiet(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
     Ok(ApiClient::connect(session)?.ok_or(EXIT_NO_SERVER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        let cases = [
+            (0, "0s"),
+            (59, "59s"),
+            (60, "1m00s"),
+            (125, "2m05s"),
+            (3599, "59m59s"),
+            (3600, "1h00m"),
+            (11_220, "3h07m"),
+            (86_400, "1d00h"),
+            (187_200, "2d04h"),
+        ];
+        for (secs, text) in cases {
+            assert_eq!(duration(secs), text, "{secs}");
+        }
+    }
+
+    #[test]
+    fn a_row_names_what_is_known_and_leaves_out_the_rest() {
+        let a = json!({"pane": "p3", "agent": "claude", "state": "blocked", "for_secs": 125,
+            "tab": "t2", "workspace": "w1", "cwd": "/src/x", "session_id": "abc",
+            "session_path": null, "error": null});
+        let row = agent_row(&a);
+        for part in [
+            "p3",
+            "claude",
+            "blocked",
+            "for 2m05s",
+            "w1/t2",
+            "/src/x",
+            "session abc",
+        ] {
+            assert!(row.contains(part), "{part:?} missing from {row:?}");
+        }
+        assert!(!row.contains("error"), "{row}");
+        let bare = agent_row(&json!({"pane": "p1", "agent": "codex", "state": null,
+            "tab": "t1", "workspace": "w1"}));
+        assert!(!bare.contains("for") && !bare.contains("session"), "{bare}");
+    }
 }

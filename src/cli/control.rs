@@ -19,7 +19,7 @@ pub const EXIT_TIMEOUT: i32 = 4;
 pub struct Output {
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -277,7 +277,7 @@ pub(super) fn call(
     }
 }
 
-fn s(v: &Value, k: &str) -> String {
+pub(super) fn s(v: &Value, k: &str) -> String {
     match v.get(k) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
@@ -293,7 +293,7 @@ pub(super) fn nothing(_: &Value) -> String {
     String::new()
 }
 
-fn rows(v: &Value, row: fn(&Value) -> String) -> String {
+pub(super) fn rows(v: &Value, row: fn(&Value) -> String) -> String {
     v.as_array()
         .map(|a| a.iter().map(row).collect::<Vec<_>>().join("\n"))
         .unwrap_or_default()

@@ -39,6 +39,8 @@ pub struct TerminalState {
     /// What went wrong when an error ended the agent's last turn (its hook said so);
     /// cleared when it works again.
     pub agent_error: Option<String>,
+    /// When the agent was detected, or its state last changed (`agent list` shows it).
+    pub agent_since: Option<std::time::SystemTime>,
 }
 
 impl TerminalState {
@@ -59,7 +61,17 @@ impl TerminalState {
             hooked: false,
             agent_argv: Vec::new(),
             agent_error: None,
+            agent_since: None,
         }
+    }
+
+    /// When the agent's state last changed, in milliseconds since the Unix epoch.
+    pub fn agent_since_ms(&self) -> Option<u64> {
+        let d = self
+            .agent_since?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        u64::try_from(d.as_millis()).ok()
     }
 }
 

@@ -119,6 +119,7 @@ impl Server {
                     term.report_seq.clear();
                     term.hooked = false;
                     term.agent_error = None;
+                    term.agent_since = Some(std::time::SystemTime::now());
                     term.agent_argv = argv.as_deref().map(agent::own_argv).unwrap_or_default();
                 }
             }
@@ -131,6 +132,7 @@ impl Server {
                 term.report_seq.clear();
                 term.hooked = false;
                 term.agent_error = None;
+                term.agent_since = None;
                 term.agent_argv.clear();
             }
         }
@@ -433,6 +435,9 @@ impl Server {
         let finished = state == "done"
             || (raw == "idle"
                 && matches!(term.agent_state.as_deref(), Some("working" | "blocked")));
+        if term.agent_state.as_deref() != Some(raw) || term.agent_since.is_none() {
+            term.agent_since = Some(std::time::SystemTime::now());
+        }
         term.agent_state = Some(raw.to_string());
         let agent = term.agent.clone();
         if let Some(ps) = pane.and_then(|p| self.state.panes.get_mut(&p)) {

@@ -237,6 +237,62 @@ impl Server {
         now(Value::Array(items))
     }
 
+    /// `agent.list`: every pane an agent runs in, in layout order, with what a script (or
+    /// another agent) needs to find the one waiting; `state` keeps only those in it.
+    pub(crate) fn agent_list(&mut self, p: &Value) -> ApiResult {
+        let want = opt_str(p, "state")?;
+        if let Some(w) = want.filter(|w| !super::agents::STATES.contains(w)) {
+            return Err(ApiError::params(format!(
+                "\"state\" must be one of {}, got {w:?}",
+                super::agents::STATES.join(", ")
+            )));
+        }
+        self.refresh_agents();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let items: Vec<Value> = self
+            .state
+            .all_panes()
+            .into_iter()
+            .filter_map(|(_, pane)| self.agent_json(pane, now_ms))
+            .filter(|a| want.is_none_or(|w| a["state"] == w))
+            .collect();
+        now(Value::Array(items))
+    }
+
+    fn agent_json(&self, pane: PaneId, now_ms: u64) -> Option<Value> {
+        let ps = self.state.panes.get(&pane)?;
+        let term = self.state.terminals.get(&ps.terminal)?;
+        let agent = term.agent.as_deref()?;
+        let pos = self.state.find_pane(pane)?;
+        let ws = &self.state.workspaces[pos.workspace];
+        let tab = &ws.tabs[pos.tab];
+        let fg = self.runtimes.get(ps.terminal).and_then(|r| r.foreground());
+        let since = term.agent_since_ms();
+        let session = term.agent_session.as_ref();
+        let (id, path) = match session {
+            Some(crate::agent::SessionRef::Id(s)) => (Some(s), None),
+            Some(crate::agent::SessionRef::Path(s)) => (None, Some(s)),
+            None => (None, None),
+        };
+        Some(json!({
+            "pane": ps.no.to_string(),
+            "workspace": ws.no.to_string(),
+            "tab": tab.no.to_string(),
+            "agent": agent,
+            "state": self.state.agent_state(pane),
+            "since_ms": since,
+            "for_secs": since.map(|t| now_ms.saturating_sub(t) / 1000),
+            "session_id": id,
+            "session_path": path,
+            "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
+            "pid": term.agent_pid,
+            "title": ui::terminal_title(&self.state, ps.terminal),
+            "error": term.agent_error,
+        }))
+    }
+
     pub(crate) fn pane_get(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
         if let Some(tid) = self.state.panes.get(&pane).map(|ps| ps.terminal) {

@@ -441,6 +441,7 @@ impl Server {
             "pane.submit" => self.pane_submit(p),
             "pane.read" => self.pane_read(p),
             "pane.wait" => self.pane_wait(conn, id, p),
+            "agent.list" => self.agent_list(p),
             "agent.report" => {
                 let peer = self.api.conns.get(&conn).map_or(0, |c| c.peer_pid);
                 self.agent_report(peer, p)

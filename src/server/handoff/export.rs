@@ -240,6 +240,7 @@ impl Server {
                 hooked: term.hooked,
                 agent_argv: term.agent_argv.clone(),
                 agent_error: term.agent_error.clone(),
+                agent_since_ms: term.agent_since_ms(),
                 seen: self
                     .state
                     .pane_of_terminal(tid)

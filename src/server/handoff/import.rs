@@ -323,6 +323,9 @@ fn import_terminal(
     term.hooked = runtime.hooked;
     term.agent_argv = runtime.agent_argv;
     term.agent_error = runtime.agent_error;
+    term.agent_since = runtime
+        .agent_since_ms
+        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
     let rt = TerminalRuntime {
         handle,
         emulator,

@@ -72,6 +72,9 @@ pub struct PaneRuntime {
     pub agent_argv: Vec<String>,
     #[serde(default)]
     pub agent_error: Option<String>,
+    /// When the agent's state last changed, in milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub agent_since_ms: Option<u64>,
     /// False while a finished agent's pane waits to be looked at ("done").
     #[serde(default = "seen_default")]
     pub seen: bool,
