@@ -515,3 +515,24 @@ fn agent_list_finds_the_agent_that_waits_with_its_session_and_since_when() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("asleep"));
 }
+
+#[test]
+fn an_agent_that_is_the_panes_own_program_is_detected() {
+    let env = Env::new("agent-leader");
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let codex = bin.join("codex");
+    executable(
+        &codex,
+        "#!/bin/bash\necho fake-codex-ready\nwhile :; do sleep 1; done\n",
+    );
+    ok(env.herdr(&["server", "start"]));
+    prompt(&env, "p1");
+    let p2 = ok(env.herdr(&["pane", "split", "--", &codex.display().to_string()]));
+    support::wait_output(&env, &p2, "fake-codex-ready");
+    wait_until("the pane's own program detected as codex", || {
+        json(env.herdr(&["pane", "get", "--pane", &p2, "--json"]))["agent"] == "codex"
+    });
+    let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(p1["agent"], Value::Null, "the shell pane is no agent: {p1}");
+}

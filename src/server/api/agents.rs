@@ -105,7 +105,10 @@ impl Server {
             return;
         };
         let cached = term.agent_pid.is_some() && term.agent_pid == fg_pid;
-        if cached || (term.agent.is_none() && fg_pid == Some(leader as i32)) {
+        // A shell leading its pane is not looked at while it is in the foreground; a pane
+        // started with a program (`pane split -- codex`) may have the agent as its leader.
+        let shell = term.argv.is_empty() && fg_pid == Some(leader as i32);
+        if cached || (term.agent.is_none() && shell) {
             return;
         }
         let argv = fg_pid.and_then(proc::cmdline);
