@@ -46,34 +46,48 @@ pub struct Agent {
 pub struct Keep {
     pub names: &'static [&'static str],
     pub values: Values,
+    /// What the flag is kept as instead: the spelling the newest version tested takes for
+    /// a flag it no longer has.
+    pub becomes: Option<&'static [&'static str]>,
 }
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub enum Values {
     None,
     One,
+    /// One value, kept only if it is one of these (what the newest version tested takes;
+    /// a value an older version took and it rejects would fail the resume).
+    OneOf(&'static [&'static str]),
     /// Every word up to the next one starting with `-` (a variadic option).
     Many,
 }
 
-const fn flag(names: &'static [&'static str]) -> Keep {
+const fn keep(names: &'static [&'static str], values: Values) -> Keep {
     Keep {
         names,
-        values: Values::None,
+        values,
+        becomes: None,
     }
+}
+
+const fn flag(names: &'static [&'static str]) -> Keep {
+    keep(names, Values::None)
 }
 
 const fn opt(names: &'static [&'static str]) -> Keep {
-    Keep {
-        names,
-        values: Values::One,
-    }
+    keep(names, Values::One)
 }
 
 const fn list(names: &'static [&'static str]) -> Keep {
+    keep(names, Values::Many)
+}
+
+/// A flag the newest version tested no longer has, kept as what it meant.
+const fn renamed(names: &'static [&'static str], becomes: &'static [&'static str]) -> Keep {
     Keep {
         names,
-        values: Values::Many,
+        values: Values::None,
+        becomes: Some(becomes),
     }
 }
 
@@ -91,12 +105,28 @@ const CLAUDE_KEEP: &[Keep] = &[
     flag(&["--verbose"]),
 ];
 
+/// Codex, in the forms 0.171 takes. `--profile` is not kept: it now loads a file of
+/// settings. `--full-auto` is gone (it meant the workspace-write sandbox, asking on
+/// request), and `--ask-for-approval` takes only `on-request` and `never`.
 const CODEX_KEEP: &[Keep] = &[
     opt(&["--model", "-m"]),
-    opt(&["--profile", "-p"]),
-    opt(&["--sandbox", "-s"]),
-    opt(&["--ask-for-approval", "-a"]),
-    flag(&["--full-auto"]),
+    keep(
+        &["--sandbox", "-s"],
+        Values::OneOf(&["read-only", "workspace-write", "danger-full-access"]),
+    ),
+    keep(
+        &["--ask-for-approval", "-a"],
+        Values::OneOf(&["on-request", "never"]),
+    ),
+    renamed(
+        &["--full-auto"],
+        &[
+            "--sandbox",
+            "workspace-write",
+            "--ask-for-approval",
+            "on-request",
+        ],
+    ),
     flag(&["--dangerously-bypass-approvals-and-sandbox"]),
     flag(&["--search"]),
     opt(&["--add-dir"]),
@@ -315,6 +345,19 @@ pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
     let Some(def) = by_name(agent) else {
         return Vec::new();
     };
+    let mut kept = flags_named(def, argv);
+    // A flag that takes one value (or none) counts once: the last one given wins, as the
+    // agent's own parser would have it (and a renamed one must not clash with it).
+    let mut seen = std::collections::HashSet::new();
+    kept.reverse();
+    kept.retain(|(k, _)| def.keep[*k].values == Values::Many || seen.insert(*k));
+    kept.reverse();
+    kept.into_iter().flat_map(|(_, words)| words).collect()
+}
+
+/// The flags of `argv` (its program first) on `def`'s keep list, each as the index of its
+/// keep entry and its words, renamed ones in their new spelling.
+fn flags_named(def: &Agent, argv: &[String]) -> Vec<(usize, Vec<String>)> {
     let clean = |w: &str| !w.chars().any(char::is_control);
     let mut out = Vec::new();
     let mut words = argv.iter().skip(1).peekable();
@@ -326,14 +369,15 @@ pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
             Some((n, v)) if n.starts_with("--") => (n, Some(v)),
             _ => (w.as_str(), None),
         };
-        let Some(keep) = def.keep.iter().find(|k| k.names.contains(&name)) else {
+        let Some(k) = def.keep.iter().position(|k| k.names.contains(&name)) else {
             continue;
         };
-        let mut values: Vec<String> = match (keep.values, inline) {
+        let keep = &def.keep[k];
+        let values: Vec<String> = match (keep.values, inline) {
             (Values::None, None) => Vec::new(),
             (Values::None, Some(_)) => continue,
             (_, Some(v)) => vec![v.to_string()],
-            (Values::One, None) => words.next().cloned().into_iter().collect(),
+            (Values::One | Values::OneOf(_), None) => words.next().cloned().into_iter().collect(),
             (Values::Many, None) => {
                 let mut vs = Vec::new();
                 while let Some(v) = words.next_if(|v| !v.starts_with('-')) {
@@ -345,9 +389,24 @@ pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
         if keep.values != Values::None && values.is_empty() {
             continue;
         }
-        if values.iter().all(|v| clean(v)) {
-            out.push(name.to_string());
-            out.append(&mut values);
+        if let Values::OneOf(allowed) = keep.values {
+            if !values.iter().all(|v| allowed.contains(&v.as_str())) {
+                continue;
+            }
+        }
+        if !values.iter().all(|v| clean(v)) {
+            continue;
+        }
+        match keep.becomes {
+            // Its new spelling, read as such (each of its flags with its own entry).
+            Some(new) => {
+                let words: Vec<String> = std::iter::once("")
+                    .chain(new.iter().copied())
+                    .map(str::to_string)
+                    .collect();
+                out.extend(flags_named(def, &words));
+            }
+            None => out.push((k, [vec![name.to_string()], values].concat())),
         }
     }
     out
@@ -500,6 +559,34 @@ mod tests {
                 "resume",
                 "abc"
             ]))
+        );
+        // What an older Codex took and 0.171 rejects: `--full-auto` becomes what it
+        // meant, approval values it lost and `--profile` (a file of settings) are dropped,
+        // and a flag given twice counts once, the last one winning.
+        let old = v(&[
+            "codex",
+            "--full-auto",
+            "-a",
+            "on-failure",
+            "-p",
+            "work",
+            "--profile=x",
+            "-s",
+            "read-only",
+            "-s",
+            "sideways",
+        ]);
+        assert_eq!(
+            kept_flags("codex", &old),
+            v(&["--ask-for-approval", "on-request", "-s", "read-only"])
+        );
+        let flags = kept_flags("codex", &v(&["codex", "--full-auto", "-a", "never"]));
+        assert_eq!(flags, v(&["--sandbox", "workspace-write", "-a", "never"]));
+        let again = [v(&["codex"]), flags.clone()].concat();
+        assert_eq!(
+            kept_flags("codex", &again),
+            flags,
+            "filtering twice changes nothing"
         );
         // Flags saved for one agent are filtered again by the plan: nothing else passes.
         assert_eq!(
