@@ -9,7 +9,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use support::mock_api::{MockApi, TEXT_ANSWER, TOOL_ANSWER};
+use support::mock_api::{MockApi, LONG_END, TEXT_ANSWER, TOOL_ANSWER};
 use support::real_agents::{self, Events};
 use support::{json, ok, prompt, Env, Outer, Term};
 
@@ -50,7 +50,7 @@ impl Agent {
         if hooks {
             ok(env.herdr(&["integration", "install", "claude"]));
         }
-        let mut agent = Agent::start(env, mock, work, "claude", outer);
+        let mut agent = Agent::start(env, mock, work, "claude", outer, 150);
         // Its input box and the hints below it: ready for a prompt.
         agent.wait_output("for shortcuts");
         agent.wait_state("idle", TURN);
@@ -62,13 +62,18 @@ impl Agent {
 
     /// Codex, with herdr's notify hook installed.
     fn codex(name: &str) -> Agent {
+        Agent::codex_sized(name, 150)
+    }
+
+    /// Codex, watched by a client `cols` wide.
+    fn codex_sized(name: &str, cols: u16) -> Agent {
         let env = Env::new(name);
         let mock = MockApi::start();
         let work = env.home().join("work");
         std::fs::create_dir_all(&work).unwrap();
         real_agents::codex(&env, &mock, &work);
         ok(env.herdr(&["integration", "install", "codex"]));
-        let mut agent = Agent::start(env, mock, work, "codex", Outer::legacy());
+        let mut agent = Agent::start(env, mock, work, "codex", Outer::legacy(), cols);
         agent.wait_output("Ask Codex to do anything");
         agent.wait_state("idle", TURN);
         agent.pid = agent.pane()["pid"]
@@ -77,10 +82,17 @@ impl Agent {
         agent
     }
 
-    fn start(env: Env, mock: MockApi, work: PathBuf, command: &str, outer: Outer) -> Agent {
+    fn start(
+        env: Env,
+        mock: MockApi,
+        work: PathBuf,
+        command: &str,
+        outer: Outer,
+        cols: u16,
+    ) -> Agent {
         ok(env.herdr(&["server", "start"]));
         let events = Events::start(&env);
-        let client = env.client_in(outer, 150, 45, &[]);
+        let client = env.client_in(outer, cols, 45, &[]);
         prompt(&env, "p1");
         support::submit(&env, "p1", &format!("cd {} && {command}", work.display()));
         Agent {
@@ -334,6 +346,35 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
     a.keys(&["Escape"]);
     a.wait_state("idle", TURN);
     a.wait_states(from, &["working", "idle"]);
+}
+
+/// Codex hides its status line while its answer streams, and in a narrow pane the line is
+/// cut short: neither may read as idle before the turn is over.
+fn codex_streams_a_long_answer_working_until_it_is_done(name: &str, cols: u16) {
+    let a = Agent::codex_sized(name, cols);
+    if cols < 60 {
+        assert_eq!(a.pane()["cols"], cols, "no sidebar: {}", a.pane());
+    }
+    let from = a.ask("[long] tell me a story");
+    a.wait_output(LONG_END);
+    a.wait_state("idle", TURN);
+    a.wait_states(from, &["working", "idle"]);
+    assert_eq!(
+        a.events.states_since("p1", from),
+        ["working", "idle"],
+        "no idle before the answer is done; the pane:\n{}",
+        a.screen()
+    );
+}
+
+#[test]
+fn codex_streaming_a_long_answer_is_working_until_it_is_done() {
+    codex_streams_a_long_answer_working_until_it_is_done("real-codex-long", 150);
+}
+
+#[test]
+fn codex_in_a_narrow_pane_is_working_until_its_answer_is_done() {
+    codex_streams_a_long_answer_working_until_it_is_done("real-codex-narrow", 27);
 }
 
 #[test]

@@ -183,6 +183,16 @@ mod tests {
             Some("working")
         );
         assert_eq!(
+            codex.classify(&rows("• Working (0s • esc to int…\n› Ask Codex")),
+            Some("working"),
+            "its status line cut short in a narrow pane"
+        );
+        assert_eq!(
+            codex.classify(&rows("• I kept Working (5s budget) in mind\n")),
+            None,
+            "words of an answer are not its status line"
+        );
+        assert_eq!(
             codex.classify(&rows(
                 "Would you like to run the following command?\n  $ make\n› 1. Yes, proceed\n  2. No, and tell Codex what to do differently\n"
             )),

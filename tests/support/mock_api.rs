@@ -8,6 +8,8 @@
 //!   permission prompt; once the tool's result comes back, a short text answer;
 //! - `[slow]`: the answer starts and then stalls (until the agent hangs up or the mock
 //!   stops), so the agent stays at work until it is interrupted;
+//! - `[long]`: a long text answer, `LONG_ANSWER`, streamed for about eight seconds (an
+//!   agent hides its status line while the text comes);
 //! - `[auth-error]`: HTTP 401 with the vendor's authentication error;
 //! - anything else: a text answer, `TEXT_ANSWER`, streamed word by word over about a
 //!   second (an agent's side request, such as a title for the session, at once).
@@ -30,6 +32,8 @@ pub const TOOL_COMMAND: &str = "touch tool-ran";
 /// The plain answer, and the one after a tool's result.
 pub const TEXT_ANSWER: &str = "Hello from the mock.";
 pub const TOOL_ANSWER: &str = "The tool ran.";
+/// The last line of the `[long]` answer (short: it stays on one row in a narrow pane).
+pub const LONG_END: &str = "Story over.";
 /// Between the pieces of a text answer to the user: it streams for about a second, as
 /// real answers do, so an agent is seen at work. The agents' own side requests (a title)
 /// are answered at once.
@@ -283,6 +287,8 @@ fn scripted(prompt: &str) -> &'static str {
         "tool"
     } else if prompt.contains("[slow]") {
         "slow"
+    } else if prompt.contains("[long]") {
+        "long"
     } else {
         "text"
     }
@@ -374,6 +380,28 @@ fn stall(conn: &mut TcpStream, stop: &AtomicBool, ping: Value) -> std::io::Resul
 }
 
 /// Words of a text answer, streamed as several deltas as the real APIs do.
+/// The `[long]` answer: 32 lines, streamed a line at a time.
+fn long_answer() -> String {
+    let mut text: String = (1..32)
+        .map(|i| format!("Line {i} of a long answer, streamed slowly.\n"))
+        .collect();
+    text.push_str(LONG_END);
+    text
+}
+
+/// What a text turn answers, in the pieces it streams.
+fn answer_text(turn: &str) -> (String, Vec<String>) {
+    match turn {
+        "tool-result" => (TOOL_ANSWER.to_string(), pieces(TOOL_ANSWER)),
+        "long" => {
+            let text = long_answer();
+            let lines = text.split_inclusive('\n').map(str::to_string).collect();
+            (text, lines)
+        }
+        _ => (TEXT_ANSWER.to_string(), pieces(TEXT_ANSWER)),
+    }
+}
+
 fn pieces(text: &str) -> Vec<String> {
     text.split_inclusive(' ').map(str::to_string).collect()
 }
@@ -411,16 +439,12 @@ fn claude_stream(
         )?;
         "tool_use"
     } else {
-        let text = if turn == "tool-result" {
-            TOOL_ANSWER
-        } else {
-            TEXT_ANSWER
-        };
+        let (_, pieces) = answer_text(turn);
         event(
             conn,
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         )?;
-        for piece in pieces(text) {
+        for piece in pieces {
             if turn != "side" {
                 std::thread::sleep(PACE);
             }
@@ -474,18 +498,14 @@ fn codex_stream(
                "call_id": format!("call_mock_{call}"), "name": "exec_command",
                "arguments": arguments.to_string()})
     } else {
-        let text = if turn == "tool-result" {
-            TOOL_ANSWER
-        } else {
-            TEXT_ANSWER
-        };
+        let (text, pieces) = answer_text(turn);
         let msg = format!("msg_mock_{call}");
         event(
             conn,
             json!({"type": "response.output_item.added", "output_index": 0, "item": {
                 "id": msg, "type": "message", "role": "assistant", "status": "in_progress", "content": []}}),
         )?;
-        for piece in pieces(text) {
+        for piece in pieces {
             if turn != "side" {
                 std::thread::sleep(PACE);
             }

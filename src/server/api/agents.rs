@@ -274,7 +274,13 @@ impl Server {
                     .get(&tid)
                     .and_then(|t| t.agent_state.clone());
                 match current.as_deref() {
-                    Some("working" | "blocked") => {
+                    // Idle once neither the screen nor output has shown work for
+                    // `IDLE_AFTER`: an agent may hide its status line while its answer
+                    // streams, or have no room for it in a narrow pane.
+                    Some("working") => {
+                        self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
+                    }
+                    Some("blocked") => {
                         self.agent_fallback
                             .quiet_at
                             .entry(tid)
