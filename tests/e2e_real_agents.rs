@@ -348,6 +348,134 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
     a.wait_states(from, &["working", "idle"]);
 }
 
+/// The thread of the turn whose prompt held `marker`, as Codex sent it to the API.
+fn codex_thread(mock: &MockApi, marker: &str) -> String {
+    mock.requests()
+        .iter()
+        .find(|r| r.turn == "text" && r.body["input"].to_string().contains(marker))
+        .and_then(|r| {
+            r.body["client_metadata"]["thread_id"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no turn asked {marker:?}:\n{}", mock.summary()))
+}
+
+/// The session `agent list` shows for each pane.
+fn sessions(env: &Env) -> Vec<(String, serde_json::Value)> {
+    let list = json(env.herdr(&["agent", "list", "--json"]));
+    let rows = list.as_array().cloned().unwrap_or_default();
+    rows.iter()
+        .map(|a| {
+            (
+                a["pane"].as_str().unwrap_or("").to_string(),
+                a["session_id"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Runs Codex in a new pane split from p1, in the agent's folder; its id.
+fn second_codex(a: &Agent) -> String {
+    let p2 = ok(a.env.herdr(&["pane", "split"]));
+    prompt(&a.env, &p2);
+    support::submit(&a.env, &p2, &format!("cd {} && codex", a.work.display()));
+    support::wait_output(&a.env, &p2, "Ask Codex to do anything");
+    ok(a.env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        &p2,
+        "--agent-state",
+        "idle",
+        "--timeout",
+        "30",
+    ]));
+    p2
+}
+
+#[test]
+fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
+    let mut a = Agent::codex("real-codex-two");
+    // The second Codex finds the background server the first one started: both run their
+    // turns there, and its notify carries p1's environment.
+    let p2 = second_codex(&a);
+    let (from1, from2) = (a.events.states("p1").len(), a.events.states(&p2).len());
+    ok(a.env
+        .herdr(&["pane", "submit", "--pane", &p2, "[p2] say hello"]));
+    support::wait_output(&a.env, &p2, TEXT_ANSWER);
+    a.events
+        .wait_sequence(&p2, from2, &["working", "idle"], TURN);
+    let t2 = codex_thread(&a.mock, "[p2]");
+    support::wait_until("p2's thread saved for p2", || {
+        sessions(&a.env).contains(&(p2.clone(), serde_json::json!(t2)))
+    });
+    ok(a.env
+        .herdr(&["pane", "submit", "--pane", "p1", "[p1] say hello"]));
+    a.wait_output(TEXT_ANSWER);
+    a.wait_states(from1, &["working", "idle"]);
+    let t1 = codex_thread(&a.mock, "[p1]");
+    assert_ne!(t1, t2);
+    support::wait_until("p1's thread saved for p1", || {
+        sessions(&a.env)
+            == [
+                ("p1".into(), serde_json::json!(t1)),
+                (p2.clone(), serde_json::json!(t2)),
+            ]
+    });
+
+    // After a restart both resume their own threads; the background server lives on,
+    // now a child of init, and still reports for both.
+    ok(a.env.herdr(&["server", "stop"]));
+    ok(a.env.herdr(&["server", "start"]));
+    a.events = Events::start(&a.env);
+    for pane in ["p1", p2.as_str()] {
+        support::wait_output(&a.env, pane, TEXT_ANSWER);
+        let end = std::time::Instant::now() + TURN;
+        loop {
+            let got = json(a.env.herdr(&["pane", "get", "--pane", pane, "--json"]));
+            if got["agent"] == "codex" && got["agent_state"] == "idle" {
+                break;
+            }
+            let screen = ok(a.env.herdr(&["pane", "read", "--pane", pane]));
+            assert!(
+                std::time::Instant::now() < end,
+                "{pane}: the resumed Codex is not at its prompt: {got}\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    assert_eq!(
+        sessions(&a.env),
+        [
+            ("p1".into(), serde_json::json!(t1)),
+            (p2.clone(), serde_json::json!(t2))
+        ],
+        "each resumed pane knows its thread"
+    );
+    let from1 = a.events.states("p1").len();
+    ok(a.env
+        .herdr(&["pane", "submit", "--pane", &p2, "[p2] once more"]));
+    a.events.wait_sequence(&p2, 0, &["idle"], TURN);
+    support::wait_until("p2's turn reported for p2", || {
+        a.mock
+            .requests()
+            .iter()
+            .any(|r| r.body["input"].to_string().contains("once more"))
+            && sessions(&a.env).contains(&(p2.clone(), serde_json::json!(t2)))
+    });
+    assert_eq!(
+        a.events.states_since("p1", from1),
+        Vec::<String>::new(),
+        "p2's turn said nothing about p1"
+    );
+    assert!(
+        sessions(&a.env).contains(&("p1".into(), serde_json::json!(t1))),
+        "p1 keeps its own thread: {:?}",
+        sessions(&a.env)
+    );
+}
+
 /// Codex hides its status line while its answer streams, and in a narrow pane the line is
 /// cut short: neither may read as idle before the turn is over.
 fn codex_streams_a_long_answer_working_until_it_is_done(name: &str, cols: u16) {

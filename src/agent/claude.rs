@@ -62,6 +62,7 @@ pub fn hook_report(event: &str, input: &str) -> anyhow::Result<HookReport> {
         state,
         session: text("session_id").map(str::to_string),
         error,
+        route: None,
     })
 }
 

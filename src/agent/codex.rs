@@ -290,6 +290,22 @@ pub fn hook_report(payload: &str) -> Option<super::HookReport> {
         state: Some("idle"),
         session,
         error: None,
+        route: route(&v),
+    })
+}
+
+/// The turn's folder and the first line of its last prompt, cut at a character boundary.
+fn route(v: &serde_json::Value) -> Option<super::Route> {
+    let cwd = v.get("cwd")?.as_str()?.to_string();
+    let last = v.get("input-messages")?.as_array()?.last()?.as_str()?;
+    let line = last.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut end = line.len().min(super::Route::PROMPT_MAX);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(super::Route {
+        cwd,
+        prompt: line[..end].to_string(),
     })
 }
 
@@ -427,6 +443,18 @@ command = "docs-mcp"
         );
         assert_eq!(hook_report(r#"{"type":"something-else"}"#), None);
         assert_eq!(hook_report("not json"), None);
+        assert_eq!(r.route, None, "no prompt: nothing to route by");
+    }
+
+    #[test]
+    fn a_turn_tells_its_folder_and_the_first_line_of_its_last_prompt() {
+        let long = format!("\n  {}é and more\nsecond line", "x".repeat(199));
+        let payload = serde_json::json!({"type": "agent-turn-complete", "thread-id": "t",
+            "cwd": "/w", "input-messages": ["first prompt", long]});
+        let r = hook_report(&payload.to_string()).unwrap();
+        let route = r.route.expect("a route");
+        assert_eq!(route.cwd, "/w");
+        assert_eq!(route.prompt, "x".repeat(199), "cut at a character boundary");
     }
 
     #[test]

@@ -17,6 +17,23 @@ pub struct HookReport {
     pub state: Option<&'static str>,
     pub session: Option<String>,
     pub error: Option<String>,
+    /// Where the report comes from, for an agent whose hooks run in a process shared by
+    /// its panes (Codex's background server): the turn's folder and the user's prompt, by
+    /// which the server finds the pane whose agent showed that prompt.
+    pub route: Option<Route>,
+}
+
+/// The turn a report from a shared process is about (see [`HookReport::route`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub cwd: String,
+    /// The user's last prompt of the turn, its first line cut to [`Route::PROMPT_MAX`].
+    pub prompt: String,
+}
+
+impl Route {
+    /// Enough of a prompt to tell panes apart, and to find it on a screen.
+    pub const PROMPT_MAX: usize = 200;
 }
 
 /// How an agent resumes a session.

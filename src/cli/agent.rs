@@ -152,7 +152,12 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                 }
                 _ => None,
             };
-            if let (Some(report), Some(_)) = (report, std::env::var_os("HERDR_PANE")) {
+            // In a pane, or from an agent's server shared by its panes (which may have
+            // been started outside herdr): that report names the turn it is about.
+            let routable = |r: &crate::agent::HookReport| {
+                std::env::var_os("HERDR_PANE").is_some() || r.route.is_some()
+            };
+            if let Some(report) = report.filter(routable) {
                 send_hook_report(session, &agent, report);
             }
             if let Some((chain, payload)) = chained {
@@ -214,6 +219,10 @@ fn send_hook_report(session: &SessionName, agent: &str, report: crate::agent::Ho
     }
     if let Some(error) = report.error {
         p.insert("error".into(), json!(error));
+    }
+    if let Some(route) = report.route {
+        p.insert("cwd".into(), json!(route.cwd));
+        p.insert("prompt".into(), json!(route.prompt));
     }
     // Hooks of one agent run one after another: wall-clock nanoseconds order them.
     let seq = std::time::SystemTime::now()

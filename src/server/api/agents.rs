@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::agent_route;
 use super::targets::{opt_str, opt_u64, req_str};
 use super::{now, ApiError, ApiResult};
 use crate::agent::{self, SessionRef};
@@ -70,6 +71,32 @@ pub(crate) struct Activity {
     written: BTreeMap<TerminalId, u64>,
     /// Screen rules by agent name (see `agent::rules`).
     pub(crate) rules: BTreeMap<String, crate::agent::rules::Rules>,
+    /// The threads of agents run by a shared server, by the terminal that shows each (at
+    /// most one per terminal: see `agent_route`).
+    pub(super) threads: BTreeMap<String, TerminalId>,
+}
+
+/// The longest `prompt` and `cwd` a report may give to be routed by.
+const MAX_ROUTE_PARAM: usize = 4096;
+
+/// A report's `cwd` and `prompt`: the turn it is about, for a report from an agent's
+/// shared server (both, or neither).
+fn route_param(p: &Value) -> Result<Option<agent::Route>, ApiError> {
+    let (cwd, prompt) = (opt_str(p, "cwd")?, opt_str(p, "prompt")?);
+    for (name, v) in [("cwd", cwd), ("prompt", prompt)] {
+        if v.is_some_and(|v| v.len() > MAX_ROUTE_PARAM) {
+            return Err(ApiError::params(format!(
+                "\"{name}\" is at most {MAX_ROUTE_PARAM} bytes"
+            )));
+        }
+    }
+    Ok(match (cwd, prompt) {
+        (Some(cwd), Some(prompt)) => Some(agent::Route {
+            cwd: cwd.to_string(),
+            prompt: prompt.to_string(),
+        }),
+        _ => None,
+    })
 }
 
 /// Whether `pid` is `ancestor` or one of its descendants (following parents in /proc).
@@ -126,6 +153,9 @@ impl Server {
                     term.agent_argv = argv.as_deref().map(agent::own_argv).unwrap_or_default();
                 }
             }
+            // A restored pane's shell, before the resume command it was given started the
+            // agent: its session stays (saved again if herdr restarts before that).
+            None if term.agent_pid.is_none() && term.agent_session.is_some() => return,
             None => {
                 term.agent = None;
                 term.agent_pid = None;
@@ -191,7 +221,10 @@ impl Server {
         };
         let written = crate::pty::lock(&rt.emulator).written();
         let redraw = rt.resized_at.is_some_and(|at| now < at + RESIZE_REDRAW);
-        if self.agent_fallback.written.insert(tid, written) == Some(written) {
+        // An agent found just now is looked at even without new output (it may have
+        // drawn its whole screen before it was found, and wait).
+        let fresh = self.raw_state(tid).is_none();
+        if self.agent_fallback.written.insert(tid, written) == Some(written) && !fresh {
             return;
         }
         if self.agent_fallback.rules.contains_key(&agent) {
@@ -361,6 +394,7 @@ impl Server {
 
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
+        self.agent_fallback.threads.retain(|_, t| *t != tid);
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
         self.agent_fallback.detect_again.remove(&tid);
@@ -502,13 +536,6 @@ impl Server {
     }
 
     pub(crate) fn agent_report(&mut self, peer_pid: i32, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
-        let tid = self
-            .state
-            .panes
-            .get(&pane)
-            .map(|ps| ps.terminal)
-            .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
         let source = req_str(p, "source")?.to_string();
         let name = req_str(p, "agent")?;
         let def = agent::by_name(name).ok_or_else(|| {
@@ -553,18 +580,37 @@ impl Server {
             })
             .transpose()?;
         let seq = opt_u64(p, "seq")?;
-        // Only from inside the pane, and only about the agent running there now.
-        let leader = self
-            .runtimes
-            .get(tid)
-            .and_then(|rt| rt.pid)
-            .map(|p| p as i32);
-        if !leader.is_some_and(|l| descends_from(peer_pid, l)) {
-            return Err(ApiError::new(
-                "stale_report",
-                "the report does not come from a process of that pane",
-            ));
-        }
+        let route = route_param(p)?;
+        // Only from inside the pane (or, from an agent's shared server, about the pane
+        // whose agent showed the turn), and only about the agent running there now.
+        let tid = if agent_route::under_shared_server(peer_pid) {
+            let thread = session.as_ref().map(SessionRef::value);
+            self.route_shared(def.name, thread, route.as_ref())?
+        } else {
+            let target = self.target_pane(p)?;
+            let tid = self
+                .state
+                .panes
+                .get(&target)
+                .map(|ps| ps.terminal)
+                .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
+            let leader = self
+                .runtimes
+                .get(tid)
+                .and_then(|rt| rt.pid)
+                .map(|p| p as i32);
+            if !leader.is_some_and(|l| descends_from(peer_pid, l)) {
+                return Err(ApiError::new(
+                    "stale_report",
+                    "the report does not come from a process of that pane",
+                ));
+            }
+            tid
+        };
+        let pane = self
+            .state
+            .pane_of_terminal(tid)
+            .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
         self.refresh_agent(tid);
         let id = self.pane_no(pane);
         let Some(term) = self.state.terminals.get_mut(&tid) else {
@@ -600,9 +646,14 @@ impl Server {
         term.agent = Some(def.name.to_string());
         let official = source == format!("herdr:{}", def.name);
         if let (Some(s), true) = (session, official) {
+            let thread = s.value().to_string();
             term.agent_session = Some(s);
             term.agent_source = Some(source.clone());
+            self.bind_thread(&thread, tid);
         }
+        let Some(term) = self.state.terminals.get_mut(&tid) else {
+            return Err(ApiError::new("not_found", "no such pane"));
+        };
         if error.is_some() {
             term.agent_error = error;
         } else if matches!(state, Some("working" | "blocked")) {
