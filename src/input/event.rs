@@ -295,47 +295,17 @@ pub fn decode(raw: &[u8]) -> Option<KeyEvent> {
             }
             code
         }
-        b'~' if f.len() <= 2 => Code::Key(match number? {
-            2 => KeyCode::Insert,
-            3 => KeyCode::Delete,
-            5 => KeyCode::PageUp,
-            6 => KeyCode::PageDown,
-            1 | 7 => KeyCode::Home,
-            4 | 8 => KeyCode::End,
-            n @ 11..=15 => KeyCode::F((n - 10) as u8),
-            n @ 17..=21 => KeyCode::F((n - 11) as u8),
-            n @ (23 | 24) => KeyCode::F((n - 12) as u8),
-            29 => {
-                return Some(KeyEvent {
-                    code: Code::Other(57363),
-                    ..ev
-                })
-            }
-            num::KP_BEGIN => {
-                return Some(KeyEvent {
-                    code: Code::Other(num::KP_BEGIN),
-                    ..ev
-                })
-            }
-            _ => return None,
-        }),
+        b'~' if f.len() <= 2 => match number? {
+            // Menu, and the keypad's middle key, which kitty names.
+            29 => Code::Other(57363),
+            num::KP_BEGIN => Code::Other(num::KP_BEGIN),
+            n => Code::Key(KeyCode::from_tilde(n)?),
+        },
         b'A'..=b'H' | b'P'..=b'S' if f.len() <= 2 && matches!(number, None | Some(1)) => {
-            Code::Key(match fin {
-                b'A' => KeyCode::Up,
-                b'B' => KeyCode::Down,
-                b'C' => KeyCode::Right,
-                b'D' => KeyCode::Left,
-                b'H' => KeyCode::Home,
-                b'F' => KeyCode::End,
-                b'E' => {
-                    return Some(KeyEvent {
-                        code: Code::Other(num::KP_BEGIN),
-                        ..ev
-                    })
-                }
-                b'P'..=b'S' => KeyCode::F(fin - b'P' + 1),
-                _ => return None,
-            })
+            match fin {
+                b'E' => Code::Other(num::KP_BEGIN),
+                _ => Code::Key(KeyCode::from_final(fin)?),
+            }
         }
         _ => return None,
     };

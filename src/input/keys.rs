@@ -106,6 +106,39 @@ pub enum KeyCode {
     F(u8),
 }
 
+impl KeyCode {
+    /// The key a legacy `CSI n ~` names (VT220 numbering, as xterm sends it).
+    pub fn from_tilde(n: u32) -> Option<KeyCode> {
+        Some(match n {
+            1 | 7 => KeyCode::Home,
+            2 => KeyCode::Insert,
+            3 => KeyCode::Delete,
+            4 | 8 => KeyCode::End,
+            5 => KeyCode::PageUp,
+            6 => KeyCode::PageDown,
+            11..=15 => KeyCode::F((n - 10) as u8),
+            17..=21 => KeyCode::F((n - 11) as u8),
+            23 | 24 => KeyCode::F((n - 12) as u8),
+            _ => return None,
+        })
+    }
+
+    /// The key a legacy letter final names (`CSI A`, `SS3 P`): the arrows, Home, End and
+    /// F1 to F4.
+    pub fn from_final(fin: u8) -> Option<KeyCode> {
+        Some(match fin {
+            b'A' => KeyCode::Up,
+            b'B' => KeyCode::Down,
+            b'C' => KeyCode::Right,
+            b'D' => KeyCode::Left,
+            b'H' => KeyCode::Home,
+            b'F' => KeyCode::End,
+            b'P'..=b'S' => KeyCode::F(fin - b'P' + 1),
+            _ => return None,
+        })
+    }
+}
+
 /// A key press: code plus modifiers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {

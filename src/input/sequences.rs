@@ -99,36 +99,14 @@ fn csi_token(raw: &[u8], params: &[u8], fin: u8) -> Parsed {
         // modifyOtherKeys (`CSI 27 ; mod ; code ~`) and kitty/fixterms (`CSI code ; mod u`).
         b'~' if arg(0) == 27 && p.len() == 3 => return codepoint_key(arg(2), mods, raw),
         _ if p.len() > 2 => None,
-        b'~' => tilde_key(arg(0)),
+        b'~' => KeyCode::from_tilde(arg(0)),
         // Letter finals only ever carry `1` as first parameter.
         _ if arg(0) > 1 => None,
-        b'A' => Some(KeyCode::Up),
-        b'B' => Some(KeyCode::Down),
-        b'C' => Some(KeyCode::Right),
-        b'D' => Some(KeyCode::Left),
-        b'H' => Some(KeyCode::Home),
-        b'F' => Some(KeyCode::End),
-        b'P'..=b'S' => Some(KeyCode::F(fin - b'P' + 1)),
         // Shift is implied by BackTab itself.
         b'Z' => return key(KeyCode::BackTab, mods.difference(Mods::SHIFT), raw),
-        _ => None,
+        _ => KeyCode::from_final(fin),
     };
     code.map_or_else(|| unknown(raw), |c| key(c, mods, raw))
-}
-
-fn tilde_key(n: u32) -> Option<KeyCode> {
-    Some(match n {
-        1 | 7 => KeyCode::Home,
-        2 => KeyCode::Insert,
-        3 => KeyCode::Delete,
-        4 | 8 => KeyCode::End,
-        5 => KeyCode::PageUp,
-        6 => KeyCode::PageDown,
-        11..=15 => KeyCode::F((n - 10) as u8),
-        17..=21 => KeyCode::F((n - 11) as u8),
-        23 | 24 => KeyCode::F((n - 12) as u8),
-        _ => return None,
-    })
 }
 
 /// A key given as a Unicode code point plus modifiers, normalized like bindings are.
@@ -164,15 +142,11 @@ pub(super) fn parse_ss3(buf: &[u8], eof: bool) -> Parsed {
                 _ => Mods::NONE,
             };
             let code = match fin {
-                b'A' => KeyCode::Up,
-                b'B' => KeyCode::Down,
-                b'C' => KeyCode::Right,
-                b'D' => KeyCode::Left,
-                b'H' => KeyCode::Home,
-                b'F' => KeyCode::End,
                 b'M' => KeyCode::Enter, // keypad Enter in application mode
-                b'P'..=b'S' => KeyCode::F(fin - b'P' + 1),
-                _ => return unknown(raw),
+                _ => match KeyCode::from_final(fin) {
+                    Some(code) => code,
+                    None => return unknown(raw),
+                },
             };
             key(code, mods, raw)
         }
