@@ -19,11 +19,21 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier};
+use ratatui::style::Color;
 
 use crate::term::vt::{Link, Underline};
+
+mod glyph;
+mod pen;
+
+use glyph::{blank_tail_column, extend_glyphs, glyph_start, row_glyphs, uncertain_width, Glyph};
+#[cfg(test)]
+use glyph::{blank_tail_start, printable};
+#[cfg(test)]
+use pen::{palette_index, ATTRS};
+use pen::{sgr_params, Pen};
 
 const SYNC_BEGIN: &[u8] = b"\x1b[?2026h";
 const SYNC_END: &[u8] = b"\x1b[?2026l";
@@ -202,216 +212,6 @@ fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec
     out
 }
 
-/// The SGR state and open hyperlink: what the next printed character will look like.
-#[derive(Clone, Copy, Debug)]
-struct Pen<'a> {
-    fg: Color,
-    bg: Color,
-    /// Never `UNDERLINED`: the underline is `underline`.
-    modifier: Modifier,
-    underline: Underline,
-    underline_color: Color,
-    overline: bool,
-    link: Option<&'a Link>,
-}
-
-impl Pen<'_> {
-    const DEFAULT: Pen<'static> = Pen {
-        fg: Color::Reset,
-        bg: Color::Reset,
-        modifier: Modifier::empty(),
-        underline: Underline::None,
-        underline_color: Color::Reset,
-        overline: false,
-        link: None,
-    };
-
-    /// The pen a frame cell is drawn with.
-    #[inline]
-    fn of<'a>(cell: &Cell, extra: &'a Extra) -> Pen<'a> {
-        let underline = match (
-            cell.modifier.contains(Modifier::UNDERLINED),
-            extra.underline,
-        ) {
-            (false, _) => Underline::None,
-            (true, Underline::None) => Underline::Single,
-            (true, style) => style,
-        };
-        Pen {
-            fg: cell.fg,
-            bg: cell.bg,
-            modifier: cell.modifier.difference(Modifier::UNDERLINED),
-            underline,
-            underline_color: extra.underline_color,
-            overline: extra.overline,
-            link: extra.link.as_deref(),
-        }
-    }
-
-    /// Nothing but colours: what erasing paints alike on every terminal.
-    #[inline]
-    fn plain(&self) -> bool {
-        self.modifier.is_empty()
-            && self.underline == Underline::None
-            && !self.overline
-            && self.link.is_none()
-    }
-
-    /// The same but the hyperlink.
-    #[inline]
-    fn same_sgr(&self, other: &Pen) -> bool {
-        (self.fg, self.bg, self.modifier, self.underline)
-            == (other.fg, other.bg, other.modifier, other.underline)
-            && (self.underline_color, self.overline) == (other.underline_color, other.overline)
-    }
-
-    #[inline]
-    fn same_link(&self, other: &Pen) -> bool {
-        match (self.link, other.link) {
-            (Some(a), Some(b)) => std::ptr::eq(a, b) || a == b,
-            (a, b) => a.is_none() && b.is_none(),
-        }
-    }
-}
-
-impl PartialEq for Pen<'_> {
-    fn eq(&self, other: &Pen) -> bool {
-        self.same_sgr(other) && self.same_link(other)
-    }
-}
-
-/// (attribute, on code, off code). Off codes 22 and 25 each clear two attributes. (The
-/// underline is the pen's `underline`.)
-const ATTRS: [(Modifier, u16, u16); 8] = [
-    (Modifier::BOLD, 1, 22),
-    (Modifier::DIM, 2, 22),
-    (Modifier::ITALIC, 3, 23),
-    (Modifier::SLOW_BLINK, 5, 25),
-    (Modifier::RAPID_BLINK, 6, 25),
-    (Modifier::REVERSED, 7, 27),
-    (Modifier::HIDDEN, 8, 28),
-    (Modifier::CROSSED_OUT, 9, 29),
-];
-
-/// Palette index of a named or indexed colour, numbered as ratatui's crossterm backend does.
-fn palette_index(color: Color) -> Option<u8> {
-    Some(match color {
-        Color::Reset | Color::Rgb(..) => return None,
-        Color::Black => 0,
-        Color::Red => 1,
-        Color::Green => 2,
-        Color::Yellow => 3,
-        Color::Blue => 4,
-        Color::Magenta => 5,
-        Color::Cyan => 6,
-        Color::Gray => 7,
-        Color::DarkGray => 8,
-        Color::LightRed => 9,
-        Color::LightGreen => 10,
-        Color::LightYellow => 11,
-        Color::LightBlue => 12,
-        Color::LightMagenta => 13,
-        Color::LightCyan => 14,
-        Color::White => 15,
-        Color::Indexed(n) => n,
-    })
-}
-
-fn push_params(params: &mut Vec<u8>, codes: &[u16]) {
-    for &code in codes {
-        if !params.is_empty() {
-            params.push(b';');
-        }
-        push_num(params, code);
-    }
-}
-
-/// `n` in decimal (there is one for every colour of every changed cell: no formatter).
-fn push_num(out: &mut Vec<u8>, n: u16) {
-    let mut digits = [0u8; 5];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
-/// `base` is 30 for foreground, 40 for background.
-fn push_color(params: &mut Vec<u8>, color: Color, base: u16) {
-    match (color, palette_index(color)) {
-        (Color::Rgb(r, g, b), _) => {
-            push_params(params, &[base + 8, 2, r.into(), g.into(), b.into()])
-        }
-        (_, None) => push_params(params, &[base + 9]),
-        // The 16 base colours have short forms meaning the same palette entries as 38;5;n.
-        (_, Some(n @ 0..=7)) => push_params(params, &[base + u16::from(n)]),
-        (_, Some(n @ 8..=15)) => push_params(params, &[base + 52 + u16::from(n)]),
-        (_, Some(n)) => push_params(params, &[base + 8, 5, n.into()]),
-    }
-}
-
-/// A parameter with sub-parameters (`4:3`, `58:2::1:2:3`), after a separator.
-fn push_raw(params: &mut Vec<u8>, text: std::fmt::Arguments) {
-    if !params.is_empty() {
-        params.push(b';');
-    }
-    let _ = params.write_fmt(text);
-}
-
-/// SGR parameters that turn `from` into `to` without a reset.
-fn sgr_params(params: &mut Vec<u8>, from: Pen, to: Pen) {
-    let removed = from.modifier.difference(to.modifier);
-    let mut offs = Vec::new();
-    for (flag, _, off) in ATTRS {
-        if removed.contains(flag) && !offs.contains(&off) {
-            offs.push(off);
-        }
-    }
-    if from.underline != Underline::None && to.underline == Underline::None {
-        offs.push(24);
-    }
-    if from.overline && !to.overline {
-        offs.push(55);
-    }
-    push_params(params, &offs);
-    for (flag, on, off) in ATTRS {
-        // A shared off code also cleared the sibling: turn it back on if still wanted.
-        if to.modifier.contains(flag) && (!from.modifier.contains(flag) || offs.contains(&off)) {
-            push_params(params, &[on]);
-        }
-    }
-    if to.underline != from.underline {
-        match to.underline {
-            Underline::None => {}
-            Underline::Single => push_params(params, &[4]),
-            style => push_raw(params, format_args!("4:{}", style.sgr())),
-        }
-    }
-    if to.overline && !from.overline {
-        push_params(params, &[53]);
-    }
-    if from.fg != to.fg {
-        push_color(params, to.fg, 30);
-    }
-    if from.bg != to.bg {
-        push_color(params, to.bg, 40);
-    }
-    if from.underline_color != to.underline_color {
-        // In sub-parameters: a terminal that does not know SGR 58 skips it whole.
-        match (to.underline_color, palette_index(to.underline_color)) {
-            (Color::Rgb(r, g, b), _) => push_raw(params, format_args!("58:2::{r}:{g}:{b}")),
-            (_, Some(n)) => push_raw(params, format_args!("58:5:{n}")),
-            (_, None) => push_params(params, &[59]),
-        }
-    }
-}
-
 /// Where the terminal's cursor is, as far as the bytes emitted so far tell.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Cursor {
@@ -421,126 +221,6 @@ enum Cursor {
     /// into the last column (pending wrap, where terminals disagree on what relative moves do)
     /// or printed an emoji sequence whose width terminals disagree on.
     RowOnly(u16),
-}
-
-/// One thing the terminal draws: `symbol` at column `x`, covering `width` columns.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Glyph<'a> {
-    x: u16,
-    width: u16,
-    symbol: &'a str,
-    pen: Pen<'a>,
-}
-
-static BLANK_CELL: Cell = Cell::EMPTY;
-
-/// The symbol as printed and its width. Control characters would be interpreted and zero-width
-/// ones would merge into the previous cell, desynchronising our cursor model: print a space.
-fn printable(symbol: &str) -> (&str, u16) {
-    if let [b' '..=b'~'] = symbol.as_bytes() {
-        return (symbol, 1); // most cells: one ASCII character
-    }
-    if symbol.chars().any(char::is_control) {
-        return (" ", 1);
-    }
-    match symbol.cell_width() {
-        0 => (" ", 1),
-        w => (symbol, w),
-    }
-}
-
-/// The glyph a cell starts at column `x` of a row `width` wide: its symbol as printed and
-/// its width (a grapheme cluster's as the pane's emulator gave it: a forced width).
-#[inline]
-fn glyph_of(cell: &Cell, x: u16, width: u16) -> (&str, u16) {
-    let (symbol, w) = match cell.diff_option {
-        CellDiffOption::ForcedWidth(w) if !cell.symbol().chars().any(char::is_control) => {
-            (cell.symbol(), w.get())
-        }
-        _ => printable(cell.symbol()),
-    };
-    if w > width - x {
-        // A terminal would wrap it onto the next row; a space is the best we can do.
-        return (" ", 1);
-    }
-    (symbol, w)
-}
-
-/// Splits row `y` into glyphs the way ratatui's `Buffer::diff` reads it: a wide symbol covers
-/// the following cell, whose content is ignored. Only the glyphs starting in `from..`, up to
-/// the first one that ends at or after `until` (`from` must be where a glyph starts).
-fn row_glyphs<'a>(frame: &'a Frame, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
-    out.clear();
-    extend_glyphs(frame, y, from, until, out);
-}
-
-static PLAIN: Extra = Extra::PLAIN;
-
-/// [`row_glyphs`] appended to `out`.
-#[inline]
-fn extend_glyphs<'a>(frame: &'a Frame, y: u16, from: u16, until: u16, out: &mut Vec<Glyph<'a>>) {
-    let width = frame.buffer.area.width;
-    let row = usize::from(y) * usize::from(width);
-    let mut x = from;
-    while x < width && x < until {
-        let i = row + usize::from(x);
-        let cell = frame.buffer.content.get(i).unwrap_or(&BLANK_CELL);
-        let extra = frame.extras.get(i).unwrap_or(&PLAIN);
-        let (symbol, w) = glyph_of(cell, x, width);
-        out.push(Glyph {
-            x,
-            width: w,
-            symbol,
-            pen: Pen::of(cell, extra),
-        });
-        x += w;
-    }
-}
-
-/// Where the glyph covering column `at` of row `y` starts (walking from the row's start,
-/// as [`row_glyphs`] does).
-fn glyph_start(buf: &Buffer, y: u16, at: u16) -> u16 {
-    let width = buf.area.width;
-    let row = usize::from(y) * usize::from(width);
-    let mut x = 0;
-    while x < at {
-        let cell = buf.content.get(row + usize::from(x)).unwrap_or(&BLANK_CELL);
-        let (_, w) = glyph_of(cell, x, width);
-        if x + w > at {
-            break;
-        }
-        x += w;
-    }
-    x
-}
-
-/// The column where row `y` ends in blank glyphs of one plain style, found from the row's
-/// end cell by cell: erasing to the end of the row there paints just those.
-fn blank_tail_column(frame: &Frame, y: u16) -> u16 {
-    let width = frame.buffer.area.width;
-    let row = usize::from(y) * usize::from(width);
-    let range = row..row + usize::from(width);
-    let cells = frame.buffer.content.get(range.clone()).unwrap_or_default();
-    let extras = frame.extras.get(range).unwrap_or_default();
-    let pen = |x: u16| {
-        let i = usize::from(x);
-        Pen::of(&cells[i], extras.get(i).unwrap_or(&PLAIN))
-    };
-    if cells.is_empty() {
-        return 0;
-    }
-    let tail_pen = pen(width - 1);
-    let mut x = width;
-    while x > 0 {
-        let blank = glyph_of(&cells[usize::from(x - 1)], x - 1, width).0 == " "
-            && pen(x - 1) == tail_pen
-            && tail_pen.plain();
-        if !blank {
-            break;
-        }
-        x -= 1;
-    }
-    x
 }
 
 fn digits(n: u32) -> usize {
@@ -750,31 +430,6 @@ impl<'a> Encoder<'a> {
         }
         self.pen = to;
     }
-}
-
-/// Whether terminals may disagree on how wide `g` is: a sequence of characters (a
-/// grapheme cluster) that is wide, or whose characters' own widths add up to another
-/// width than its own (a terminal that draws them one by one moves further).
-fn uncertain_width(g: &Glyph) -> bool {
-    use unicode_width::UnicodeWidthChar as _;
-    let mut chars = g.symbol.chars();
-    if chars.nth(1).is_none() {
-        return false;
-    }
-    let sum: usize = g.symbol.chars().map(|c| c.width().unwrap_or(0)).sum();
-    g.width > 1 || sum != usize::from(g.width)
-}
-
-/// Index of the first glyph of the row's trailing run of spaces in one attribute-free style
-/// (the row length if none), from a whole row's glyphs: what [`blank_tail_column`] finds
-/// from the cells, as the tests check. Erasing paints the background on every terminal
-/// (and the foreground too in vt100's model); attributes are excluded as terminals disagree
-/// on them.
-#[cfg(test)]
-fn blank_tail_start(row: &[Glyph]) -> usize {
-    let Some(last) = row.last() else { return 0 };
-    let blank = |g: &Glyph| g.symbol == " " && g.pen == last.pen && g.pen.plain();
-    row.iter().rposition(|g| !blank(g)).map_or(0, |i| i + 1)
 }
 
 /// Whether `CSI K` (3 bytes) beats printing each changed blank (1 byte each, plus at least 3

@@ -1,6 +1,7 @@
 use super::*;
 use crate::term::vt;
-use ratatui::style::Style;
+use ratatui::buffer::CellDiffOption;
+use ratatui::style::{Modifier, Style};
 
 /// A frame colour as the emulators number it.
 fn vt_color(c: Color) -> vt::Color {
