@@ -176,21 +176,52 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     // connections.
     ok(env.herdr(&["server", "status"]));
 
-    // API connections (two descriptors each) then use up even those. Connections beyond
-    // wait in the backlog, and the listening socket stays readable meanwhile: the server
-    // must wait, not spin on it.
+    // API connections (three descriptors each) then use up even those, one at a time:
+    // each gets an answer, the last a refusal naming the limit — or, when not one
+    // descriptor is left to accept it with, it waits in the backlog. Never a connection
+    // dropped without a word.
     let pid = env.server_pid().expect("server pid");
-    let hello = b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
-    let conns: Vec<_> = (0..128)
+    let mut conns = Vec::new();
+    let ended = 'open: loop {
+        assert!(
+            conns.len() < 400,
+            "more API connections than 1024 open files can hold"
+        );
+        let mut c = std::os::unix::net::UnixStream::connect(env.socket()).expect("connect");
+        std::io::Write::write_all(&mut c, HELLO).expect("hello");
+        c.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+            .unwrap();
+        let mut reader = std::io::BufReader::new(c.try_clone().unwrap());
+        let waited = std::time::Instant::now();
+        let mut line = String::new();
+        loop {
+            match std::io::BufRead::read_line(&mut reader, &mut line) {
+                Ok(0) => panic!("connection {} closed without an answer", conns.len()),
+                Ok(_) if line.contains("RLIMIT_NOFILE") => break 'open "refused",
+                Ok(_) => {
+                    assert!(line.contains("\"ok\":true"), "{line}");
+                    conns.push(c);
+                    continue 'open;
+                }
+                Err(_) if open_files(pid) >= LOGIN_SOFT => break 'open "waiting",
+                Err(_) => assert!(
+                    waited.elapsed() < std::time::Duration::from_secs(30),
+                    "no answer to connection {} with descriptors left",
+                    conns.len()
+                ),
+            }
+        }
+    };
+    eprintln!("{} API connections open, the next {ended}", conns.len());
+    // More connections meanwhile, and the listening socket stays readable: the server
+    // must wait (or refuse), not spin on it.
+    let more: Vec<_> = (0..16)
         .map(|_| {
             let mut c = std::os::unix::net::UnixStream::connect(env.socket()).expect("connect");
-            std::io::Write::write_all(&mut c, hello).expect("hello");
+            std::io::Write::write_all(&mut c, HELLO).expect("hello");
             c
         })
         .collect();
-    support::wait_until("the server to have no descriptor left", || {
-        open_files(pid) >= LOGIN_SOFT
-    });
     let before = cpu_ticks(pid);
     let start = std::time::Instant::now();
     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -200,9 +231,12 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
         (used as f64) < wall * 0.3,
         "the server used {used} of {wall:.0} ticks with connections waiting for descriptors"
     );
-    drop(conns);
+    drop((conns, more));
     ok(env.herdr(&["server", "status"]));
 }
+
+/// An API client's hello.
+const HELLO: &[u8] = b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
 
 /// Descriptors a process has open.
 fn open_files(pid: i32) -> u64 {

@@ -65,13 +65,18 @@ impl Agent {
         Agent::codex_sized(name, 150)
     }
 
-    /// Codex, watched by a client `cols` wide.
+    /// Codex, watched by a client `cols` wide. Its user had a `notify` of their own, which
+    /// herdr's hook runs after its report: it adds each turn to `~/notified.jsonl`.
     fn codex_sized(name: &str, cols: u16) -> Agent {
         let env = Env::new(name);
         let mock = MockApi::start();
         let work = env.home().join("work");
         std::fs::create_dir_all(&work).unwrap();
         real_agents::codex(&env, &mock, &work);
+        let config = env.home().join(".codex/config.toml");
+        let settings = std::fs::read_to_string(&config).unwrap();
+        let own = r#"notify = ["sh", "-c", "printf '%s\n' \"$0\" >> \"$HOME/notified.jsonl\""]"#;
+        std::fs::write(&config, format!("{own}\n{settings}")).unwrap();
         ok(env.herdr(&["integration", "install", "codex"]));
         let mut agent = Agent::start(env, mock, work, "codex", Outer::legacy(), cols);
         agent.wait_output("Ask Codex to do anything");
@@ -158,7 +163,7 @@ impl Agent {
     /// Types a prompt into the agent and submits it.
     fn ask(&self, text: &str) -> usize {
         let from = self.events.states("p1").len();
-        ok(self.env.herdr(&["pane", "submit", "--pane", "p1", text]));
+        type_and_enter(&self.env, "p1", text);
         from
     }
 
@@ -348,6 +353,24 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
     a.wait_states(from, &["working", "idle"]);
 }
 
+/// Types `text` into the agent in `pane` and, once its input box shows it, presses Enter,
+/// as a person does. (Both agents take an Enter that comes soon after fast keys, as seen
+/// from them, for a new line in a paste: on a loaded machine `pane submit`'s pause between
+/// the text and Enter can shrink to nothing by the time they read.)
+fn type_and_enter(env: &Env, pane: &str, text: &str) {
+    ok(env.herdr(&["pane", "send", "--pane", pane, text]));
+    let shown: String = text
+        .chars()
+        .flat_map(|c| {
+            let special = "\\^$.|?*+()[]{}".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect();
+    // Codex draws `› text`, Claude Code `❯` and a no-break space.
+    support::wait_output(env, pane, &format!("[›❯][ \u{a0}]{shown}"));
+    ok(env.herdr(&["pane", "keys", "--pane", pane, "Enter"]));
+}
+
 /// The thread of the turn whose prompt held `marker`, as Codex sent it to the API.
 fn codex_thread(mock: &MockApi, marker: &str) -> String {
     mock.requests()
@@ -401,8 +424,7 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
     // turns there, and its notify carries p1's environment.
     let p2 = second_codex(&a);
     let (from1, from2) = (a.events.states("p1").len(), a.events.states(&p2).len());
-    ok(a.env
-        .herdr(&["pane", "submit", "--pane", &p2, "[p2] say hello"]));
+    type_and_enter(&a.env, &p2, "[p2] say hello");
     support::wait_output(&a.env, &p2, TEXT_ANSWER);
     a.events
         .wait_sequence(&p2, from2, &["working", "idle"], TURN);
@@ -410,8 +432,7 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
     support::wait_until("p2's thread saved for p2", || {
         sessions(&a.env).contains(&(p2.clone(), serde_json::json!(t2)))
     });
-    ok(a.env
-        .herdr(&["pane", "submit", "--pane", "p1", "[p1] say hello"]));
+    type_and_enter(&a.env, "p1", "[p1] say hello");
     a.wait_output(TEXT_ANSWER);
     a.wait_states(from1, &["working", "idle"]);
     let t1 = codex_thread(&a.mock, "[p1]");
@@ -429,6 +450,8 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
     ok(a.env.herdr(&["server", "stop"]));
     ok(a.env.herdr(&["server", "start"]));
     a.events = Events::start(&a.env);
+    // Watched again (a turn that ends unseen is "done").
+    a.client = a.env.client_in(Outer::legacy(), 150, 45, &[]);
     for pane in ["p1", p2.as_str()] {
         support::wait_output(&a.env, pane, TEXT_ANSWER);
         let end = std::time::Instant::now() + TURN;
@@ -453,26 +476,45 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
         ],
         "each resumed pane knows its thread"
     );
-    let from1 = a.events.states("p1").len();
-    ok(a.env
-        .herdr(&["pane", "submit", "--pane", &p2, "[p2] once more"]));
-    a.events.wait_sequence(&p2, 0, &["idle"], TURN);
-    support::wait_until("p2's turn reported for p2", || {
-        a.mock
-            .requests()
-            .iter()
-            .any(|r| r.body["input"].to_string().contains("once more"))
-            && sessions(&a.env).contains(&(p2.clone(), serde_json::json!(t2)))
+    // A new Codex in p2, on a new thread whose first report comes from the server under
+    // init: found by its prompt, saved for p2; p1 hears nothing and keeps its own.
+    type_and_enter(&a.env, &p2, "/quit");
+    support::wait_output(&a.env, &p2, "^PROMPT> ?$");
+    support::submit(&a.env, &p2, "clear; codex");
+    support::wait_output(&a.env, &p2, "Ask Codex to do anything");
+    ok(a.env.herdr(&[
+        "pane",
+        "wait",
+        "--pane",
+        &p2,
+        "--agent-state",
+        "idle",
+        "--timeout",
+        "30",
+    ]));
+    let (from1, from2) = (a.events.states("p1").len(), a.events.states(&p2).len());
+    type_and_enter(&a.env, &p2, "[p2] fresh start");
+    a.events
+        .wait_sequence(&p2, from2, &["working", "idle"], TURN);
+    // The user's own notify, which herdr's hook runs once its report was answered.
+    let notified = a.env.home().join("notified.jsonl");
+    support::wait_until("the turn's notify done", || {
+        std::fs::read_to_string(&notified).is_ok_and(|t| t.contains("fresh start"))
     });
+    let t3 = codex_thread(&a.mock, "[p2] fresh");
+    assert_ne!(t3, t2);
+    assert_eq!(
+        sessions(&a.env),
+        [
+            ("p1".into(), serde_json::json!(t1)),
+            (p2.clone(), serde_json::json!(t3))
+        ],
+        "the new thread saved for p2, p1 keeps its own"
+    );
     assert_eq!(
         a.events.states_since("p1", from1),
         Vec::<String>::new(),
         "p2's turn said nothing about p1"
-    );
-    assert!(
-        sessions(&a.env).contains(&("p1".into(), serde_json::json!(t1))),
-        "p1 keeps its own thread: {:?}",
-        sessions(&a.env)
     );
 }
 

@@ -77,6 +77,8 @@ pub enum Values {
     OneOf(&'static [&'static str]),
     /// Every word up to the next one starting with `-` (a variadic option).
     Many,
+    /// One value, and the flag may be given again for more (each one counts).
+    Each,
 }
 
 const fn keep(names: &'static [&'static str], values: Values) -> Keep {
@@ -146,7 +148,7 @@ const CODEX_KEEP: &[Keep] = &[
     ),
     flag(&["--dangerously-bypass-approvals-and-sandbox"]),
     flag(&["--search"]),
-    opt(&["--add-dir"]),
+    keep(&["--add-dir"], Values::Each),
 ];
 
 /// Every agent herdr knows, with the program names it runs under.
@@ -313,9 +315,16 @@ impl SessionRef {
     pub fn validate(self) -> Result<SessionRef, String> {
         match &self {
             SessionRef::Id(id) => {
-                if id.is_empty() || id.len() > 512 || id.chars().any(char::is_control) {
+                // Typed after the agent's resume flag: never an option of its own.
+                if id.is_empty()
+                    || id.len() > 512
+                    || id.chars().any(char::is_control)
+                    || id.starts_with('-')
+                {
                     return Err(
-                        "a session id must be 1 to 512 bytes without control characters".into(),
+                        "a session id must be 1 to 512 bytes without control characters, \
+                         not starting with '-'"
+                            .into(),
                     );
                 }
             }
@@ -367,7 +376,8 @@ pub fn kept_flags(agent: &str, argv: &[String]) -> Vec<String> {
     // agent's own parser would have it (and a renamed one must not clash with it).
     let mut seen = std::collections::HashSet::new();
     kept.reverse();
-    kept.retain(|(k, _)| def.keep[*k].values == Values::Many || seen.insert(*k));
+    let repeats = |k: usize| matches!(def.keep[k].values, Values::Many | Values::Each);
+    kept.retain(|(k, _)| repeats(*k) || seen.insert(*k));
     kept.reverse();
     kept.into_iter().flat_map(|(_, words)| words).collect()
 }
@@ -394,7 +404,9 @@ fn flags_named(def: &Agent, argv: &[String]) -> Vec<(usize, Vec<String>)> {
             (Values::None, None) => Vec::new(),
             (Values::None, Some(_)) => continue,
             (_, Some(v)) => vec![v.to_string()],
-            (Values::One | Values::OneOf(_), None) => words.next().cloned().into_iter().collect(),
+            (Values::One | Values::OneOf(_) | Values::Each, None) => {
+                words.next().cloned().into_iter().collect()
+            }
             (Values::Many, None) => {
                 let mut vs = Vec::new();
                 while let Some(v) = words.next_if(|v| !v.starts_with('-')) {
@@ -597,6 +609,14 @@ mod tests {
             kept_flags("codex", &old),
             v(&["--ask-for-approval", "on-request", "-s", "read-only"])
         );
+        assert_eq!(
+            kept_flags(
+                "codex",
+                &v(&["codex", "--add-dir", "../a", "--add-dir", "../b"])
+            ),
+            v(&["--add-dir", "../a", "--add-dir", "../b"]),
+            "a flag given once per value keeps them all"
+        );
         let flags = kept_flags("codex", &v(&["codex", "--full-auto", "-a", "never"]));
         assert_eq!(flags, v(&["--sandbox", "workspace-write", "-a", "never"]));
         let again = [v(&["codex"]), flags.clone()].concat();
@@ -651,6 +671,12 @@ mod tests {
         assert!(SessionRef::Id(String::new()).validate().is_err());
         assert!(SessionRef::Id("a\nb".into()).validate().is_err());
         assert!(SessionRef::Id("x".repeat(513)).validate().is_err());
+        assert!(
+            SessionRef::Id("--dangerously-bypass-approvals-and-sandbox".into())
+                .validate()
+                .is_err(),
+            "an id is never an option"
+        );
         assert!(SessionRef::Path("/home/u/s.jsonl".into())
             .validate()
             .is_ok());

@@ -361,10 +361,16 @@ fn handle_connection(
     // A terminal is taken only from a client that waits for the reply before it sends
     // anything more (its descriptor must not be read as part of a buffered frame).
     let take_tty = hello.role == Role::Client && hello.tty && reader.buffer().is_empty();
-    // The writing half, before the reply: a server out of descriptors says so rather than
-    // accepting and then dropping the connection under a client that has started to send.
-    let stream = match reader.get_ref().try_clone() {
-        Ok(s) => s,
+    // Every descriptor the connection needs, before the reply: a server out of them says
+    // so rather than accepting and then dropping the connection under a client that has
+    // started to send. The terminal a client hands over comes after the reply: a place is
+    // held for it until then.
+    let copies = 2 + usize::from(take_tty);
+    let mut halves = match (0..copies)
+        .map(|_| reader.get_ref().try_clone())
+        .collect::<std::io::Result<Vec<_>>>()
+    {
+        Ok(h) => h,
         Err(e) => {
             let msg = match crate::sys::nofile::is_exhausted(&e) {
                 true => crate::sys::nofile::exhausted_message(),
@@ -374,6 +380,10 @@ fn handle_connection(
             return;
         }
     };
+    let held = take_tty.then(|| halves.pop());
+    let (Some(write_half), Some(stream)) = (halves.pop(), halves.pop()) else {
+        return;
+    };
     let mut reply = HelloReply::accept();
     if take_tty {
         reply.features.push(FEATURE_TTY.into());
@@ -381,6 +391,7 @@ fn handle_connection(
     if write_line(reader.get_ref(), &reply).is_err() {
         return;
     }
+    drop(held);
     let tty = match take_tty {
         true => match receive_tty(reader.get_ref()) {
             Ok(fd) => Some(Arc::new(fd)),
@@ -394,8 +405,8 @@ fn handle_connection(
     let _ = reader.get_ref().set_read_timeout(None);
     drop(place);
     match hello.role {
-        Role::Client => client_loop(id, stream, reader, hello, tty, events),
-        Role::Api => api_loop(id, stream, reader, events),
+        Role::Client => client_loop(id, [stream, write_half], reader, hello, tty, events),
+        Role::Api => api_loop(id, [stream, write_half], reader, events),
     }
     drop(api_place);
 }
@@ -418,9 +429,10 @@ fn write_line<T: serde::Serialize>(mut stream: &UnixStream, value: &T) -> std::i
     stream.write_all(text.as_bytes())
 }
 
+/// `halves`: the connection for the server thread, and for the writer thread.
 fn client_loop(
     id: ClientId,
-    stream: UnixStream,
+    [stream, write_half]: [UnixStream; 2],
     reader: BufReader<UnixStream>,
     hello: crate::protocol::Hello,
     tty: Option<Arc<OwnedFd>>,
@@ -428,9 +440,6 @@ fn client_loop(
 ) {
     let size = hello.size.unwrap_or((80, 24));
     let (tx, rx) = mpsc::sync_channel(CLIENT_QUEUE_FRAMES);
-    let Ok(write_half) = stream.try_clone() else {
-        return;
-    };
     let shared = Arc::new(WriterShared::default());
     if spawn_writer(id, write_half, tty.clone(), rx, shared.clone()).is_err() {
         return;

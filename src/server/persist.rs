@@ -561,9 +561,8 @@ impl Server {
                             .try_write(format!("{}\r", line.join(" ")).into_bytes());
                         term.agent_session = restore_ref(ps);
                         term.agent_source = ps.agent_source.clone();
-                        // Its agent's shared server reports this session for this pane.
                         if let Some(session) = &term.agent_session {
-                            server.bind_thread(session.value(), term.id);
+                            server.expect_resume(term.id, session.value());
                         }
                         // Until the resumed agent is detected, its flags are the saved ones.
                         term.agent_argv = argv.clone();

@@ -74,6 +74,9 @@ pub(crate) struct Activity {
     /// The threads of agents run by a shared server, by the terminal that shows each (at
     /// most one per terminal: see `agent_route`).
     pub(super) threads: BTreeMap<String, TerminalId>,
+    /// Restored panes whose resume command was typed, until when their shell in front is
+    /// not taken for the agent having quit.
+    pub(super) resuming: BTreeMap<TerminalId, Instant>,
 }
 
 /// The longest `prompt` and `cwd` a report may give to be routed by.
@@ -131,6 +134,12 @@ impl Server {
         let Some(term) = self.state.terminals.get_mut(&tid) else {
             return;
         };
+        let now = Instant::now();
+        let resuming = self
+            .agent_fallback
+            .resuming
+            .get(&tid)
+            .is_some_and(|until| now < *until);
         let cached = term.agent_pid.is_some() && term.agent_pid == fg_pid;
         // A shell leading its pane is not looked at while it is in the foreground; a pane
         // started with a program (`pane split -- codex`) may have the agent as its leader.
@@ -139,10 +148,16 @@ impl Server {
             return;
         }
         let argv = fg_pid.and_then(proc::cmdline);
-        match argv.as_deref().and_then(agent::detect) {
+        let detected = argv.as_deref().and_then(agent::detect);
+        match detected {
             Some(def) => {
                 if term.agent.as_deref() != Some(def.name) || term.agent_pid != fg_pid {
-                    // A new agent process: a new generation, nothing carried over.
+                    // A new agent process: a new generation, nothing carried over but
+                    // the session a restore resumes in it.
+                    if !resuming {
+                        term.agent_session = None;
+                        term.agent_source = None;
+                    }
                     term.agent = Some(def.name.to_string());
                     term.agent_pid = fg_pid;
                     term.agent_state = None;
@@ -154,8 +169,9 @@ impl Server {
                 }
             }
             // A restored pane's shell, before the resume command it was given started the
-            // agent: its session stays (saved again if herdr restarts before that).
-            None if term.agent_pid.is_none() && term.agent_session.is_some() => return,
+            // agent: its session stays (saved again if herdr restarts before that), for
+            // `RESUME_GRACE` at most.
+            None if resuming => return,
             None => {
                 term.agent = None;
                 term.agent_pid = None;
@@ -168,6 +184,15 @@ impl Server {
                 term.agent_since = None;
                 term.agent_argv.clear();
             }
+        }
+        // The pane's agent changed: of the threads bound to it, only the session it resumes
+        // stays (a thread another pane now shows is found there by its prompt).
+        let kept = term.agent_session.as_ref().map(|s| s.value().to_string());
+        self.agent_fallback
+            .threads
+            .retain(|thread, t| *t != tid || kept.as_deref() == Some(thread.as_str()));
+        if detected.is_some() {
+            self.agent_fallback.resuming.remove(&tid);
         }
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.look_at.remove(&tid);
@@ -395,6 +420,7 @@ impl Server {
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agent_fallback.threads.retain(|_, t| *t != tid);
+        self.agent_fallback.resuming.remove(&tid);
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
         self.agent_fallback.detect_again.remove(&tid);

@@ -189,9 +189,12 @@ impl ApiWriter {
 
 impl ApiWriter {
     /// The writer of a connection, with its thread.
-    fn spawn(id: ClientId, stream: UnixStream) -> std::io::Result<ApiWriter> {
+    fn spawn(
+        id: ClientId,
+        stream: UnixStream,
+        mut write_half: UnixStream,
+    ) -> std::io::Result<ApiWriter> {
         let (tx, rx) = mpsc::sync_channel::<Line>(API_QUEUE_LINES);
-        let mut write_half = stream.try_clone()?;
         let queue = Arc::new(ApiQueue {
             state: Mutex::new(QueueState {
                 bytes: 0,
@@ -225,13 +228,14 @@ fn write_line_noting(stream: &mut UnixStream, line: &Line) -> bool {
     true
 }
 
+/// `halves`: the connection for the server thread, and for the writer thread.
 pub(super) fn api_loop(
     id: ClientId,
-    stream: UnixStream,
+    [stream, write_half]: [UnixStream; 2],
     mut reader: BufReader<UnixStream>,
     events: EventTx,
 ) {
-    let Ok(writer) = ApiWriter::spawn(id, stream) else {
+    let Ok(writer) = ApiWriter::spawn(id, stream, write_half) else {
         return;
     };
     let peer_pid = crate::sys::peer_pid(std::os::fd::AsFd::as_fd(&writer.stream)).unwrap_or(0);
@@ -285,8 +289,8 @@ mod tests {
         let (a, _peer_a) = UnixStream::pair().unwrap();
         let (b, _peer_b) = UnixStream::pair().unwrap();
         let (a, b) = (
-            ApiWriter::spawn(1, a).unwrap(),
-            ApiWriter::spawn(2, b).unwrap(),
+            ApiWriter::spawn(1, a.try_clone().unwrap(), a).unwrap(),
+            ApiWriter::spawn(2, b.try_clone().unwrap(), b).unwrap(),
         );
         let mib = "x".repeat((1 << 20) - 1);
         // A's own queue takes up to the whole budget in all.
