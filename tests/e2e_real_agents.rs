@@ -402,19 +402,27 @@ fn sessions(env: &Env) -> Vec<(String, serde_json::Value)> {
 fn second_codex(a: &Agent) -> String {
     let p2 = ok(a.env.herdr(&["pane", "split"]));
     prompt(&a.env, &p2);
-    support::submit(&a.env, &p2, &format!("cd {} && codex", a.work.display()));
-    support::wait_output(&a.env, &p2, "Ask Codex to do anything");
-    ok(a.env.herdr(&[
+    start_codex(a, &p2, &format!("cd {} && codex", a.work.display()));
+    p2
+}
+
+/// Runs `command` in the shell of `pane`, and waits for the Codex it starts to be at its
+/// prompt.
+fn start_codex(a: &Agent, pane: &str, command: &str) {
+    support::submit(&a.env, pane, command);
+    support::wait_output(&a.env, pane, "Ask Codex to do anything");
+    let timeout = TURN.as_secs().to_string();
+    let idle = [
         "pane",
         "wait",
         "--pane",
-        &p2,
+        pane,
         "--agent-state",
         "idle",
         "--timeout",
-        "30",
-    ]));
-    p2
+        &timeout,
+    ];
+    ok(a.env.herdr(&idle));
 }
 
 #[test]
@@ -480,18 +488,7 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
     // init: found by its prompt, saved for p2; p1 hears nothing and keeps its own.
     type_and_enter(&a.env, &p2, "/quit");
     support::wait_output(&a.env, &p2, "^PROMPT> ?$");
-    support::submit(&a.env, &p2, "clear; codex");
-    support::wait_output(&a.env, &p2, "Ask Codex to do anything");
-    ok(a.env.herdr(&[
-        "pane",
-        "wait",
-        "--pane",
-        &p2,
-        "--agent-state",
-        "idle",
-        "--timeout",
-        "30",
-    ]));
+    start_codex(&a, &p2, "clear; codex");
     let (from1, from2) = (a.events.states("p1").len(), a.events.states(&p2).len());
     type_and_enter(&a.env, &p2, "[p2] fresh start");
     a.events
