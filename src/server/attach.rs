@@ -60,6 +60,7 @@ impl Server {
                 paste: None,
                 bindings,
                 keys: terminal.keys,
+                notify: super::notify::client_style(&self.config.notify_terminal, terminal.notify),
                 focused: true,
                 consumed: Vec::new(),
                 cache: ui::ComposeCache::default(),

@@ -1,0 +1,376 @@
+//! End-to-end: "needs you" notifications. An agent (a fake one that reports its states
+//! through `herdr agent report` as its hooks would) becomes blocked, or finishes unseen:
+//! each attached client's terminal gets a desktop notification in the style it speaks
+//! (OSC 9, OSC 777, else a bell), the user's command gets the event as JSON; bells rung
+//! in panes reach the clients' terminals, a flood of them bounded.
+//!
+//! Absence is checked behind a barrier: the bytes of a notification are sent before the
+//! frame that shows the new state, so once the screen shows it, a notification that was
+//! going to be sent has been.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::{contains, ok, prompt, submit, wait_output, wait_until, Env, Outer, Term};
+
+/// Installs a fake agent `name` on the panes' PATH: it reads states, one a line, and
+/// reports each as its hooks would; `end` prints a marker.
+fn fake_agent(env: &Env, name: &str) -> PathBuf {
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let profile = env.home().join(".bash_profile");
+    let rc = std::fs::read_to_string(&profile).unwrap();
+    if !rc.contains("$HOME/bin") {
+        std::fs::write(&profile, format!("{rc}PATH=\"$HOME/bin:$PATH\"\n")).unwrap();
+    }
+    let path = bin.join(name);
+    let script = format!(
+        "#!/bin/bash\necho fake-{name}-ready\nwhile read -r state; do\n\
+         if [ \"$state\" = end ]; then echo reports-done; continue; fi\n\
+         {bin} agent report --source herdr:{name} --agent {name} --state \"$state\" >/dev/null\n\
+         done\n",
+        bin = support::BIN
+    );
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// Runs the fake agent `name` in `pane` (its shell's prompt shown) and waits for it.
+fn run_agent(env: &Env, pane: &str, name: &str) {
+    let path = fake_agent(env, name);
+    prompt(env, pane);
+    submit(env, pane, &path.display().to_string());
+    wait_output(env, pane, &format!("fake-{name}-ready"));
+}
+
+/// The agent in `pane` reports `state`; returns once the server has it.
+fn report(env: &Env, pane: &str, state: &str) {
+    submit(env, pane, state);
+    let want = if state == "idle" { "" } else { state };
+    wait_until(&format!("{pane} {state}"), || {
+        let p: Value = support::json(env.herdr(&["pane", "get", "--pane", pane, "--json"]));
+        let got = p["agent_state"].as_str().unwrap_or_default().to_string();
+        if want.is_empty() {
+            got == "idle" || got == "done"
+        } else {
+            got == want
+        }
+    });
+}
+
+fn config(env: &Env, text: &str) {
+    std::fs::write(env.config_file(), text).unwrap();
+}
+
+/// A client in `outer` with these variables in its environment, its first pane ready.
+fn attach(env: &mut Env, outer: Outer, vars: &[(&str, &str)]) -> Term {
+    for (k, v) in vars {
+        env.extra_vars.push((k.to_string(), v.to_string()));
+    }
+    let t = env.client_in(outer, 120, 36, &[]);
+    t.wait_text(support::PROMPT);
+    t
+}
+
+/// The OSC 9 notification for this text.
+fn osc9(text: &str) -> Vec<u8> {
+    format!("\x1b]9;{text}\x1b\\").into_bytes()
+}
+
+fn osc777(text: &str) -> Vec<u8> {
+    format!("\x1b]777;notify;herdr;{text}\x1b\\").into_bytes()
+}
+
+fn wait_bytes(t: &Term, what: &str, bytes: &[u8]) {
+    t.wait(what, |t| contains(&t.raw_output(), bytes));
+}
+
+/// Counts `needle` in `hay`.
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+/// The fake agent in p1 goes to a hidden tab (a new tab takes the screen), works and
+/// finishes there: "done".
+fn finish_unseen(env: &Env) {
+    ok(env.herdr(&["tab", "create"]));
+    report(env, "p1", "working");
+    report(env, "p1", "idle");
+    wait_until("p1 done", || {
+        support::json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]))["agent_state"]
+            == "done"
+    });
+}
+
+/// The agent in p1 becomes blocked, then finishes unseen: the client in `t` is told
+/// both times in `style` (and never in `other`).
+fn notified_when_blocked_and_done(env: &Env, t: &Term, style: fn(&str) -> Vec<u8>, other: &[u8]) {
+    run_agent(env, "p1", "claude");
+    report(env, "p1", "blocked");
+    wait_bytes(t, "blocked", &style("claude needs you — p1 (tab 1)"));
+    finish_unseen(env);
+    wait_bytes(t, "done", &style("claude done — p1 (tab 1)"));
+    assert!(!contains(&t.raw_output(), other), "one style only");
+}
+
+#[test]
+fn a_kitty_like_terminal_gets_osc_9_when_blocked_and_when_done_unseen() {
+    let mut env = Env::new("notify-kitty");
+    // kitty says who it is in its XTVERSION answer.
+    let outer = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
+    let t = attach(&mut env, outer, &[]);
+    notified_when_blocked_and_done(&env, &t, osc9, b"\x1b]777;");
+}
+
+#[test]
+fn a_ghostty_like_terminal_is_known_by_its_environment() {
+    let mut env = Env::new("notify-ghostty");
+    let t = attach(&mut env, Outer::legacy(), &[("TERM_PROGRAM", "ghostty")]);
+    run_agent(&env, "p1", "claude");
+    report(&env, "p1", "blocked");
+    wait_bytes(&t, "OSC 9 blocked", &osc9("claude needs you — p1 (tab 1)"));
+}
+
+#[test]
+fn a_vte_like_terminal_gets_osc_777_when_blocked_and_when_done_unseen() {
+    let mut env = Env::new("notify-vte");
+    let t = attach(&mut env, Outer::legacy(), &[("VTE_VERSION", "7600")]);
+    notified_when_blocked_and_done(&env, &t, osc777, b"\x1b]9;");
+}
+
+#[test]
+fn a_terminal_known_for_neither_gets_a_bell() {
+    let mut env = Env::new("notify-bell");
+    // XTerm shows neither OSC.
+    let outer = Outer::xterm().answer(b"\x1b[>q", b"\x1bP>|XTerm(390)\x1b\\");
+    let t = attach(&mut env, outer, &[]);
+    run_agent(&env, "p1", "claude");
+    let before = count(&t.raw_output(), b"\x07");
+    report(&env, "p1", "blocked");
+    t.wait("a bell", |t| count(&t.raw_output(), b"\x07") > before);
+    let out = t.raw_output();
+    assert!(!contains(&out, b"\x1b]9;") && !contains(&out, b"\x1b]777;"));
+}
+
+#[test]
+fn terminal_off_and_an_agent_turned_off_notify_nothing() {
+    let mut env = Env::new("notify-off");
+    config(&env, "[notify]\noff_for = [\"codex\"]\n");
+    let outer = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
+    let t = attach(&mut env, outer, &[]);
+    run_agent(&env, "p1", "codex");
+    report(&env, "p1", "blocked");
+    // The frame that shows the state comes after a notification would have.
+    t.wait_text("[blocked]");
+    assert!(
+        !contains(&t.raw_output(), b"\x1b]9;"),
+        "codex is turned off"
+    );
+    // The same terminal with notifications turned off altogether.
+    let mut env = Env::new("notify-off-all");
+    config(&env, "[notify]\nterminal = \"off\"\n");
+    let outer = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
+    let t = attach(&mut env, outer, &[]);
+    run_agent(&env, "p1", "claude");
+    let bells = count(&t.raw_output(), b"\x07");
+    report(&env, "p1", "blocked");
+    t.wait_text("[blocked]");
+    let out = t.raw_output();
+    assert!(!contains(&out, b"\x1b]9;") && !contains(&out, b"\x1b]777;"));
+    assert_eq!(count(&out, b"\x07"), bells, "no bell either");
+}
+
+/// The JSON lines the notify command wrote, one per event.
+fn events(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A config whose notify command appends each event to `events.jsonl` at home.
+fn command_config(env: &Env) -> PathBuf {
+    let file = env.home().join("events.jsonl");
+    let cmd = format!("cat >> '{}'", file.display());
+    config(
+        env,
+        &format!(
+            "[notify]\ncommand = [\"sh\", \"-c\", {}]\n",
+            Value::from(cmd)
+        ),
+    );
+    file
+}
+
+/// A server (nobody attached) whose notify command appends to the file returned, the
+/// fake claude running in p1.
+fn started_with_command(name: &str) -> (Env, PathBuf) {
+    let env = Env::new(name);
+    let file = command_config(&env);
+    ok(env.herdr(&["server", "start"]));
+    run_agent(&env, "p1", "claude");
+    (env, file)
+}
+
+#[test]
+fn the_command_gets_the_event_as_json_on_stdin_even_with_nobody_attached() {
+    let (env, file) = started_with_command("notify-cmd");
+    report(&env, "p1", "blocked");
+    wait_until("the blocked event", || !events(&file).is_empty());
+    let e = &events(&file)[0];
+    assert_eq!(e["event"], "agent.notify", "{e}");
+    assert_eq!(e["pane"], "p1", "{e}");
+    assert_eq!(e["tab"], "t1", "{e}");
+    assert_eq!(e["workspace"], "w1", "{e}");
+    assert_eq!(e["agent"], "claude", "{e}");
+    assert_eq!(e["state"], "blocked", "{e}");
+    assert_eq!(e["text"], "claude needs you — p1 (tab 1)", "{e}");
+    assert_eq!(e["cwd"], env.home().display().to_string(), "{e}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let time = e["time"].as_u64().expect("a time");
+    assert!(time <= now && time + 600 > now, "{e}");
+    // Finished with nobody attached: done.
+    report(&env, "p1", "working");
+    report(&env, "p1", "idle");
+    wait_until("the done event", || events(&file).len() >= 2);
+    assert_eq!(events(&file)[1]["state"], "done");
+}
+
+#[test]
+fn a_flapping_agent_runs_the_command_a_few_times_only() {
+    let (env, file) = started_with_command("notify-flap");
+    let flaps: String = (0..15).map(|_| "blocked\nworking\n").collect();
+    ok(env.herdr(&["pane", "send", "--pane", "p1", &format!("{flaps}end\n")]));
+    wait_output(&env, "p1", "reports-done");
+    let of = |pane: &str| events(&file).iter().filter(|e| e["pane"] == pane).count();
+    wait_until("the first events", || of("p1") >= 3);
+    // Another pane is not held back by p1's limit; once its event is in, p1's have long
+    // been (they were started before it).
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    run_agent(&env, &p2, "codex");
+    report(&env, &p2, "blocked");
+    wait_until("p2's event", || of(&p2) == 1);
+    let n = of("p1");
+    assert!(n <= 4, "15 blocked reports ran the command {n} times");
+    let log = std::fs::read_to_string(env.server_log()).unwrap_or_default();
+    assert!(log.contains("notifications of p1 come too fast"), "{log}");
+}
+
+/// Kills, by pid, what the server started as a notify command (`sleep`), should a test
+/// fail before the server's own deadline killed them.
+struct Sleepers(i32);
+
+impl Sleepers {
+    fn pids(&self) -> Vec<i32> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((comm, rest)) = stat.split_once(") ") else {
+                continue;
+            };
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<i32>().ok());
+            if comm.ends_with("(sleep") && ppid == Some(self.0) && support::pid_alive(pid) {
+                found.push(pid);
+            }
+        }
+        found
+    }
+}
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        for pid in self.pids() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_hanging_command_never_holds_the_server_and_is_killed_in_time() {
+    let env = Env::new("notify-hang");
+    config(&env, "[notify]\ncommand = [\"sleep\", \"1000\"]\n");
+    ok(env.herdr(&["server", "start"]));
+    let sleepers = Sleepers(env.server_pid().expect("the server's pid"));
+    run_agent(&env, "p1", "claude");
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    run_agent(&env, &p2, "codex");
+    // Five events: three of p1's, two of p2's; at most four commands run at once.
+    for state in ["blocked", "working", "blocked", "working", "blocked"] {
+        report(&env, "p1", state);
+    }
+    report(&env, &p2, "blocked");
+    report(&env, &p2, "working");
+    report(&env, &p2, "blocked");
+    wait_until("four commands running", || sleepers.pids().len() == 4);
+    // The server answers all the while.
+    let status = support::server_status(&env);
+    assert!(status["pid"].is_i64(), "{status}");
+    wait_until("the fifth dropped and logged", || {
+        std::fs::read_to_string(env.server_log())
+            .unwrap_or_default()
+            .contains("notify commands are still running")
+    });
+    // Killed at their deadline (10 s), by the server.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !sleepers.pids().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "still running");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(env.server_log()).unwrap_or_default();
+    assert!(
+        log.contains("notify command [\"sleep\", \"1000\"]"),
+        "{log}"
+    );
+    assert!(log.contains("killed"), "{log}");
+}
+
+#[test]
+fn a_pane_bell_rings_the_client_and_marks_a_hidden_tab() {
+    let mut env = Env::new("notify-pane-bell");
+    let mut t = attach(&mut env, Outer::legacy(), &[]);
+    let before = count(&t.raw_output(), b"\x07");
+    t.line("printf 'ding\\a\\n'");
+    t.wait("the bell", |t| count(&t.raw_output(), b"\x07") > before);
+    // Rung in a tab nobody looks at: the tab bar says so until it is shown.
+    ok(env.herdr(&["tab", "create"]));
+    prompt(&env, "p2");
+    submit(&env, "p1", "printf '\\a'");
+    t.wait_text("[bell]");
+    ok(env.herdr(&["tab", "focus", "t1"]));
+    t.wait("the mark cleared", |t| !t.contents().contains("[bell]"));
+}
+
+#[test]
+fn a_flood_of_bells_is_bounded() {
+    let mut env = Env::new("notify-bell-flood");
+    let mut t = attach(&mut env, Outer::legacy(), &[]);
+    let before = count(&t.raw_output(), b"\x07");
+    // A megabyte of BEL, then a marker (its text differs from the command's).
+    let start = std::time::Instant::now();
+    t.line("head -c 1000000 /dev/zero | tr '\\0' '\\a'; echo flood-$((6*7))-over");
+    t.wait_text("flood-42-over");
+    let took = start.elapsed().as_secs();
+    let rung = count(&t.raw_output(), b"\x07") - before;
+    assert!(rung >= 1, "the bell was passed on");
+    // Two at once, then one a second (and a second's slack).
+    assert!(
+        rung <= 3 + took as usize,
+        "{rung} bells for one flood in {took} s"
+    );
+    let status = support::server_status(&env);
+    assert!(status["pid"].is_i64(), "{status}");
+}
