@@ -264,48 +264,68 @@ fn a_flapping_agent_runs_the_command_a_few_times_only() {
     assert!(log.contains("notifications of p1 come too fast"), "{log}");
 }
 
-/// Kills, by pid, what the server started as a notify command (`sleep`), should a test
-/// fail before the server's own deadline killed them.
-struct Sleepers(i32);
+/// The notify commands (`sleep`) a test's server started, found as its children; those
+/// seen are killed by pid at the end, should a test fail before the server killed them.
+struct Sleepers {
+    server: i32,
+    seen: std::cell::RefCell<Vec<i32>>,
+}
+
+/// Whether `pid` is a `sleep` process whose parent is `parent` (any parent for `None`).
+fn is_sleep(pid: i32, parent: Option<i32>) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some((comm, rest)) = stat.split_once(") ") else {
+        return false;
+    };
+    let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<i32>().ok());
+    comm.ends_with("(sleep") && parent.is_none_or(|p| ppid == Some(p)) && support::pid_alive(pid)
+}
 
 impl Sleepers {
-    fn pids(&self) -> Vec<i32> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let Some((comm, rest)) = stat.split_once(") ") else {
-                continue;
-            };
-            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<i32>().ok());
-            if comm.ends_with("(sleep") && ppid == Some(self.0) && support::pid_alive(pid) {
-                found.push(pid);
-            }
+    fn of(server: i32) -> Sleepers {
+        Sleepers {
+            server,
+            seen: Default::default(),
         }
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        let found: Vec<i32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+            .filter(|pid| is_sleep(*pid, Some(self.server)))
+            .collect();
+        self.seen.borrow_mut().extend(&found);
         found
     }
 }
 
 impl Drop for Sleepers {
     fn drop(&mut self) {
-        for pid in self.pids() {
+        for pid in self.seen.borrow().iter().filter(|p| is_sleep(**p, None)) {
             let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
+                nix::unistd::Pid::from_raw(*pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
         }
     }
 }
 
-#[test]
-fn a_hanging_command_never_holds_the_server_and_is_killed_in_time() {
-    let env = Env::new("notify-hang");
+/// A server whose notify command hangs (`sleep 1000`), the fake claude running in p1.
+fn hanging(name: &str) -> (Env, Sleepers) {
+    let env = Env::new(name);
     config(&env, "[notify]\ncommand = [\"sleep\", \"1000\"]\n");
     ok(env.herdr(&["server", "start"]));
-    let sleepers = Sleepers(env.server_pid().expect("the server's pid"));
+    let sleepers = Sleepers::of(env.server_pid().expect("the server's pid"));
     run_agent(&env, "p1", "claude");
+    (env, sleepers)
+}
+
+#[test]
+fn a_hanging_command_never_holds_the_server_and_is_killed_in_time() {
+    let (env, sleepers) = hanging("notify-hang");
     let p2 = ok(env.herdr(&["pane", "split"]));
     run_agent(&env, &p2, "codex");
     // Five events: three of p1's, two of p2's; at most four commands run at once.
@@ -336,6 +356,18 @@ fn a_hanging_command_never_holds_the_server_and_is_killed_in_time() {
         "{log}"
     );
     assert!(log.contains("killed"), "{log}");
+}
+
+#[test]
+fn no_command_outlives_its_server() {
+    let (env, sleepers) = hanging("notify-stop");
+    report(&env, "p1", "blocked");
+    wait_until("the command running", || sleepers.pids().len() == 1);
+    let pids = sleepers.pids();
+    ok(env.herdr(&["server", "stop"]));
+    wait_until("the command gone with its server", || {
+        !pids.iter().any(|p| support::pid_alive(*p))
+    });
 }
 
 #[test]

@@ -647,6 +647,7 @@ impl Server {
             .clone()
             .unwrap_or_else(|| "server stopped".into());
         eprintln!("herdr server: stopping: {why}");
+        self.notify.stop();
         // Our copy of a lent terminal must not keep it open while its program is hung up.
         self.unlend();
         if self.handed_off {

@@ -5,8 +5,10 @@
 //! program, writes its stdin and waits for it. At most [`MAX_IN_FLIGHT`] run at once (an
 //! event beyond is dropped and logged), each is killed with its process group after
 //! [`TIMEOUT`], and what it prints to stderr is read up to [`MAX_STDERR`] bytes for the
-//! log. Nothing it does can hold the server up.
+//! log. Nothing it does can hold the server up, and none outlives the server: those still
+//! running when it stops are killed ([`Runner::stop`]).
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
@@ -24,10 +26,16 @@ const MAX_STDERR: usize = 2048;
 /// How often a command is looked at where the kernel has no pidfd to wait on.
 const POLL_EVERY: Duration = Duration::from_millis(50);
 
+/// The process groups of the commands running, by their leader's pid. A pid is in it
+/// from the spawn until its thread reaps it, under this lock, so a pid in it is never
+/// another process's.
+type Running = Arc<parking_lot::Mutex<BTreeSet<i32>>>;
+
 /// Starts the commands and counts those running.
 #[derive(Debug)]
 pub struct Runner {
     in_flight: Arc<AtomicUsize>,
+    running: Running,
     timeout: Duration,
 }
 
@@ -35,6 +43,7 @@ impl Default for Runner {
     fn default() -> Runner {
         Runner {
             in_flight: Arc::default(),
+            running: Running::default(),
             timeout: TIMEOUT,
         }
     }
@@ -61,10 +70,11 @@ impl Runner {
             return Err(Refused::Busy);
         }
         let (count, timeout) = (self.in_flight.clone(), self.timeout);
+        let running = self.running.clone();
         std::thread::Builder::new()
             .name("herdr-notify".into())
             .spawn(move || {
-                if let Err(e) = run_one(&argv, &input, timeout) {
+                if let Err(e) = run_one(&argv, &input, timeout, &running) {
                     eprintln!("herdr server: notify command {}: {e}", shown(&argv));
                 }
                 count.fetch_sub(1, Ordering::AcqRel);
@@ -75,6 +85,13 @@ impl Runner {
                 Refused::Thread(e)
             })
     }
+
+    /// The server stops: the commands still running are killed with what they started.
+    pub fn stop(&self) {
+        for pid in self.running.lock().iter() {
+            crate::sys::signal_group(*pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 /// The command as the log names it.
@@ -83,7 +100,12 @@ pub fn shown(argv: &[String]) -> String {
 }
 
 /// Starts the program, gives it its input, waits for it (killing it at the deadline).
-fn run_one(argv: &[String], input: &str, timeout: Duration) -> Result<(), String> {
+fn run_one(
+    argv: &[String],
+    input: &str,
+    timeout: Duration,
+    running: &Running,
+) -> Result<(), String> {
     let (program, args) = argv.split_first().ok_or("is empty")?;
     let mut child = Command::new(program)
         .args(args)
@@ -94,19 +116,23 @@ fn run_one(argv: &[String], input: &str, timeout: Duration) -> Result<(), String
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;
+    let pid = child.id() as i32;
+    running.lock().insert(pid);
     if let Some(mut stdin) = child.stdin.take() {
         // A command that does not read its input may exit first: not an error.
         let _ = stdin.write_all(input.as_bytes());
     }
     let deadline = Instant::now() + timeout;
-    let status = match wait_until(&mut child, deadline) {
-        Some(status) => status,
-        None => {
-            crate::sys::signal_group(child.id() as i32, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.kill();
+    let status = match wait_until(&mut child, deadline, running) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            let mut set = running.lock();
+            crate::sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let _ = child.wait();
+            set.remove(&pid);
             return Err(format!("still running after {timeout:?}: killed"));
         }
+        Err(e) => return Err(format!("cannot wait for it: {e}")),
     };
     if status.success() {
         return Ok(());
@@ -119,16 +145,27 @@ fn run_one(argv: &[String], input: &str, timeout: Duration) -> Result<(), String
 }
 
 /// Waits for the child until `deadline`: on its pidfd where the kernel has them, else by
-/// looking every [`POLL_EVERY`]. `None` if it is still running then.
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<std::process::ExitStatus> {
-    let pidfd = crate::sys::fdpass::pidfd_open(child.id() as i32).ok();
+/// looking every [`POLL_EVERY`]. `None` if it is still running then. Reaped under the
+/// lock of `running`, and taken out of it then.
+fn wait_until(
+    child: &mut Child,
+    deadline: Instant,
+    running: &Running,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let pid = child.id() as i32;
+    let pidfd = crate::sys::fdpass::pidfd_open(pid).ok();
     loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
+        {
+            let mut set = running.lock();
+            let waited = child.try_wait();
+            if !matches!(waited, Ok(None)) {
+                set.remove(&pid);
+                return waited;
+            }
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return None;
+            return Ok(None);
         }
         match &pidfd {
             Some(fd) => {
@@ -155,6 +192,10 @@ fn stderr_of(stderr: std::process::ChildStderr) -> String {
 mod tests {
     use super::*;
 
+    fn none() -> Running {
+        Running::default()
+    }
+
     fn sh(script: &str) -> Vec<String> {
         vec!["/bin/sh".into(), "-c".into(), script.into()]
     }
@@ -164,14 +205,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("got");
         let script = format!("cat > '{}'", file.display());
-        assert_eq!(run_one(&sh(&script), "{\"a\":1}", TIMEOUT), Ok(()));
+        assert_eq!(run_one(&sh(&script), "{\"a\":1}", TIMEOUT, &none()), Ok(()));
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"a\":1}");
-        let err = run_one(&sh("echo 'no such topic' >&2; exit 3"), "", TIMEOUT).unwrap_err();
+        let err = run_one(
+            &sh("echo 'no such topic' >&2; exit 3"),
+            "",
+            TIMEOUT,
+            &none(),
+        )
+        .unwrap_err();
         assert!(
             err.contains("exit status: 3") && err.contains("no such topic"),
             "{err}"
         );
-        let err = run_one(&["/nonexistent/ntfy".to_string()], "", TIMEOUT).unwrap_err();
+        let err = run_one(&["/nonexistent/ntfy".to_string()], "", TIMEOUT, &none()).unwrap_err();
         assert!(err.starts_with("cannot start it"), "{err}");
     }
 
@@ -197,7 +244,30 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         runner.run(sh("true"), String::new()).unwrap();
-        let err = run_one(&sh("sleep 1000"), "", Duration::from_millis(50)).unwrap_err();
+        assert!(runner.running.lock().len() <= 1);
+        let err = run_one(&sh("sleep 1000"), "", Duration::from_millis(50), &none()).unwrap_err();
         assert!(err.contains("killed"), "{err}");
+    }
+
+    #[test]
+    fn none_outlives_a_stop() {
+        let runner = Runner::default();
+        runner
+            .run(
+                vec!["/bin/sh".into(), "-c".into(), "sleep 1000".into()],
+                String::new(),
+            )
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while runner.running.lock().is_empty() {
+            assert!(Instant::now() < deadline, "it never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        runner.stop();
+        while runner.in_flight.load(Ordering::Acquire) > 0 {
+            assert!(Instant::now() < deadline, "still running after the stop");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(runner.running.lock().is_empty());
     }
 }

@@ -73,6 +73,11 @@ impl Notifier {
         self.bells.forget(tid);
         self.dropping.remove(&tid);
     }
+
+    /// The server stops: no command of its keeps running.
+    pub(crate) fn stop(&self) {
+        self.runner.stop();
+    }
 }
 
 /// How the server notifies a client: as it said its terminal does, unless the server's
