@@ -84,6 +84,11 @@ fn attach(env: &mut Env, outer: Outer, vars: &[(&str, &str)]) -> Term {
     t
 }
 
+/// kitty: it speaks the kitty keyboard protocol and says who it is to XTVERSION.
+fn kitty() -> Outer {
+    Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\")
+}
+
 /// The OSC 9 notification for this text.
 fn osc9(text: &str) -> Vec<u8> {
     format!("\x1b]9;{text}\x1b\\").into_bytes()
@@ -128,9 +133,7 @@ fn notified_when_blocked_and_done(env: &Env, t: &Term, style: fn(&str) -> Vec<u8
 #[test]
 fn a_kitty_like_terminal_gets_osc_9_when_blocked_and_when_done_unseen() {
     let mut env = Env::new("notify-kitty");
-    // kitty says who it is in its XTVERSION answer.
-    let outer = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
-    let t = attach(&mut env, outer, &[]);
+    let t = attach(&mut env, kitty(), &[]);
     notified_when_blocked_and_done(&env, &t, osc9, b"\x1b]777;");
 }
 
@@ -168,7 +171,7 @@ fn a_terminal_known_for_neither_gets_a_bell() {
 fn terminal_off_and_an_agent_turned_off_notify_nothing() {
     let mut env = Env::new("notify-off");
     config(&env, "[notify]\noff_for = [\"codex\"]\n");
-    let outer = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
+    let outer = kitty();
     let t = attach(&mut env, outer, &[]);
     run_agent(&env, "p1", "codex");
     report(&env, "p1", "blocked");
@@ -181,7 +184,7 @@ fn terminal_off_and_an_agent_turned_off_notify_nothing() {
     // The same terminal with notifications turned off altogether.
     let mut env = Env::new("notify-off-all");
     config(&env, "[notify]\nterminal = \"off\"\n");
-    let outer = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
+    let outer = kitty();
     let t = attach(&mut env, outer, &[]);
     run_agent(&env, "p1", "claude");
     let bells = count(&t.raw_output(), b"\x07");
@@ -190,6 +193,23 @@ fn terminal_off_and_an_agent_turned_off_notify_nothing() {
     let out = t.raw_output();
     assert!(!contains(&out, b"\x1b]9;") && !contains(&out, b"\x1b]777;"));
     assert_eq!(count(&out, b"\x07"), bells, "no bell either");
+}
+
+#[test]
+fn a_client_that_fell_behind_gets_the_notification_when_it_reads_again() {
+    let mut env = Env::new("notify-behind");
+    let outer = kitty();
+    let t = attach(&mut env, outer, &[]);
+    run_agent(&env, "p1", "claude");
+    let p2 = ok(env.herdr(&["pane", "split"]));
+    prompt(&env, &p2);
+    // Its terminal stops reading while a pane on screen floods it: its writer fills up.
+    t.pause_reading(true);
+    submit(&env, &p2, "seq 1 300000; echo flood-$((6*7))-over");
+    wait_output(&env, &p2, "flood-42-over");
+    report(&env, "p1", "blocked");
+    t.pause_reading(false);
+    wait_bytes(&t, "OSC 9 blocked", &osc9("claude needs you — p1 (tab 1)"));
 }
 
 /// The JSON lines the notify command wrote, one per event.

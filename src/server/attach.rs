@@ -61,6 +61,7 @@ impl Server {
                 bindings,
                 keys: terminal.keys,
                 notify: super::notify::client_style(&self.config.notify_terminal, terminal.notify),
+                owed: Vec::new(),
                 focused: true,
                 consumed: Vec::new(),
                 cache: ui::ComposeCache::default(),

@@ -162,6 +162,9 @@ pub(crate) struct Client {
     consumed: Vec<crate::input::event::KeyId>,
     /// How its terminal shows a notification (`notify::client_style`).
     notify: crate::protocol::terminal::Notify,
+    /// Notifications and bells its writer had no room for: sent ahead of its next frame
+    /// (at most `notify::MAX_OWED` bytes).
+    owed: Vec<u8>,
 }
 
 /// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).

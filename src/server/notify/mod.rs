@@ -45,6 +45,21 @@ const BELLS_ALL_PANES: Rate = Rate {
     refill: Duration::from_millis(250),
 };
 
+/// Bytes of notifications and bells kept for a client whose writer is full, at most (a
+/// few dozen notifications; older ones beyond are dropped).
+pub(crate) const MAX_OWED: usize = 4096;
+
+/// Sends a notification or a bell to a client now, or, when its writer has no room (it is
+/// behind), ahead of its next frame.
+fn tell(client: &mut super::Client, bytes: &[u8]) {
+    if !client.owed.is_empty() || !client.writer.send_output(bytes.to_vec()) {
+        if client.owed.len() + bytes.len() <= MAX_OWED {
+            client.owed.extend_from_slice(bytes);
+        }
+        client.behind = true;
+    }
+}
+
 /// The server's memory for notifications and bells.
 pub(crate) struct Notifier {
     limiter: Limiter<TerminalId>,
@@ -119,10 +134,10 @@ impl Server {
         let no = self.pane_no(pane);
         let tab = self.state.find_pane(pane).map(|pos| pos.tab + 1);
         let text = text::message(&agent, state, &no, tab);
-        for c in self.clients.values() {
+        for c in self.clients.values_mut() {
             let bytes = text::escape(c.notify, &text);
             if !bytes.is_empty() {
-                c.writer.send_output(bytes);
+                tell(c, &bytes);
             }
         }
         if !self.config.notify_command.is_empty() {
@@ -171,7 +186,9 @@ impl Server {
             }
         }
         if self.notify.bells.allow(tid, Instant::now()) {
-            self.broadcast_raw(b"\x07");
+            for c in self.clients.values_mut() {
+                tell(c, b"\x07");
+            }
         }
     }
 }
