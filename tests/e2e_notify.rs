@@ -416,6 +416,18 @@ fn a_pane_bell_rings_the_client_and_marks_a_hidden_tab() {
 }
 
 #[test]
+fn bells_off_drops_pane_bells() {
+    let mut env = Env::new("notify-bells-off");
+    config(&env, "[notify]\nbells = \"off\"\n");
+    let mut t = attach(&mut env, Outer::legacy(), &[]);
+    let before = count(&t.raw_output(), b"\x07");
+    // The text after the bell is drawn after the bell was handled.
+    t.line("printf '\\a'; echo rang-$((6*7))");
+    t.wait_text("rang-42");
+    assert_eq!(count(&t.raw_output(), b"\x07"), before);
+}
+
+#[test]
 fn a_flood_of_bells_is_bounded() {
     let mut env = Env::new("notify-bell-flood");
     let mut t = attach(&mut env, Outer::legacy(), &[]);
