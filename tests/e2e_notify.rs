@@ -18,13 +18,17 @@ use support::{contains, ok, prompt, submit, wait_output, wait_until, Env, Outer,
 /// Installs a fake agent `name` on the panes' PATH: it reads states, one a line, and
 /// reports each as its hooks would; `end` prints a marker.
 fn fake_agent(env: &Env, name: &str) -> PathBuf {
-    let bin = env.home().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
     let profile = env.home().join(".bash_profile");
     let rc = std::fs::read_to_string(&profile).unwrap();
     if !rc.contains("$HOME/bin") {
         std::fs::write(&profile, format!("{rc}PATH=\"$HOME/bin:$PATH\"\n")).unwrap();
     }
+    fake_agent_in(&env.home().join("bin"), name)
+}
+
+/// The fake agent's script, written in `bin`.
+fn fake_agent_in(bin: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(bin).unwrap();
     let path = bin.join(name);
     let script = format!(
         "#!/bin/bash\necho fake-{name}-ready\nwhile read -r state; do\n\
@@ -446,4 +450,35 @@ fn a_flood_of_bells_is_bounded() {
     );
     let status = support::server_status(&env);
     assert!(status["pid"].is_i64(), "{status}");
+}
+
+#[test]
+fn over_remote_the_terminal_where_the_client_runs_decides() {
+    let Some(sshd) = support::sshd::Sshd::start() else {
+        return;
+    };
+    let mut env = Env::new("notify-remote");
+    // This side's terminal is a VTE one; the host knows nothing of it.
+    env.extra_vars.push(("VTE_VERSION".into(), "7600".into()));
+    let _mux = support::sshd::MuxGuard(&env);
+    let claude = fake_agent_in(&sshd.remote_home().join("bin"), "claude");
+    let config = sshd.config().display().to_string();
+    let args = [
+        "--remote",
+        support::sshd::HOST,
+        "--yes",
+        "--",
+        "-F",
+        &config,
+    ];
+    let mut t = env.client_with_args(120, 36, &args);
+    t.wait_text(support::PROMPT);
+    t.line(&claude.display().to_string());
+    t.wait_text("fake-claude-ready");
+    t.line("blocked");
+    wait_bytes(
+        &t,
+        "OSC 777 over the link",
+        &osc777("claude needs you — p1 (tab 1)"),
+    );
 }
