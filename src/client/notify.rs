@@ -112,7 +112,7 @@ mod tests {
             (&[], Notify::Bell),
             // Inside tmux, whatever the terminal outside it: the bell.
             (
-                &[("KITTY_WINDOW_ID", "1"), ("TMUX", "/tmp/x,1,0")],
+                &[("KITTY_WINDOW_ID", "1"), ("TMUX", "sock,1,0")],
                 Notify::Bell,
             ),
             (
