@@ -4,6 +4,7 @@
 //! (restore the terminal, say why, exit non-zero), never a hang.
 
 pub mod connect;
+pub mod notify;
 pub mod probe;
 pub mod terminal;
 

@@ -70,6 +70,7 @@ impl Replies {
             kitty_flags,
             focus: true,
             colors: self.colors.clone().checked(),
+            notify: None,
             modify_other_keys_before: self.modify_other_keys,
         }
     }
@@ -200,7 +201,11 @@ pub fn probe() -> TerminalInfo {
     }
     let replies = ask(&stdin);
     let _ = crossterm::terminal::disable_raw_mode();
-    replies.info()
+    let mut info = replies.info();
+    let found = super::notify::detect(&|k| std::env::var(k).ok(), replies.version.as_deref());
+    let setting = crate::config::current().notify_terminal;
+    info.notify = Some(super::notify::choose(&setting, found));
+    info
 }
 
 fn ask(stdin: &std::io::Stdin) -> Replies {

@@ -84,6 +84,9 @@ pub struct PaneState {
     /// False from when its agent finished while nobody looked until a client shows it:
     /// an idle agent in an unseen pane is "done".
     pub seen: bool,
+    /// Its program rang the bell while no client showed it (tmux's bell flag), until one
+    /// does.
+    pub bell: bool,
 }
 
 /// [`AppState::agent_state`] of a pane and its terminal, already looked up.
@@ -214,6 +217,7 @@ impl AppState {
                 terminal: term.id,
                 label: None,
                 seen: true,
+                bell: false,
             },
         );
         self.terminals.insert(term.id, term);

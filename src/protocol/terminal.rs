@@ -33,10 +33,31 @@ pub struct TerminalInfo {
     pub focus: bool,
     #[serde(default, skip_serializing_if = "Colors::is_empty")]
     pub colors: Colors,
+    /// How the terminal shows a desktop notification, as the client judged it (absent
+    /// from older clients: the server rings the bell for them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Notify>,
     /// The terminal's modifyOtherKeys level before the client changed it, when it said
     /// (the client's own business: not sent).
     #[serde(skip)]
     pub modify_other_keys_before: Option<u8>,
+}
+
+/// How a desktop notification reaches the user through their terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Notify {
+    /// `OSC 9 ; text ST` (iTerm2's; kitty, ghostty, WezTerm, …).
+    Osc9,
+    /// `OSC 777 ; notify ; title ; body ST` (urxvt's; VTE, foot, Windows Terminal, …).
+    Osc777,
+    /// A bell: the terminal beeps, flashes or marks its window.
+    Bell,
+    /// Nothing: the user turned them off.
+    Off,
+    /// A word a newer client knows and this server does not (it rings the bell).
+    #[serde(other)]
+    Unknown,
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -145,6 +166,7 @@ mod tests {
                 background: Some("rgb:ffff/ffff/ffff".into()),
                 ..Colors::default()
             },
+            notify: None,
             modify_other_keys_before: None,
         };
         let line = serde_json::to_string(&info).unwrap();
@@ -157,5 +179,17 @@ mod tests {
             serde_json::from_str::<TerminalInfo>("{}").unwrap(),
             TerminalInfo::default()
         );
+    }
+
+    #[test]
+    fn notify_words_round_trip_and_unknown_ones_are_tolerated() {
+        let info: TerminalInfo = serde_json::from_str(r#"{"notify":"osc777"}"#).unwrap();
+        assert_eq!(info.notify, Some(Notify::Osc777));
+        assert_eq!(
+            serde_json::to_string(&info).unwrap(),
+            r#"{"keys":"legacy","notify":"osc777"}"#
+        );
+        let info: TerminalInfo = serde_json::from_str(r#"{"notify":"osc99"}"#).unwrap();
+        assert_eq!(info.notify, Some(Notify::Unknown));
     }
 }

@@ -59,6 +59,10 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
                     s.num(u64::from(ps.no.0));
                     s.text(term.map_or("", |t| title_of(t)));
                 }
+                if ps.bell {
+                    s.0.push(b'B');
+                    s.num(u64::from(p.0));
+                }
                 if let Some(state) = term.and_then(|t| shown_agent_state(ps, t)) {
                     s.0.push(b'A');
                     s.num(u64::from(p.0));

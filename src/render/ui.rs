@@ -122,11 +122,25 @@ pub fn tab_label(state: &AppState, tab: &Tab) -> String {
         (None, Some(tid)) => terminal_title(state, tid),
         (None, None) => String::new(),
     };
-    // The most urgent agent state in the tab, as a badge: blocked agents wait for the user.
-    match tab_agent_state(state, tab) {
+    // The most urgent agent state in the tab, as a badge: blocked agents wait for the user;
+    // and a bell rung there while nobody looked (tmux's bell flag).
+    let label = match tab_agent_state(state, tab) {
         Some(s) => format!("{label} [{s}]"),
         None => label,
+    };
+    match tab_rang(state, tab) {
+        true => format!("{label} [bell]"),
+        false => label,
     }
+}
+
+/// Whether a pane of the tab rang its bell while no client showed it.
+pub fn tab_rang(state: &AppState, tab: &Tab) -> bool {
+    let mut rang = false;
+    tab.layout.for_each_pane(|p| {
+        rang |= state.panes.get(&p).is_some_and(|ps| ps.bell);
+    });
+    rang
 }
 
 /// The agent state that most needs attention among a tab's panes (states other than these

@@ -60,6 +60,8 @@ impl Server {
                 paste: None,
                 bindings,
                 keys: terminal.keys,
+                notify: super::notify::client_style(&self.config.notify_terminal, terminal.notify),
+                owed: Vec::new(),
                 focused: true,
                 consumed: Vec::new(),
                 cache: ui::ComposeCache::default(),

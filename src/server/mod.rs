@@ -17,6 +17,7 @@ mod input;
 mod keyboard;
 mod keys;
 mod lend;
+mod notify;
 mod output;
 mod panes;
 mod persist;
@@ -159,6 +160,11 @@ pub(crate) struct Client {
     /// Keys whose press herdr took (the prefix, a binding): their releases are not the
     /// pane's either. At most `keyboard::CONSUMED_MAX`.
     consumed: Vec<crate::input::event::KeyId>,
+    /// How its terminal shows a notification (`notify::client_style`).
+    notify: crate::protocol::terminal::Notify,
+    /// Notifications and bells its writer had no room for: sent ahead of its next frame
+    /// (at most `notify::MAX_OWED` bytes).
+    owed: Vec<u8>,
 }
 
 /// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).
@@ -182,6 +188,8 @@ pub struct Server {
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
     pub(crate) api: api::ApiState,
     pub(crate) agent_fallback: api::Activity,
+    /// Notifications and bells: their limits and the user's command (`notify`).
+    pub(crate) notify: notify::Notifier,
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
@@ -266,6 +274,7 @@ impl Server {
             scroll: BTreeMap::new(),
             api: api::ApiState::default(),
             agent_fallback: Default::default(),
+            notify: Default::default(),
             attach_env: None,
             lent: None,
             lend_refused: None,
@@ -641,6 +650,7 @@ impl Server {
             .clone()
             .unwrap_or_else(|| "server stopped".into());
         eprintln!("herdr server: stopping: {why}");
+        self.notify.stop();
         // Our copy of a lent terminal must not keep it open while its program is hung up.
         self.unlend();
         if self.handed_off {

@@ -52,7 +52,7 @@ impl Server {
                 }
                 self.request_render();
             }
-            PtyEvent::Bell => self.broadcast_raw(b"\x07"),
+            PtyEvent::Bell => self.pane_bell(tid),
             PtyEvent::Clipboard(seq) => self.broadcast_raw(&seq),
             PtyEvent::Exited(code) => self.terminal_exited(tid, code),
         }

@@ -62,6 +62,7 @@ impl Server {
                                 terminal: term.id,
                                 label: ps.label.clone(),
                                 seen: true,
+                                bell: false,
                             };
                             self.runtimes.insert(term.id, rt);
                             made.push((pid, state, term));

@@ -85,7 +85,13 @@ impl Server {
         let Some(client) = self.clients.get_mut(&id) else {
             return;
         };
+        let owed = !client.owed.is_empty();
+        let bytes = match owed {
+            true => [client.owed.as_slice(), &bytes].concat(),
+            false => bytes,
+        };
         if bytes.is_empty() || client.writer.send_output(bytes) {
+            client.owed.clear();
             // The old frame becomes the spare; it differs from the new one in `dirty`.
             client.spare = prev;
             client.spare_stale = dirty;

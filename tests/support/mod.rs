@@ -267,6 +267,9 @@ pub struct Term {
     parser: Arc<Mutex<vt100::Parser>>,
     raw: Arc<Mutex<Vec<u8>>>,
     eof: Arc<Mutex<bool>>,
+    /// While true, nothing is read from the program (a terminal that stopped reading: a
+    /// frozen window, scroll lock).
+    paused: Arc<(Mutex<bool>, std::sync::Condvar)>,
 }
 
 impl Term {
@@ -292,13 +295,22 @@ impl Term {
         let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(rows), nz(cols), 0)));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let eof = Arc::new(Mutex::new(false));
+        let paused = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         {
             let (parser, raw, eof) = (parser.clone(), raw.clone(), eof.clone());
             let answer = writer.clone();
+            let paused = paused.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 65536];
                 let mut carry = Vec::new();
                 loop {
+                    {
+                        let (lock, cond) = &*paused;
+                        let mut p = lock.lock().unwrap();
+                        while *p {
+                            p = cond.wait(p).unwrap();
+                        }
+                    }
                     match reader.read(&mut buf) {
                         Ok(0) | Err(_) => break,
                         Ok(n) => {
@@ -322,7 +334,15 @@ impl Term {
             parser,
             raw,
             eof,
+            paused,
         }
+    }
+
+    /// Stops reading what the program writes (`true`) or reads again (`false`).
+    pub fn pause_reading(&self, paused: bool) {
+        let (lock, cond) = &*self.paused;
+        *lock.lock().unwrap() = paused;
+        cond.notify_all();
     }
 
     /// The program's process id.

@@ -428,6 +428,7 @@ impl Server {
         self.agent_fallback.written.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
         self.agent_fallback.confirm_until.remove(&tid);
+        self.notify.forget(tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
@@ -523,12 +524,16 @@ impl Server {
         if let Some(p) = pane {
             let id = self.pane_no(p);
             self.emit(json!({ "event": "pane.agent", "id": id, "agent": agent, "state": after }));
+            if let Some(s @ ("blocked" | "done")) = after.as_deref() {
+                self.agent_notify(tid, p, s);
+            }
         }
         self.recheck_waits(Some(tid));
         self.request_render();
     }
 
-    /// Panes a client shows now have been seen: a "done" agent there becomes idle.
+    /// Panes a client shows now have been seen: a "done" agent there becomes idle, and a
+    /// bell it rang is no longer marked.
     pub(crate) fn note_seen(&mut self) {
         if self.clients.is_empty() {
             return;
@@ -542,6 +547,10 @@ impl Server {
             tab.layout.panes()
         };
         for p in shown {
+            if let Some(ps) = self.state.panes.get_mut(&p).filter(|ps| ps.bell) {
+                ps.bell = false;
+                self.request_render();
+            }
             let Some(ps) = self.state.panes.get_mut(&p).filter(|ps| !ps.seen) else {
                 continue;
             };

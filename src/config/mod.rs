@@ -52,6 +52,19 @@ pub struct Config {
     pub remote_install: String,
     /// `[remote]`: the SSH client of `herdr --remote`: `system` (OpenSSH) or `builtin`.
     pub remote_ssh: String,
+    /// `[notify]`: how an agent that needs the user reaches the user's terminal: `auto`
+    /// (what the client found its terminal supports), `osc9`, `osc777`, `bell` or `off`.
+    pub notify_terminal: String,
+    /// `[notify]`: the agent states that notify (`blocked`, `done`).
+    pub notify_states: Vec<String>,
+    /// `[notify]`: agents (by name) that never notify.
+    pub notify_off_for: Vec<String>,
+    /// `[notify]`: a program and its arguments, run by the server for each notification
+    /// with the event as JSON on stdin; empty for none.
+    pub notify_command: Vec<String>,
+    /// `[notify]`: bells rung in panes: `any` passes them on to the clients' terminals,
+    /// `off` drops them.
+    pub notify_bells: String,
 }
 
 /// Where the official release manifests are published.
@@ -131,6 +144,11 @@ impl Default for Config {
             download_timeout_secs: 30,
             remote_install: "auto".to_string(),
             remote_ssh: "system".to_string(),
+            notify_terminal: "auto".to_string(),
+            notify_states: vec!["blocked".to_string(), "done".to_string()],
+            notify_off_for: Vec::new(),
+            notify_command: Vec::new(),
+            notify_bells: "any".to_string(),
         }
     }
 }
@@ -227,6 +245,15 @@ enum Kind {
     Bindings(fn(&mut Config) -> &mut Vec<KeySetting>),
     /// A list of non-empty strings.
     StrList(fn(&mut Config) -> &mut Vec<String>),
+    /// A list of words, each one of those the function gives (a fn, so the list may come
+    /// from a table elsewhere, such as the agents').
+    Words(
+        fn() -> Vec<&'static str>,
+        fn(&mut Config) -> &mut Vec<String>,
+    ),
+    /// A command line: a list of strings kept exactly as written (arguments may hold
+    /// spaces), the program first and not empty. An empty list is no command.
+    Argv(fn(&mut Config) -> &mut Vec<String>),
 }
 
 /// A known key: its name within its section and what it accepts.
@@ -264,6 +291,33 @@ const ROOT_FIELDS: &[Field] = &[
     Field("persistence", Kind::Table(PERSISTENCE_FIELDS)),
     Field("update", Kind::Table(UPDATE_FIELDS)),
     Field("remote", Kind::Table(REMOTE_FIELDS)),
+    Field("notify", Kind::Table(NOTIFY_FIELDS)),
+];
+
+/// The words `[notify] terminal` accepts.
+pub const NOTIFY_TERMINALS: &[&str] = &["auto", "osc9", "osc777", "bell", "off"];
+
+const NOTIFY_FIELDS: &[Field] = &[
+    Field(
+        "terminal",
+        Kind::Choice(NOTIFY_TERMINALS, |c| &mut c.notify_terminal),
+    ),
+    Field(
+        "states",
+        Kind::Words(|| vec!["blocked", "done"], |c| &mut c.notify_states),
+    ),
+    Field(
+        "off_for",
+        Kind::Words(
+            || crate::agent::AGENTS.iter().map(|a| a.name).collect(),
+            |c| &mut c.notify_off_for,
+        ),
+    ),
+    Field("command", Kind::Argv(|c| &mut c.notify_command)),
+    Field(
+        "bells",
+        Kind::Choice(&["any", "off"], |c| &mut c.notify_bells),
+    ),
 ];
 
 const REMOTE_FIELDS: &[Field] = &[
@@ -420,6 +474,64 @@ impl Walker<'_> {
             (Kind::StrList(_), v) => {
                 self.wrong(key, line, "a list of strings", v, "using an empty list")
             }
+            (Kind::Words(allowed, slot), v) => self.words(key, line, &allowed(), *slot, v),
+            (Kind::Argv(slot), v) => self.argv(key, line, *slot, v),
+        }
+    }
+
+    /// A list of allowed words: each entry that is not one is reported (naming the
+    /// allowed ones) and left out; what is not a list keeps the default.
+    fn words(
+        &mut self,
+        key: &str,
+        line: usize,
+        allowed: &[&str],
+        slot: fn(&mut Config) -> &mut Vec<String>,
+        value: &DeValue<'_>,
+    ) {
+        let want = format!("a list of {}", allowed.join(", "));
+        let DeValue::Array(items) = value else {
+            let default = format!("using the default {:?}", slot(&mut self.config));
+            return self.wrong(key, line, &want, value, &default);
+        };
+        let mut list = Vec::new();
+        for item in items.iter() {
+            match item.get_ref() {
+                DeValue::String(s) if allowed.contains(&s.as_ref()) => list.push(s.to_string()),
+                other => {
+                    let want = format!("one of {}", allowed.join(", "));
+                    self.wrong(key, line, &want, other, "ignoring this entry");
+                }
+            }
+        }
+        *slot(&mut self.config) = list;
+    }
+
+    /// A command line, taken whole or not at all (a command missing an argument could do
+    /// something else than meant).
+    fn argv(
+        &mut self,
+        key: &str,
+        line: usize,
+        slot: fn(&mut Config) -> &mut Vec<String>,
+        value: &DeValue<'_>,
+    ) {
+        let want = "a list of strings, the program first (e.g. [\"notify-send\", \"herdr\"])";
+        let strings: Option<Vec<String>> = match value {
+            DeValue::Array(items) => items
+                .iter()
+                .map(|i| match i.get_ref() {
+                    DeValue::String(s) => Some(s.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        };
+        match strings {
+            Some(argv) if argv.first().is_none_or(|p| !p.trim().is_empty()) => {
+                *slot(&mut self.config) = argv;
+            }
+            _ => self.wrong(key, line, want, value, "running no command"),
         }
     }
 
@@ -480,209 +592,4 @@ fn describe(value: &DeValue<'_>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const PATH: &str = "/home/u/.config/herdr/config.toml";
-    const ALL_VALID: &str = "prefix = \"C-a\"\nshell = \"/bin/zsh\"\nscrollback_lines = 500\n\
-                             sidebar = false\nsidebar_width = 30\n";
-
-    fn parse_str(text: &str) -> (Config, Vec<Diagnostic>) {
-        parse(text, Path::new(PATH))
-    }
-
-    fn binding(key: &str, action: &str, line: usize) -> KeySetting {
-        let (key, action) = (key.to_string(), action.to_string());
-        KeySetting { key, action, line }
-    }
-
-    /// Asserts exactly one diagnostic at `line` for `key`, and returns its message.
-    fn one(diags: &[Diagnostic], line: usize, key: &str) -> String {
-        assert_eq!(diags.len(), 1, "{diags:#?}");
-        assert_eq!(diags[0].line, Some(line), "{diags:#?}");
-        assert_eq!(diags[0].key.as_deref(), Some(key), "{diags:#?}");
-        diags[0].message.clone()
-    }
-
-    #[test]
-    fn missing_file_gives_defaults_silently() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (config, diags) = load(&dir.path().join("nope.toml"));
-        assert!(diags.is_empty());
-        assert_eq!(config, Config::default());
-        assert_eq!((&*config.prefix, config.scrollback_lines), ("C-b", 10_000));
-        assert_eq!((config.sidebar, config.sidebar_width), (true, 24));
-    }
-
-    #[test]
-    fn unreadable_file_gives_defaults_and_one_diagnostic() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        // Reading a directory fails even as root, unlike permission bits.
-        let (config, diags) = load(dir.path());
-        assert_eq!(config, Config::default());
-        assert_eq!((diags.len(), diags[0].line), (1, None));
-        assert!(diags[0].message.starts_with("cannot read"), "{}", diags[0]);
-    }
-
-    #[test]
-    fn loads_all_valid_keys_from_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("config.toml");
-        std::fs::write(&path, format!("{ALL_VALID}[keys]\nx = \"close_pane\"\n")).expect("write");
-        let (config, diags) = load(&path);
-        assert!(diags.is_empty(), "{diags:#?}");
-        let want = Config {
-            prefix: "C-a".into(),
-            shell: "/bin/zsh".into(),
-            scrollback_lines: 500,
-            sidebar: false,
-            sidebar_width: 30,
-            keys: vec![binding("x", "close_pane", 7)],
-            ..Config::default()
-        };
-        assert_eq!(config, want);
-    }
-
-    #[test]
-    fn bad_values_keep_their_default_and_others_apply() {
-        let cases = [
-            ("prefix = 3", "found 3; using the default \"C-b\""),
-            ("prefix = \"\"", "expected a non-empty string"),
-            ("shell = [\"zsh\"]", "found an array"),
-            ("sidebar = \"yes\"", "true or false, found \"yes\""),
-            ("scrollback_lines = \"x\"", "found \"x\""),
-            ("scrollback_lines = -1", "found -1"),
-            ("scrollback_lines = 1000001", "1000000, found 1000001"),
-            ("scrollback_lines = 1.5", "found 1.5"),
-            ("sidebar_width = 9", "between 10 and 80, found 9"),
-            ("sidebar_width = 81", "found 81; using the default 24"),
-            ("keys = 5", "found 5; using the default bindings"),
-        ];
-        for (bad, fragment) in cases {
-            let key = bad.split(' ').next().unwrap_or_default();
-            // The file minus this key parses to exactly what we want: the
-            // default for `key`, every other valid key applied.
-            let rest: String = ALL_VALID
-                .lines()
-                .filter(|l| !l.starts_with(&format!("{key} ")))
-                .map(|l| format!("{l}\n"))
-                .collect();
-            let (want, none) = parse_str(&rest);
-            assert!(none.is_empty(), "{none:#?}");
-            let (config, diags) = parse_str(&format!("# herdr\n\n{bad}\n{rest}"));
-            let message = one(&diags, 3, key);
-            assert!(message.contains(fragment), "{bad}: {message}");
-            assert_eq!(config, want, "{bad}");
-        }
-    }
-
-    #[test]
-    fn integer_bounds_are_inclusive() {
-        for (text, want) in [
-            ("0\nsidebar_width = 80", (0, 80)),
-            ("1_000_000\nsidebar_width = 10", (1_000_000, 10)),
-        ] {
-            let (c, diags) = parse_str(&format!("scrollback_lines = {text}"));
-            assert!(diags.is_empty(), "{diags:#?}");
-            assert_eq!((c.scrollback_lines, c.sidebar_width), want);
-        }
-    }
-
-    #[test]
-    fn unknown_keys_are_reported_with_line_and_known_keys() {
-        let (config, diags) = parse_str("sidebar = false\nsidbar_width = 30\n");
-        let message = one(&diags, 2, "sidbar_width");
-        assert!(message.contains("known keys are prefix, shell, scrollback_lines"));
-        assert!(!config.sidebar, "valid keys still apply");
-        let (_, diags) = parse_str("prefix = \"C-a\"\n\n[persist]\nhistory = true\n");
-        one(&diags, 3, "persist");
-    }
-
-    #[test]
-    fn persistence_section() {
-        let text = "[persistence]\nhistory = true\nhistory_lines = 50\nrestore_commands = [\"vim\", \"npm run dev\", \"\", 3]\n";
-        let (c, diags) = parse_str(text);
-        assert!(c.history);
-        assert_eq!(c.history_lines, 50);
-        assert_eq!(c.restore_commands, ["vim", "npm run dev"]);
-        assert_eq!(
-            diags.len(),
-            2,
-            "the empty and the non-string entry: {diags:#?}"
-        );
-        assert_eq!(
-            diags[0].key.as_deref(),
-            Some("persistence.restore_commands")
-        );
-        let (c, diags) = parse_str("[persistence]\nrestore_commands = \"vim\"\n");
-        assert!(c.restore_commands.is_empty());
-        assert!(diags[0].message.contains("a list of strings"), "{diags:#?}");
-    }
-
-    #[test]
-    fn syntax_error_gives_defaults_and_one_diagnostic_with_line() {
-        let (config, diags) = parse_str("prefix = \"C-a\"\nsidebar = \nshell = \"/bin/zsh\"\n");
-        assert_eq!(config, Config::default());
-        assert_eq!(
-            (diags.len(), diags[0].line, &diags[0].key),
-            (1, Some(2), &None)
-        );
-        assert!(diags[0].message.starts_with("invalid TOML: "), "{diags:?}");
-    }
-
-    #[test]
-    fn keys_keep_file_order_lines_and_none() {
-        let text =
-            "[keys]\n\"%\" = \"split_right\"\nx = \"close_pane\"\n# c\nb = \"none\"\na = 7\n";
-        let (config, diags) = parse_str(text);
-        let want = [
-            binding("%", "split_right", 2),
-            binding("x", "close_pane", 3),
-            binding("b", "none", 5),
-        ];
-        assert_eq!(config.keys, want);
-        assert!(one(&diags, 6, "keys.a").contains("found 7"));
-    }
-
-    #[test]
-    fn diagnostic_display_format() {
-        let (_, diags) = parse_str("\n\nscrollback_lines = \"lots\"\n");
-        assert_eq!(
-            diags[0].to_string(),
-            "/home/u/.config/herdr/config.toml:3: scrollback_lines: expected an integer \
-             between 0 and 1000000, found \"lots\"; using the default 10000"
-        );
-        let bare = Diagnostic::new(Path::new(PATH), None, None, "m".into());
-        assert_eq!(bare.to_string(), format!("{PATH}: m"));
-    }
-
-    #[test]
-    fn nested_sections_are_walked_with_dotted_keys() {
-        // Stand-in for a future `[persistence] history = true` section.
-        const HISTORY: &[Field] = &[Field("history", Kind::Bool(|c| &mut c.sidebar))];
-        const SCHEMA: Kind = Kind::Table(&[Field("persistence", Kind::Table(HISTORY))]);
-        let run = |text: &str| parse_with(&SCHEMA, text, Path::new(PATH));
-        let (c, diags) = run("[persistence]\nhistory = false\n");
-        assert!(diags.is_empty() && !c.sidebar, "{diags:#?}");
-        let (_, diags) = run("[persistence]\nhistroy = false\n");
-        let message = one(&diags, 2, "persistence.histroy");
-        assert!(message.ends_with("known keys are history"), "{message}");
-        let (_, diags) = run("persistence.history = 1\n");
-        one(&diags, 1, "persistence.history");
-        one(&run("\npersistence = 1\n").1, 2, "persistence");
-    }
-
-    #[test]
-    fn default_path_and_shell_from_env_values() {
-        let pf = |x: Option<&str>, h: Option<&str>| path_from(x.map(Into::into), h.map(Into::into));
-        let want = |s: &str| Some(PathBuf::from(s));
-        let home = want("/h/.config/herdr/config.toml");
-        assert_eq!(pf(Some("/x"), Some("/h")), want("/x/herdr/config.toml"));
-        assert_eq!(pf(Some("rel"), Some("/h")), home);
-        assert_eq!(pf(None, Some("/h")), home);
-        assert_eq!(pf(None, None), None);
-        assert_eq!(shell_from(Some("/bin/fish".into())), "/bin/fish");
-        assert_eq!(shell_from(Some("".into())), "/bin/sh");
-        assert_eq!(shell_from(None), "/bin/sh");
-    }
-}
+mod tests;
