@@ -47,6 +47,15 @@ fn wait_agent_state(env: &Env, pane: &str, state: &str) {
     ]));
 }
 
+/// A bash script named like the agent `name` in the test's bin folder, running `body`.
+fn agent_script(env: &Env, name: &str, body: &str) -> std::path::PathBuf {
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join(name);
+    executable(&path, &format!("#!/bin/bash\n{body}\n"));
+    path
+}
+
 /// Writes an executable script.
 fn executable(path: &std::path::Path, text: &str) {
     std::fs::write(path, text).unwrap();
@@ -286,12 +295,9 @@ fn claude_integration_edits_only_what_is_herdrs_in_the_users_settings() {
 #[test]
 fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_seen() {
     let env = Env::new("agents-fallback");
-    let bin = env.home().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    // opencode has no screen rules: its output activity is all herdr has.
-    let agent = bin.join("opencode");
-    // Prints for a while, then waits quietly like an agent at its prompt.
-    executable(&agent, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho agent-waiting\nwhile :; do sleep 1; done\n");
+    // opencode has no screen rules: its output activity is all herdr has. Prints for a
+    // while, then waits quietly like an agent at its prompt.
+    let agent = agent_script(&env, "opencode", "for i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho agent-waiting\nwhile :; do sleep 1; done");
     ok(env.herdr(&["server", "start"]));
     let mut events = std::process::Command::new(support::BIN)
         .env_clear()
@@ -336,6 +342,46 @@ fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_se
         ["opencode:working", "opencode:done", "opencode:idle"],
         "{printed}"
     );
+}
+
+#[test]
+fn an_agent_without_hooks_or_rules_burning_cpu_silently_is_working_and_reading_its_terminal_idle() {
+    let env = Env::new("agents-sampled");
+    // kimi has no screen rules: what the kernel shows of it is all herdr has. It waits in
+    // a read of its terminal; told "burn", it burns CPU without printing a thing until
+    // the test lets it stop.
+    let stop = env.home().join("stop-burning");
+    let agent = agent_script(
+        &env,
+        "kimi",
+        &format!(
+            "echo agent-ready\nwhile read -r line; do\n  if [ \"$line\" = burn ]; then\n    \
+             while [ ! -e {stop} ]; do :; done\n    echo burnt\n  fi\ndone",
+            stop = stop.display()
+        ),
+    );
+    ok(env.herdr(&["server", "start"]));
+    let t = env.client(140, 30);
+    prompt(&env, "p1");
+    support::submit(&env, "p1", &agent.display().to_string());
+    support::wait_output(&env, "p1", "agent-ready");
+    wait_agent_state(&env, "p1", "idle");
+    let pane = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(pane["agent"], "kimi", "{pane}");
+    t.wait_text("○ kimi idle p1");
+
+    support::submit(&env, "p1", "burn");
+    wait_agent_state(&env, "p1", "working");
+    t.wait_text("● kimi working p1");
+    // No output at all: the CPU said so.
+    let signals =
+        support::api::Api::connect(&env).call("pane.signals", serde_json::json!({"pane": "p1"}));
+    assert_eq!(signals["sampled"], "working", "{signals}");
+
+    std::fs::write(&stop, "").unwrap();
+    support::wait_output(&env, "p1", "burnt");
+    wait_agent_state(&env, "p1", "idle");
+    t.wait_text("○ kimi idle p1");
 }
 
 /// A fake Codex: records how it ran, shows Codex's working status line for a while, asks

@@ -182,6 +182,8 @@ pub struct Server {
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
     pub(crate) api: api::ApiState,
     pub(crate) agent_fallback: api::Activity,
+    /// Agents without hooks or screen rules, read from /proc and their output.
+    pub(crate) sampling: api::Sampling,
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
@@ -266,6 +268,7 @@ impl Server {
             scroll: BTreeMap::new(),
             api: api::ApiState::default(),
             agent_fallback: Default::default(),
+            sampling: Default::default(),
             attach_env: None,
             lent: None,
             lend_refused: None,

@@ -138,6 +138,7 @@ impl Server {
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
         self.agent_fallback.confirm_until.remove(&tid);
+        self.forget_sampling(tid);
         if let Some(ps) = self
             .state
             .pane_of_terminal(tid)
@@ -148,8 +149,8 @@ impl Server {
     }
 
     /// Output in a pane. An agent's screen is read against its rules soon (for one whose
-    /// hooks report, to see the ends they miss); an agent without rules or hooks is
-    /// working while it prints and idle once quiet for `IDLE_AFTER`.
+    /// hooks report, to see the ends they miss); an agent without rules or hooks is read
+    /// soon by its sampler (`sampling.rs`).
     pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
         let now = Instant::now();
         let known = self
@@ -179,6 +180,7 @@ impl Server {
                 .or_insert(*at + interval);
         }
         let Some((agent, hooked)) = self.watched_agent(tid) else {
+            self.forget_sampling(tid);
             return;
         };
         let Some(rt) = self.runtimes.get(tid) else {
@@ -186,22 +188,21 @@ impl Server {
         };
         let written = crate::pty::lock(&rt.emulator).written();
         let redraw = rt.resized_at.is_some_and(|at| now < at + RESIZE_REDRAW);
-        if self.agent_fallback.written.insert(tid, written) == Some(written) {
+        let before = self.agent_fallback.written.insert(tid, written);
+        if before == Some(written) {
             return;
         }
+        // The program redrawing for its new size is not work: its bytes do not count.
+        let redrawn = match (redraw, before) {
+            (true, Some(b)) => written.wrapping_sub(b),
+            _ => 0,
+        };
+        self.sampling_output(tid, redrawn);
         if self.agent_fallback.rules.contains_key(&agent) {
             let at = now + self.look_delay(tid, hooked, now);
             let next = self.agent_fallback.look_at.entry(tid).or_insert(at);
             *next = (*next).min(at);
-            return;
         }
-        if hooked || redraw {
-            // Its hooks say when it works; the program redrawing for its new size is not
-            // work.
-            return;
-        }
-        self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
-        self.set_agent_state(tid, "working");
     }
 
     /// How soon after output an agent's screen is read: soon, for a state its hooks set
@@ -357,6 +358,7 @@ impl Server {
         self.agent_fallback.written.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
         self.agent_fallback.confirm_until.remove(&tid);
+        self.forget_sampling(tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
@@ -367,6 +369,9 @@ impl Server {
             .chain(f.detect_again.values())
             .min()
             .copied()
+            .into_iter()
+            .chain(self.sampling_deadline())
+            .min()
     }
 
     /// Screens due to be read are read; agents without hooks that stayed quiet (or not
@@ -385,6 +390,7 @@ impl Server {
             self.agent_fallback.detected_at.remove(&tid);
             self.agent_activity(tid);
         }
+        self.sampling_tick(now);
         for tid in due(&self.agent_fallback.look_at) {
             self.agent_fallback.look_at.remove(&tid);
             self.look_at_screen(tid, now);
@@ -421,7 +427,7 @@ impl Server {
     /// Sets an agent's state and tells waits, subscribers and clients when what users see
     /// changed. An agent that finishes (idle after working or blocked, or a report of
     /// "done") while no client shows its pane is "done" until one does.
-    fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
+    pub(super) fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
         let viewed = self.viewed(tid);
         let pane = self.state.pane_of_terminal(tid);
         let shown = |s: &Server| pane.and_then(|p| s.state.agent_state(p).map(str::to_string));
