@@ -26,10 +26,10 @@ use support::{ok, prompt, real_agents, Env};
 /// are in the first second after the truth changed (the classifier needs two samples of
 /// output to call it work, and half a second without to call it over).
 const MIN_ACCURACY: &[(&str, f64)] = &[
-    ("claude", 0.94),
-    ("codex", 0.91),
+    ("claude", 0.95),
+    ("codex", 0.92),
     ("terminal", 0.95),
-    ("all", 0.93),
+    ("all", 0.94),
 ];
 /// The share it must get right from a second after each change of the truth on.
 const MIN_SETTLED: f64 = 0.99;

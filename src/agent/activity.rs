@@ -193,12 +193,31 @@ fn recent(window: &[Sample], ms: u64) -> &[Sample] {
 /// (the agent redrawing its input box: 100–250 bytes a key for both agents), not work.
 const ECHO_BYTES: u32 = 400;
 
-/// Whether the output of `window[i]` is the program's own (not the echo of input given
-/// in that sample or the one before).
+/// A single key is at most this many bytes (Enter, or Esc in the kitty keyboard
+/// protocol's encoding)...
+const KEY_BYTES: u32 = 8;
+/// ...and output of at least this many bytes in the sample that holds it is the
+/// program's answer to it (a new screen: Enter sent a prompt and the agent drew its
+/// spinner), not an echo.
+const KEY_ANSWER_BYTES: u32 = 1000;
+
+/// Whether the output of a sample answers a single key (see `KEY_ANSWER_BYTES`).
+fn answers_key(s: &Sample) -> bool {
+    s.typed > 0 && s.typed <= KEY_BYTES && s.out >= KEY_ANSWER_BYTES
+}
+
+/// Whether the output of `window[i]` is the program's own: not the echo of input given
+/// in that sample, or a small output right after input.
 fn own_output(window: &[Sample], i: usize) -> bool {
     let s = window[i];
-    let typed_before = i > 0 && window[i - 1].typed > 0;
-    s.out > 0 && s.typed == 0 && !(typed_before && s.out <= ECHO_BYTES)
+    if s.out == 0 {
+        return false;
+    }
+    if s.typed > 0 {
+        return answers_key(&s);
+    }
+    let echo_before = i > 0 && window[i - 1].typed > 0 && !answers_key(&window[i - 1]);
+    !(echo_before && s.out <= ECHO_BYTES)
 }
 
 /// The rules, over the samples newest last. Working: output of its own (not the echo of

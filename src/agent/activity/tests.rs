@@ -19,6 +19,15 @@ fn out(bytes: u32) -> Sample {
     }
 }
 
+/// `bytes` written in answer to `typed` bytes of input.
+fn typed(typed: u32, bytes: u32) -> Sample {
+    Sample {
+        typed,
+        out: bytes,
+        ..QUIET
+    }
+}
+
 fn cpu(ticks: u32) -> Sample {
     Sample {
         cpu: ticks,
@@ -153,15 +162,25 @@ fn samples_count_what_happened_between_readings() {
 
 #[test]
 fn the_echo_of_typing_is_not_work_and_the_answer_to_it_is() {
-    let typing = Sample {
-        typed: 1,
-        out: 40,
-        ..QUIET
-    };
+    let typing = typed(1, 40);
     let mut c = Classifier::default();
     let v = run(&mut c, &[typing, typing, typing, typing, out(30), QUIET]);
     assert!(v.iter().all(|v| *v == WAITING), "{v:?}");
     // Enter, then the agent's spinner.
     let v = run(&mut c, &[typing, out(30), out(200), out(200)]);
     assert_eq!(v, [WAITING, WAITING, WAITING, Verdict::Working]);
+}
+
+#[test]
+fn a_new_screen_drawn_in_answer_to_one_key_is_the_programs_own_output() {
+    let enter = typed(1, 1400);
+    let mut c = Classifier::default();
+    assert_eq!(run(&mut c, &[enter, out(130)]), [WAITING, Verdict::Working]);
+    // Typing is no single key, whatever it draws; a small answer to a key is an echo.
+    let mut c = Classifier::default();
+    let (typing, key) = (typed(12, 1400), typed(1, 120));
+    assert_eq!(
+        run(&mut c, &[typing, out(130), key, out(130)]),
+        [WAITING; 4]
+    );
 }
