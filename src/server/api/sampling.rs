@@ -18,11 +18,12 @@ use crate::model::ids::TerminalId;
 use crate::pty::proc;
 use crate::server::Server;
 
-/// How often a pane that works (or printed since it was last read) is read: the agents'
-/// animations are faster, and four looks a second end work within about a second.
+/// How often a pane that works (or printed since it was last read) is read: as often as
+/// the agents animate, so work is seen to start and end within a sample or two.
 const FAST: Duration = Duration::from_millis(250);
 /// How often a pane that waits is read: work that starts without output (a build run
-/// quietly) is seen within this; work with output is seen at once (`Sampling::wake`).
+/// quietly) is seen within this; output makes the next read come at `FAST`
+/// (`Server::sampling_output`).
 const SLOW: Duration = Duration::from_secs(1);
 
 /// One sampled pane.
@@ -48,13 +49,13 @@ pub(crate) struct Sampling {
 }
 
 impl Watched {
-    /// When this pane is due to be read again.
-    fn due(&self) -> Option<Instant> {
+    /// When this pane is due to be read again (now, for one never read).
+    fn due(&self) -> Instant {
         let Some(at) = self.read_at else {
-            return Some(Instant::now());
+            return Instant::now();
         };
         let fast = self.printed || self.classifier.verdict() == Verdict::Working;
-        Some(at + if fast { FAST } else { SLOW })
+        at + if fast { FAST } else { SLOW }
     }
 }
 
@@ -89,7 +90,7 @@ impl Server {
 
     /// When the next pass is due.
     pub(crate) fn sampling_deadline(&self) -> Option<Instant> {
-        self.sampling.panes.values().filter_map(Watched::due).min()
+        self.sampling.panes.values().map(Watched::due).min()
     }
 
     /// Reads the panes due, in one pass over /proc, and applies their verdicts.
@@ -100,10 +101,12 @@ impl Server {
         for tid in gone {
             self.forget_sampling(tid);
         }
-        // A pane due within a frame is read with the others: one pass for all.
-        let soon = now + Duration::from_millis(20);
+        // A pane due within half a fast period is read with the others, a little early:
+        // the panes read together stay together, so there is one pass for all of them
+        // (not one per pane, at times of their own), and no sample is shorter than that.
+        let soon = now + FAST / 2;
         let due: Vec<TerminalId> = (self.sampling.panes.iter())
-            .filter(|(_, w)| w.due().is_some_and(|d| d <= soon))
+            .filter(|(_, w)| w.due() <= soon)
             .map(|(t, _)| *t)
             .collect();
         if due.is_empty() {
