@@ -2,8 +2,10 @@
 
 mod support;
 
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
-use support::{json, ok, prompt, wait_until, Env};
+use support::{json, ok, pane_list, prompt, wait_until, Env};
 
 /// Installs a fake `claude` on the panes' PATH whose script runs `body` (after recording
 /// how it was started), then idles like an agent waiting for input.
@@ -496,4 +498,90 @@ fn a_resume_whose_shell_cannot_start_leaves_the_session_to_the_next_pane() {
     let panes = support::pane_list(&env);
     assert_eq!(panes.len(), 1, "the pane that failed is gone: {panes:?}");
     assert_eq!(runs(&env).len(), 3, "resumed once");
+}
+
+/// Agent panes the cost test keeps, over tabs of `PER_TAB`.
+const IDLE_AGENTS: usize = 48;
+const PER_TAB: usize = 16;
+
+#[test]
+fn many_idle_agents_without_hooks_or_rules_cost_the_server_next_to_nothing() {
+    let env = Env::new("agents-idle-cost");
+    let agent = agent_script(
+        &env,
+        "kimi",
+        "echo agent-ready\nwhile read -r line; do :; done",
+    );
+    ok(env.herdr(&["server", "start"]));
+    let mut api = support::api::Api::connect(&env);
+    let mut panes = vec!["p1".to_string()];
+    for i in 1..IDLE_AGENTS {
+        if i % PER_TAB == 0 {
+            api.call("tab.create", serde_json::json!({}));
+            panes.push(
+                pane_list(&env).last().unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .into(),
+            );
+            continue;
+        }
+        let direction = if i % 2 == 0 { "down" } else { "right" };
+        let new = api.call("pane.split", serde_json::json!({ "direction": direction }));
+        panes.push(new["id"].as_str().unwrap().to_string());
+    }
+    for p in &panes {
+        let command = agent.display().to_string();
+        api.call(
+            "pane.submit",
+            serde_json::json!({ "pane": p, "text": command }),
+        );
+    }
+    let all_idle = || {
+        let list = pane_list(&env);
+        list.len() == IDLE_AGENTS
+            && list
+                .iter()
+                .all(|p| p["agent"] == "kimi" && p["agent_state"] == "idle")
+    };
+    // Many shells and agents starting on a slow machine: a generous deadline.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !all_idle() {
+        assert!(
+            Instant::now() < deadline,
+            "not all idle: {:?}",
+            pane_list(&env)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Sampled all the while: a second of them waiting is one pass over /proc for all.
+    let server = env.server_pid().expect("the server's pid");
+    let ticks = || cpu_ticks(server);
+    let (before, at) = (ticks(), Instant::now());
+    std::thread::sleep(Duration::from_secs(5));
+    let used_ms = (ticks() - before) * 10;
+    let share = used_ms as f64 / at.elapsed().as_millis() as f64;
+    assert!(
+        share < 0.05,
+        "the server used {used_ms} ms of CPU in {:?} with {IDLE_AGENTS} idle agents",
+        at.elapsed()
+    );
+    assert!(all_idle(), "{:?}", pane_list(&env));
+    let signals = api.call(
+        "pane.signals",
+        serde_json::json!({ "pane": panes[IDLE_AGENTS - 1] }),
+    );
+    assert_eq!(signals["sampled"], "waiting", "{signals}");
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
