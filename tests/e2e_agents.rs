@@ -500,6 +500,42 @@ fn a_resume_whose_shell_cannot_start_leaves_the_session_to_the_next_pane() {
     assert_eq!(runs(&env).len(), 3, "resumed once");
 }
 
+#[test]
+fn an_agent_whose_screen_rules_stop_seeing_it_busy_is_not_idle_while_it_still_streams() {
+    let env = Env::new("agents-rules-and-samples");
+    // Rules for kimi: working while its status line says so. Like Codex, it hides that
+    // line while its answer streams.
+    let rules = env.dir.path().join("config/herdr/agents");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(
+        rules.join("kimi.toml"),
+        "[[rule]]\nstate = \"working\"\nlines = 5\npattern = 'esc to interrupt'\n",
+    )
+    .unwrap();
+    let agent = agent_script(
+        &env,
+        "kimi",
+        "echo agent-ready\nread -r line\n\
+         for i in $(seq 1 10); do printf '\\r* Working (%ds, esc to interrupt)' $i; sleep 0.1; done\n\
+         printf '\\r\\033[2K'\n\
+         for i in $(seq 1 60); do echo \"streamed word $i\"; sleep 0.1; done\n\
+         echo stream-done\nwhile read -r line; do :; done",
+    );
+    ok(env.herdr(&["server", "start"]));
+    let _t = env.client(140, 30);
+    prompt(&env, "p1");
+    support::submit(&env, "p1", &agent.display().to_string());
+    support::wait_output(&env, "p1", "agent-ready");
+    support::submit(&env, "p1", "go");
+    wait_agent_state(&env, "p1", "working");
+    wait_agent_state(&env, "p1", "idle");
+    // Idle only once the answer stopped: 3 s after the working line went, it was still
+    // streaming for 3 s more.
+    let screen =
+        String::from_utf8_lossy(&env.herdr(&["pane", "read", "--pane", "p1"]).stdout).to_string();
+    assert!(screen.contains("stream-done"), "idle too early:\n{screen}");
+}
+
 /// Agent panes the cost test keeps, over tabs of `PER_TAB`.
 const IDLE_AGENTS: usize = 48;
 const PER_TAB: usize = 16;

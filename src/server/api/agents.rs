@@ -28,6 +28,9 @@ pub(crate) const STATES: &[&str] = &["working", "blocked", "idle", "done"];
 /// stopped showing it busy for this long) is idle. Long enough that a pause between two
 /// bursts of output is not reported as idle.
 const IDLE_AFTER: Duration = Duration::from_secs(3);
+/// How soon an agent whose screen stopped showing it busy, but which its samples still
+/// show at work, is looked at again.
+const STILL_WORKING_RETRY: Duration = Duration::from_millis(250);
 /// An `error` longer than this is refused; what is kept is one line of at most
 /// `agent::claude::MAX_ERROR` bytes.
 const MAX_ERROR_PARAM: usize = 4096;
@@ -401,6 +404,15 @@ impl Server {
                 continue;
             };
             let found = self.screen_state(tid, &agent).flatten();
+            if !hooked && found.is_none() && self.sampled_working(tid) {
+                // The screen shows nothing busy, but the agent still animates or burns
+                // CPU (Codex hides its working line while an answer streams): not idle
+                // yet; looked at again shortly.
+                self.agent_fallback
+                    .quiet_at
+                    .insert(tid, now + STILL_WORKING_RETRY);
+                continue;
+            }
             if !hooked {
                 self.set_agent_state(tid, found.unwrap_or("idle"));
                 continue;

@@ -1,6 +1,8 @@
 //! The state of an agent that has neither hooks nor screen rules, from the signals the
 //! kernel and the terminal give (`agent::activity`): its pane's output, bells and
-//! notifications, and the CPU and run states of the processes in its session.
+//! notifications, and the CPU and run states of the processes in its session. An agent
+//! with screen rules and no hooks is sampled too: its samples keep it from going idle
+//! while the rules see nothing busy but it still works.
 //!
 //! Bounded per turn: all the panes due are read in one pass over /proc (one stat read
 //! per process on the machine), at most every `FAST` while one of them works or just
@@ -60,15 +62,24 @@ impl Watched {
 }
 
 impl Server {
-    /// Whether a terminal's agent state comes from sampling: an agent is detected, and
-    /// neither its hooks nor screen rules say what it does.
+    /// Whether a terminal is sampled: an agent is detected whose hooks do not report.
     fn sampled(&self, tid: TerminalId) -> bool {
-        self.state.terminals.get(&tid).is_some_and(|t| {
-            !t.hooked
-                && t.agent
-                    .as_ref()
-                    .is_some_and(|a| !self.agent_fallback.rules.contains_key(a))
-        })
+        (self.state.terminals.get(&tid)).is_some_and(|t| !t.hooked && t.agent.is_some())
+    }
+
+    /// Whether its samples decide its state: neither hooks nor screen rules say what it
+    /// does. (Under screen rules, they only keep a pane the rules no longer see busy
+    /// from going idle while it still works: `sampled_working`.)
+    fn decided_by_samples(&self, tid: TerminalId) -> bool {
+        self.sampled(tid)
+            && (self.state.terminals.get(&tid))
+                .and_then(|t| t.agent.as_ref())
+                .is_some_and(|a| !self.agent_fallback.rules.contains_key(a))
+    }
+
+    /// Whether a sampled terminal's samples say it works now.
+    pub(crate) fn sampled_working(&self, tid: TerminalId) -> bool {
+        (self.sampling.panes.get(&tid)).is_some_and(|w| w.classifier.verdict() == Verdict::Working)
     }
 
     /// Output in a terminal (`redrawn` bytes of it a redraw after a resize): a sampled
@@ -132,7 +143,7 @@ impl Server {
                 let sample = w.sampler.sample(reading.as_ref()?)?;
                 Some((w.classifier.push(sample), sample))
             });
-            if let Some((v, sample)) = verdict {
+            if let Some((v, sample)) = verdict.filter(|_| self.decided_by_samples(tid)) {
                 self.apply_verdict(tid, v, sample.out > 0);
             }
         }
