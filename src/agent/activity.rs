@@ -117,7 +117,7 @@ impl Sampler {
 pub enum Verdict {
     Working,
     /// Waiting for the user; `notified` once the agent rang or sent a notification since
-    /// it stopped working (it asks for the user: a question, a permission).
+    /// it stopped working (not taken for a prompt: agents ring when a turn ends too).
     Waiting {
         notified: bool,
     },
