@@ -2,8 +2,10 @@
 
 mod support;
 
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
-use support::{json, ok, prompt, wait_until, Env};
+use support::{json, ok, pane_list, prompt, wait_until, Env};
 
 /// Installs a fake `claude` on the panes' PATH whose script runs `body` (after recording
 /// how it was started), then idles like an agent waiting for input.
@@ -45,6 +47,15 @@ fn wait_agent_state(env: &Env, pane: &str, state: &str) {
         "--timeout",
         "20",
     ]));
+}
+
+/// A bash script named like the agent `name` in the test's bin folder, running `body`.
+fn agent_script(env: &Env, name: &str, body: &str) -> std::path::PathBuf {
+    let bin = env.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join(name);
+    executable(&path, &format!("#!/bin/bash\n{body}\n"));
+    path
 }
 
 /// Writes an executable script.
@@ -286,12 +297,9 @@ fn claude_integration_edits_only_what_is_herdrs_in_the_users_settings() {
 #[test]
 fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_seen() {
     let env = Env::new("agents-fallback");
-    let bin = env.home().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    // opencode has no screen rules: its output activity is all herdr has.
-    let agent = bin.join("opencode");
-    // Prints for a while, then waits quietly like an agent at its prompt.
-    executable(&agent, "#!/bin/bash\nfor i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho agent-waiting\nwhile :; do sleep 1; done\n");
+    // opencode has no screen rules: its output activity is all herdr has. Prints for a
+    // while, then waits quietly like an agent at its prompt.
+    let agent = agent_script(&env, "opencode", "for i in $(seq 1 30); do echo thinking $i; sleep 0.1; done\necho agent-waiting\nwhile :; do sleep 1; done");
     ok(env.herdr(&["server", "start"]));
     let mut events = std::process::Command::new(support::BIN)
         .env_clear()
@@ -336,6 +344,46 @@ fn an_agent_without_hooks_or_rules_is_working_while_it_prints_then_done_until_se
         ["opencode:working", "opencode:done", "opencode:idle"],
         "{printed}"
     );
+}
+
+#[test]
+fn an_agent_without_hooks_or_rules_burning_cpu_silently_is_working_and_reading_its_terminal_idle() {
+    let env = Env::new("agents-sampled");
+    // kimi has no screen rules: what the kernel shows of it is all herdr has. It waits in
+    // a read of its terminal; told "burn", it burns CPU without printing a thing until
+    // the test lets it stop.
+    let stop = env.home().join("stop-burning");
+    let agent = agent_script(
+        &env,
+        "kimi",
+        &format!(
+            "echo agent-ready\nwhile read -r line; do\n  if [ \"$line\" = burn ]; then\n    \
+             while [ ! -e {stop} ]; do :; done\n    echo burnt\n  fi\ndone",
+            stop = stop.display()
+        ),
+    );
+    ok(env.herdr(&["server", "start"]));
+    let t = env.client(140, 30);
+    prompt(&env, "p1");
+    support::submit(&env, "p1", &agent.display().to_string());
+    support::wait_output(&env, "p1", "agent-ready");
+    wait_agent_state(&env, "p1", "idle");
+    let pane = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(pane["agent"], "kimi", "{pane}");
+    t.wait_text("○ kimi idle p1");
+
+    support::submit(&env, "p1", "burn");
+    wait_agent_state(&env, "p1", "working");
+    t.wait_text("● kimi working p1");
+    // No output at all: the CPU said so.
+    let signals =
+        support::api::Api::connect(&env).call("pane.signals", serde_json::json!({"pane": "p1"}));
+    assert_eq!(signals["sampled"], "working", "{signals}");
+
+    std::fs::write(&stop, "").unwrap();
+    support::wait_output(&env, "p1", "burnt");
+    wait_agent_state(&env, "p1", "idle");
+    t.wait_text("○ kimi idle p1");
 }
 
 /// A fake Codex: records how it ran, shows Codex's working status line for a while, asks
@@ -535,4 +583,126 @@ fn an_agent_that_is_the_panes_own_program_is_detected() {
     });
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent"], Value::Null, "the shell pane is no agent: {p1}");
+}
+
+#[test]
+fn an_agent_whose_screen_rules_stop_seeing_it_busy_is_not_idle_while_it_still_streams() {
+    let env = Env::new("agents-rules-and-samples");
+    // Rules for kimi: working while its status line says so. Like Codex, it hides that
+    // line while its answer streams.
+    let rules = env.dir.path().join("config/herdr/agents");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(
+        rules.join("kimi.toml"),
+        "[[rule]]\nstate = \"working\"\nlines = 5\npattern = 'esc to interrupt'\n",
+    )
+    .unwrap();
+    let agent = agent_script(
+        &env,
+        "kimi",
+        "echo agent-ready\nread -r line\n\
+         for i in $(seq 1 10); do printf '\\r* Working (%ds, esc to interrupt)' $i; sleep 0.1; done\n\
+         printf '\\r\\033[2K'\n\
+         for i in $(seq 1 60); do echo \"streamed word $i\"; sleep 0.1; done\n\
+         echo stream-done\nwhile read -r line; do :; done",
+    );
+    ok(env.herdr(&["server", "start"]));
+    let _t = env.client(140, 30);
+    prompt(&env, "p1");
+    support::submit(&env, "p1", &agent.display().to_string());
+    support::wait_output(&env, "p1", "agent-ready");
+    support::submit(&env, "p1", "go");
+    wait_agent_state(&env, "p1", "working");
+    wait_agent_state(&env, "p1", "idle");
+    // Idle only once the answer stopped: 3 s after the working line went, it was still
+    // streaming for 3 s more.
+    let screen =
+        String::from_utf8_lossy(&env.herdr(&["pane", "read", "--pane", "p1"]).stdout).to_string();
+    assert!(screen.contains("stream-done"), "idle too early:\n{screen}");
+}
+
+/// Agent panes the cost test keeps, over tabs of `PER_TAB`.
+const IDLE_AGENTS: usize = 48;
+const PER_TAB: usize = 16;
+
+#[test]
+fn many_idle_agents_without_hooks_or_rules_cost_the_server_next_to_nothing() {
+    let env = Env::new("agents-idle-cost");
+    let agent = agent_script(
+        &env,
+        "kimi",
+        "echo agent-ready\nwhile read -r line; do :; done",
+    );
+    ok(env.herdr(&["server", "start"]));
+    let mut api = support::api::Api::connect(&env);
+    let mut panes = vec!["p1".to_string()];
+    for i in 1..IDLE_AGENTS {
+        if i % PER_TAB == 0 {
+            api.call("tab.create", serde_json::json!({}));
+            panes.push(
+                pane_list(&env).last().unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .into(),
+            );
+            continue;
+        }
+        let direction = if i % 2 == 0 { "down" } else { "right" };
+        let new = api.call("pane.split", serde_json::json!({ "direction": direction }));
+        panes.push(new["id"].as_str().unwrap().to_string());
+    }
+    for p in &panes {
+        let command = agent.display().to_string();
+        api.call(
+            "pane.submit",
+            serde_json::json!({ "pane": p, "text": command }),
+        );
+    }
+    let all_idle = || {
+        let list = pane_list(&env);
+        list.len() == IDLE_AGENTS
+            && list
+                .iter()
+                .all(|p| p["agent"] == "kimi" && p["agent_state"] == "idle")
+    };
+    // Many shells and agents starting on a slow machine: a generous deadline.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !all_idle() {
+        assert!(
+            Instant::now() < deadline,
+            "not all idle: {:?}",
+            pane_list(&env)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Sampled all the while: a second of them waiting is one pass over /proc for all.
+    let server = env.server_pid().expect("the server's pid");
+    let ticks = || cpu_ticks(server);
+    let (before, at) = (ticks(), Instant::now());
+    std::thread::sleep(Duration::from_secs(5));
+    let used_ms = (ticks() - before) * 10;
+    let share = used_ms as f64 / at.elapsed().as_millis() as f64;
+    assert!(
+        share < 0.05,
+        "the server used {used_ms} ms of CPU in {:?} with {IDLE_AGENTS} idle agents",
+        at.elapsed()
+    );
+    assert!(all_idle(), "{:?}", pane_list(&env));
+    let signals = api.call(
+        "pane.signals",
+        serde_json::json!({ "pane": panes[IDLE_AGENTS - 1] }),
+    );
+    assert_eq!(signals["sampled"], "waiting", "{signals}");
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }

@@ -4,6 +4,7 @@
 //! Invariant: only a report whose source is `herdr:<agent>` for that very agent can lead
 //! to a command being run at restore; `plan` refuses everything else.
 
+pub mod activity;
 pub mod claude;
 pub mod codex;
 pub mod integration;

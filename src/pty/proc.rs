@@ -69,6 +69,72 @@ pub fn cmdline(pid: i32) -> Option<Vec<String>> {
     )
 }
 
+/// One process as its stat file shows it, for telling work from waiting
+/// (`agent::activity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    pub session: i32,
+    /// The state letter (`R`, `S`, `D`, …).
+    pub state: u8,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    pub ticks: u64,
+}
+
+/// At most this many entries of /proc are looked at in one scan, and at most
+/// `MAX_PER_SESSION` processes kept for each session: a scan's time and memory are bounded
+/// whatever runs on the machine.
+const MAX_SCAN: usize = 1 << 15;
+pub const MAX_PER_SESSION: usize = 256;
+
+/// Parses a stat line: its session, state and CPU ticks.
+fn parse_stat(pid: i32, stat: &[u8]) -> Option<ProcStat> {
+    let end = stat.iter().rposition(|b| *b == b')')?;
+    let rest = std::str::from_utf8(&stat[end + 1..]).ok()?;
+    // After the name: 0 state, 3 session, 11 utime, 12 stime, 13 cutime, 14 cstime.
+    let fields: Vec<&str> = rest.split_whitespace().take(15).collect();
+    let number = |i: usize| fields.get(i)?.parse::<i64>().ok();
+    let ticks = (11..15).map(number).sum::<Option<i64>>()?;
+    Some(ProcStat {
+        pid,
+        session: i32::try_from(number(3)?).ok()?,
+        state: *fields.first()?.as_bytes().first()?,
+        ticks: u64::try_from(ticks).unwrap_or(0),
+    })
+}
+
+/// The processes of the given sessions (by their leaders' pids), in one pass over /proc:
+/// one stat read per process on the machine. Unreadable entries (a process that just
+/// exited) are skipped.
+pub fn sessions(leaders: &std::collections::BTreeSet<i32>) -> Vec<ProcStat> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut per: std::collections::BTreeMap<i32, usize> = Default::default();
+    for entry in dir.flatten().take(MAX_SCAN) {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Some(stat) = read_proc(&format!("/proc/{pid}/stat"), 512) else {
+            continue;
+        };
+        let Some(p) = parse_stat(pid, &stat).filter(|p| leaders.contains(&p.session)) else {
+            continue;
+        };
+        let n = per.entry(p.session).or_default();
+        if *n < MAX_PER_SESSION {
+            *n += 1;
+            found.push(p);
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -107,5 +173,35 @@ mod tests {
             fields[1].parse::<u32>().unwrap(),
             std::os::unix::process::parent_id()
         );
+    }
+
+    #[test]
+    fn a_scan_finds_the_processes_of_a_session_and_their_cpu() {
+        // A child of this test burning CPU: in the test's session, running, its ticks
+        // growing.
+        let session = nix::unistd::getsid(None).unwrap().as_raw();
+        let mut busy = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let pid = busy.id() as i32;
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let seen = loop {
+            let found = super::sessions(&[session].into());
+            assert!(found.iter().all(|p| p.session == session));
+            let child = found.iter().find(|p| p.pid == pid).copied();
+            if child.is_some_and(|c| c.ticks > 0) || std::time::Instant::now() > end {
+                break child;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        let child = seen.expect("the child in the session");
+        assert!(child.ticks > 0, "{child:?}");
+        assert!(super::sessions(&[].into()).is_empty());
+        assert!(!super::sessions(&[session].into())
+            .iter()
+            .any(|p| p.pid == pid));
     }
 }

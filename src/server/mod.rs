@@ -190,6 +190,8 @@ pub struct Server {
     pub(crate) agent_fallback: api::Activity,
     /// Notifications and bells: their limits and the user's command (`notify`).
     pub(crate) notify: notify::Notifier,
+    /// Agents without hooks or screen rules, read from /proc and their output.
+    pub(crate) sampling: api::Sampling,
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
@@ -275,6 +277,7 @@ impl Server {
             api: api::ApiState::default(),
             agent_fallback: Default::default(),
             notify: Default::default(),
+            sampling: Default::default(),
             attach_env: None,
             lent: None,
             lend_refused: None,

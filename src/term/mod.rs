@@ -24,6 +24,8 @@ pub struct Effects {
     /// Complete OSC 52 sequences to forward to the attached clients.
     pub clipboard: Vec<Vec<u8>>,
     pub bell: bool,
+    /// A desktop notification was asked for (OSC 9 with a message, OSC 777 `notify`).
+    pub notification: bool,
     pub title_changed: bool,
 }
 
@@ -33,6 +35,8 @@ pub struct Emulator {
     seq: u64,
     /// Bytes the program wrote, all told (a resize or a scroll changes nothing here).
     written: u64,
+    /// Bells and notifications the program sent, all told (one per `process` at most).
+    bells: u64,
     /// Where the output stands between escape sequences (for [`Emulator::image`]).
     tracker: image::Tracker,
     /// Lines scrolled off the top of the primary screen, oldest first.
@@ -57,6 +61,7 @@ impl Emulator {
             term: vt::Terminal::new(rows.max(1), cols.max(1)),
             seq: 0,
             written: 0,
+            bells: 0,
             tracker: Default::default(),
             history: history::History::new(scrollback),
             offset: 0,
@@ -92,7 +97,11 @@ impl Emulator {
             self.drain();
         }
         self.written = self.written.wrapping_add(bytes.len() as u64);
-        self.term.take_effects()
+        let effects = self.term.take_effects();
+        if effects.bell || effects.notification {
+            self.bells = self.bells.wrapping_add(1);
+        }
+        effects
     }
 
     /// Feeds the emulator; false if it panicked, which is a bug, but must not take the
@@ -119,6 +128,7 @@ impl Emulator {
         });
         fresh.seq = self.seq;
         fresh.written = self.written;
+        fresh.bells = self.bells;
         fresh.everything = self.seq;
         fresh.term.restore_effects(effects);
         fresh.term.set_colors(self.term.colors());
@@ -174,6 +184,12 @@ impl Emulator {
     /// How many bytes the program has written so far (to tell its output from redraws).
     pub fn written(&self) -> u64 {
         self.written
+    }
+
+    /// How many times the program rang or asked for a notification so far (an agent that
+    /// wants its user does).
+    pub fn bells(&self) -> u64 {
+        self.bells
     }
 
     /// Moves the rows that scrolled off the screen to the compact history.
@@ -485,6 +501,19 @@ mod tests {
         assert_eq!(fx.responses, b"\x1b[1;3R");
         let fx = e.process(b"\x1b[c");
         assert_eq!(fx.responses, b"\x1b[?62;22c");
+    }
+
+    #[test]
+    fn bells_and_desktop_notifications_are_counted_and_progress_reports_are_not() {
+        let mut e = Emulator::new(24, 80, 100);
+        assert!(e.process(b"done\x07").bell);
+        let fx = e.process(b"\x1b]9;Claude needs you\x07");
+        assert!(fx.notification && !fx.bell);
+        e.process(b"\x1b]777;notify;codex;turn complete\x1b\\");
+        assert_eq!(e.bells(), 3);
+        // ConEmu's progress (OSC 9;4) and a title ended by BEL are neither.
+        e.process(b"\x1b]9;4;1;50\x07\x1b]2;title\x07");
+        assert_eq!(e.bells(), 3);
     }
 
     #[test]

@@ -8,9 +8,11 @@
 //!   permission prompt; once the tool's result comes back, a short text answer;
 //! - `[slow]`: the answer starts and then stalls (until the agent hangs up or the mock
 //!   stops), so the agent stays at work until it is interrupted;
-//! - `[long]`: a long text answer, `LONG_ANSWER`, streamed for about eight seconds (an
-//!   agent hides its status line while the text comes);
+//! - `[long]`: a long text answer, 32 lines ending in `LONG_END`, streamed a line at a time
+//!   for about eight seconds (an agent hides its status line while the text comes);
 //! - `[auth-error]`: HTTP 401 with the vendor's authentication error;
+//! - `[sleep]`: like `[tool]`, with a command that runs for a few seconds
+//!   (`SLEEP_COMMAND`);
 //! - anything else: a text answer, `TEXT_ANSWER`, streamed word by word over about a
 //!   second (an agent's side request, such as a title for the session, at once).
 //!
@@ -34,6 +36,8 @@ pub const TEXT_ANSWER: &str = "Hello from the mock.";
 pub const TOOL_ANSWER: &str = "The tool ran.";
 /// The last line of the `[long]` answer (short: it stays on one row in a narrow pane).
 pub const LONG_END: &str = "Story over.";
+/// What the `[sleep]` tool call runs.
+pub const SLEEP_COMMAND: &str = "sleep 3";
 /// Between the pieces of a text answer to the user: it streams for about a second, as
 /// real answers do, so an agent is seen at work. The agents' own side requests (a title)
 /// are answered at once.
@@ -60,11 +64,14 @@ pub struct MockApi {
     pub port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
+    streaming: Arc<AtomicUsize>,
 }
 
 struct Shared {
     requests: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
+    /// Streamed answers to turns (not side requests) being sent now.
+    streaming: Arc<AtomicUsize>,
     /// Numbers the tool calls, so each one has its own id.
     calls: AtomicUsize,
 }
@@ -75,9 +82,11 @@ impl MockApi {
         let port = listener.local_addr().expect("local address").port();
         let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
+        let streaming: Arc<AtomicUsize> = Arc::default();
         let shared = Arc::new(Shared {
             requests: requests.clone(),
             stop: stop.clone(),
+            streaming: streaming.clone(),
             calls: AtomicUsize::new(0),
         });
         std::thread::spawn(move || {
@@ -94,7 +103,19 @@ impl MockApi {
             port,
             requests,
             stop,
+            streaming,
         }
+    }
+
+    /// How many answers to the user's turns are being streamed now: the agent is at work
+    /// while one is.
+    pub fn streaming(&self) -> usize {
+        self.streaming.load(Ordering::Acquire)
+    }
+
+    /// The count behind [`MockApi::streaming`], for a thread of its own to read.
+    pub fn streaming_counter(&self) -> Arc<AtomicUsize> {
+        self.streaming.clone()
     }
 
     /// The base URL (Claude Code's `ANTHROPIC_BASE_URL`; Codex's is this plus `/v1`).
@@ -243,15 +264,38 @@ fn answer(
             &json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}}),
         )?,
         ("/v1/messages", _) => {
+            let _busy = Streaming::new(shared, turn);
             claude_stream(conn, &body, turn, call, &shared.stop)?;
             return Ok(false);
         }
         _ => {
+            let _busy = Streaming::new(shared, turn);
             codex_stream(conn, turn, call, &shared.stop)?;
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// Counts a streamed answer to a turn while it is sent.
+struct Streaming<'a>(Option<&'a AtomicUsize>);
+
+impl<'a> Streaming<'a> {
+    fn new(shared: &'a Shared, turn: &str) -> Streaming<'a> {
+        let counted = (turn != "side").then_some(&*shared.streaming);
+        if let Some(c) = counted {
+            c.fetch_add(1, Ordering::AcqRel);
+        }
+        Streaming(counted)
+    }
+}
+
+impl Drop for Streaming<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.0 {
+            c.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// Requests beside the turns: a probe of the base URL, token counts, anything else.
@@ -289,6 +333,8 @@ fn scripted(prompt: &str) -> &'static str {
         "slow"
     } else if prompt.contains("[long]") {
         "long"
+    } else if prompt.contains("[sleep]") {
+        "sleep"
     } else {
         "text"
     }
@@ -379,7 +425,15 @@ fn stall(conn: &mut TcpStream, stop: &AtomicBool, ping: Value) -> std::io::Resul
     Ok(())
 }
 
-/// Words of a text answer, streamed as several deltas as the real APIs do.
+/// The command a tool call of `turn` runs.
+fn command(turn: &str) -> &'static str {
+    if turn == "sleep" {
+        SLEEP_COMMAND
+    } else {
+        TOOL_COMMAND
+    }
+}
+
 /// The `[long]` answer: 32 lines, streamed a line at a time.
 fn long_answer() -> String {
     let mut text: String = (1..32)
@@ -425,8 +479,8 @@ fn claude_stream(
     if turn == "slow" {
         return stall(conn, stop, json!({"type": "ping"}));
     }
-    let stop_reason = if turn == "tool" {
-        let input = json!({"command": TOOL_COMMAND, "description": "Create a file"});
+    let stop_reason = if turn == "tool" || turn == "sleep" {
+        let input = json!({"command": command(turn), "description": "Create a file"});
         event(
             conn,
             json!({"type": "content_block_start", "index": 0, "content_block": {
@@ -488,9 +542,9 @@ fn codex_stream(
             json!({"type": "response.in_progress", "response": {"id": id, "status": "in_progress"}}),
         );
     }
-    let item = if turn == "tool" {
+    let item = if turn == "tool" || turn == "sleep" {
         let arguments = json!({
-            "cmd": TOOL_COMMAND,
+            "cmd": command(turn),
             "sandbox_permissions": "require_escalated",
             "justification": "Create a file?",
         });

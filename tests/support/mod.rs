@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod api;
+pub mod corpus;
 pub mod http;
 pub mod mock_api;
 pub mod real_agents;

@@ -139,6 +139,9 @@ struct Direct {
     /// Bytes accepted and not yet written (queued, or pending in the actor): reserved
     /// before a write is taken, released as the actor writes them.
     queued: std::sync::atomic::AtomicUsize,
+    /// Bytes of input taken, all told (the echo of what was typed is not the program's
+    /// own work: `agent::activity`).
+    typed: std::sync::atomic::AtomicU64,
 }
 
 pub struct PtyHandle {
@@ -207,6 +210,7 @@ impl PtyHandle {
             // A paused terminal takes no direct writes (see `Control::Pause`).
             busy: std::sync::atomic::AtomicUsize::new(usize::from(parts.paused)),
             queued: std::sync::atomic::AtomicUsize::new(0),
+            typed: std::sync::atomic::AtomicU64::new(0),
         });
         let mut actor = Actor {
             direct: direct.clone(),
@@ -308,7 +312,13 @@ impl PtyHandle {
             self.direct.queued.fetch_sub(len, Ordering::AcqRel);
             return Err(WriteError::WouldBlock);
         }
+        self.direct.typed.fetch_add(len as u64, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Bytes of input taken for the program so far (typed, pasted, sent through the API).
+    pub fn typed(&self) -> u64 {
+        self.direct.typed.load(Ordering::Acquire)
     }
 
     /// How much of `bytes` (reserved by the caller) went straight into the PTY; `None`

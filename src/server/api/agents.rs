@@ -29,6 +29,9 @@ pub(crate) const STATES: &[&str] = &["working", "blocked", "idle", "done"];
 /// stopped showing it busy for this long) is idle. Long enough that a pause between two
 /// bursts of output is not reported as idle.
 const IDLE_AFTER: Duration = Duration::from_secs(3);
+/// How soon an agent whose screen stopped showing it busy, but which its samples still
+/// show at work, is looked at again.
+const STILL_WORKING_RETRY: Duration = Duration::from_millis(250);
 /// An `error` longer than this is refused; what is kept is one line of at most
 /// `agent::claude::MAX_ERROR` bytes.
 const MAX_ERROR_PARAM: usize = 4096;
@@ -198,6 +201,7 @@ impl Server {
         self.agent_fallback.look_at.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
         self.agent_fallback.confirm_until.remove(&tid);
+        self.forget_sampling(tid);
         if let Some(ps) = self
             .state
             .pane_of_terminal(tid)
@@ -208,8 +212,8 @@ impl Server {
     }
 
     /// Output in a pane. An agent's screen is read against its rules soon (for one whose
-    /// hooks report, to see the ends they miss); an agent without rules or hooks is
-    /// working while it prints and idle once quiet for `IDLE_AFTER`.
+    /// hooks report, to see the ends they miss); an agent without rules or hooks is read
+    /// soon by its sampler (`sampling.rs`).
     pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
         let now = Instant::now();
         let known = self
@@ -239,6 +243,7 @@ impl Server {
                 .or_insert(*at + interval);
         }
         let Some((agent, hooked)) = self.watched_agent(tid) else {
+            self.forget_sampling(tid);
             return;
         };
         let Some(rt) = self.runtimes.get(tid) else {
@@ -249,22 +254,21 @@ impl Server {
         // An agent found just now is looked at even without new output (it may have
         // drawn its whole screen before it was found, and wait).
         let fresh = self.raw_state(tid).is_none();
-        if self.agent_fallback.written.insert(tid, written) == Some(written) && !fresh {
+        let before = self.agent_fallback.written.insert(tid, written);
+        if before == Some(written) && !fresh {
             return;
         }
+        // The program redrawing for its new size is not work: its bytes do not count.
+        let redrawn = match (redraw, before) {
+            (true, Some(b)) => written.wrapping_sub(b),
+            _ => 0,
+        };
+        self.sampling_output(tid, redrawn);
         if self.agent_fallback.rules.contains_key(&agent) {
             let at = now + self.look_delay(tid, hooked, now);
             let next = self.agent_fallback.look_at.entry(tid).or_insert(at);
             *next = (*next).min(at);
-            return;
         }
-        if hooked || redraw {
-            // Its hooks say when it works; the program redrawing for its new size is not
-            // work.
-            return;
-        }
-        self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
-        self.set_agent_state(tid, "working");
     }
 
     /// How soon after output an agent's screen is read: soon, for a state its hooks set
@@ -429,6 +433,7 @@ impl Server {
         self.agent_fallback.confirmed.remove(&tid);
         self.agent_fallback.confirm_until.remove(&tid);
         self.notify.forget(tid);
+        self.forget_sampling(tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
@@ -439,6 +444,9 @@ impl Server {
             .chain(f.detect_again.values())
             .min()
             .copied()
+            .into_iter()
+            .chain(self.sampling_deadline())
+            .min()
     }
 
     /// Screens due to be read are read; agents without hooks that stayed quiet (or not
@@ -457,6 +465,7 @@ impl Server {
             self.agent_fallback.detected_at.remove(&tid);
             self.agent_activity(tid);
         }
+        self.sampling_tick(now);
         for tid in due(&self.agent_fallback.look_at) {
             self.agent_fallback.look_at.remove(&tid);
             self.look_at_screen(tid, now);
@@ -467,6 +476,15 @@ impl Server {
                 continue;
             };
             let found = self.screen_state(tid, &agent).flatten();
+            if !hooked && found.is_none() && self.sampled_working(tid) {
+                // The screen shows nothing busy, but the agent still animates or burns
+                // CPU (Codex hides its working line while an answer streams): not idle
+                // yet; looked at again shortly.
+                self.agent_fallback
+                    .quiet_at
+                    .insert(tid, now + STILL_WORKING_RETRY);
+                continue;
+            }
             if !hooked {
                 self.set_agent_state(tid, found.unwrap_or("idle"));
                 continue;
@@ -493,7 +511,7 @@ impl Server {
     /// Sets an agent's state and tells waits, subscribers and clients when what users see
     /// changed. An agent that finishes (idle after working or blocked, or a report of
     /// "done") while no client shows its pane is "done" until one does.
-    fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
+    pub(super) fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
         let viewed = self.viewed(tid);
         let pane = self.state.pane_of_terminal(tid);
         let shown = |s: &Server| pane.and_then(|p| s.state.agent_state(p).map(str::to_string));

@@ -11,6 +11,7 @@ mod events;
 mod handoff;
 mod io;
 mod layout;
+mod sampling;
 mod targets;
 mod waits;
 
@@ -27,6 +28,7 @@ use crate::protocol::{version, PROTOCOL_VERSION};
 
 pub(crate) use agents::Activity;
 pub use events::Summary;
+pub(crate) use sampling::Sampling;
 pub(crate) use waits::PendingWait;
 
 /// `pane.output` is announced at most this often per pane (leading and trailing edge).
@@ -441,6 +443,7 @@ impl Server {
             "pane.keys" => self.pane_keys(p),
             "pane.submit" => self.pane_submit(p),
             "pane.read" => self.pane_read(p),
+            "pane.signals" => self.pane_signals_api(p),
             "pane.wait" => self.pane_wait(conn, id, p),
             "agent.list" => self.agent_list(p),
             "agent.report" => {

@@ -479,6 +479,10 @@ impl vte::Perform for State {
             // The icon name counts as the title only when none is set.
             [b"1", s] if self.title.is_empty() => self.set_title(s),
             [b"2", s] => self.set_title(s),
+            // Desktop notifications (iTerm2's OSC 9 with a message, not ConEmu's OSC 9;4
+            // progress; rxvt's OSC 777 notify).
+            [b"9", msg, ..] if *msg != b"4" => self.effects.notification = true,
+            [b"777", b"notify", ..] => self.effects.notification = true,
             // A hyperlink: OSC 8 ; params ; URI (which may hold semicolons). An empty URI
             // ends the link, and so does one refused.
             [b"8", params, uri @ ..] => {
