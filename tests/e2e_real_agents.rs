@@ -496,7 +496,9 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
     // The user's own notify, which herdr's hook runs once its report was answered.
     let notified = a.env.home().join("notified.jsonl");
     support::wait_until("the turn's notify done", || {
-        std::fs::read_to_string(&notified).is_ok_and(|t| t.contains("fresh start"))
+        // The turn's own, not its title thread's (which quotes the prompt).
+        std::fs::read_to_string(&notified)
+            .is_ok_and(|t| t.contains(r#""input-messages":["[p2] fresh start"]"#))
     });
     let t3 = codex_thread(&a.mock, "[p2] fresh");
     assert_ne!(t3, t2);
@@ -506,7 +508,9 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
             ("p1".into(), serde_json::json!(t1)),
             (p2.clone(), serde_json::json!(t3))
         ],
-        "the new thread saved for p2, p1 keeps its own"
+        "the new thread saved for p2, p1 keeps its own; the server log:\n{}\np2:\n{}",
+        std::fs::read_to_string(a.env.server_log()).unwrap_or_default(),
+        ok(a.env.herdr(&["pane", "read", "--pane", &p2]))
     );
     assert_eq!(
         a.events.states_since("p1", from1),
