@@ -307,3 +307,30 @@ fn a_pattern_that_matches_nothing_answers_on_a_blank_pane() {
         );
     }
 }
+
+#[test]
+fn a_submits_enter_waits_until_its_program_has_shown_the_text() {
+    // A program as agents are: raw mode, no echo by the terminal; it reads when it gets
+    // to it (here, a moment after it is ready: busy, or on a loaded machine), and draws
+    // what it read. It records what each read got.
+    let env = started("submit-echo");
+    let home = env.home();
+    let script = "stty raw -echo; touch ready; sleep 0.4; \
+                  dd bs=4096 count=1 2>/dev/null | od -An -c | tr -d ' \\n' > first.tmp; \
+                  mv first.tmp first; printf 'you typed it\\r\\n'; \
+                  dd bs=4096 count=1 2>/dev/null | od -An -c | tr -d ' \\n' > second.tmp; \
+                  mv second.tmp second; sleep 100";
+    let home_arg = home.display().to_string();
+    let pane = ok(env.herdr(&[
+        "pane", "split", "--cwd", &home_arg, "--", "sh", "-c", script,
+    ]));
+    wait_until("the program is ready", || home.join("ready").exists());
+    ok(env.herdr(&["pane", "submit", "--pane", &pane, "hello"]));
+    wait_until("both reads", || home.join("second").exists());
+    let read = |name: &str| std::fs::read_to_string(home.join(name)).unwrap();
+    assert_eq!(
+        (read("first"), read("second")),
+        ("hello".to_string(), "\\r".to_string()),
+        "the text in one read, Enter in the next, once the program had shown the text"
+    );
+}

@@ -86,8 +86,12 @@ pub enum WriteError {
 /// One entry of a terminal's input queue.
 enum Input {
     Bytes(Vec<u8>),
-    /// Text, then a pause, then Enter: the Enter lands after the text and before any
-    /// input queued later (some programs treat text+Enter in one burst as a paste).
+    /// Text, then — once the program has shown something since (it read the text), or
+    /// `ECHO_WAIT` at most — a pause, then Enter: the Enter lands after the text and
+    /// before any input queued later. Programs that tell typing from a paste by time
+    /// (Codex, Claude Code) take an Enter read with the text, or soon after, for a new
+    /// line in a paste: on a loaded machine a pause counted from our write can be gone
+    /// by the time they read.
     Submit {
         text: Vec<u8>,
         enter: Vec<u8>,
@@ -99,7 +103,13 @@ enum Input {
 enum Chunk {
     Bytes(Vec<u8>),
     Pause(Duration),
+    /// A pause that starts once the program showed something (see `Input::Submit`).
+    PauseAfterEcho(Duration),
 }
+
+/// How long a submit's Enter waits for the program to show its text, at most (a program
+/// that does not echo, reading a password, gets it then).
+const ECHO_WAIT: Duration = Duration::from_secs(1);
 
 enum Control {
     Resize {
@@ -226,6 +236,7 @@ impl PtyHandle {
             offset: 0,
             pending_len: 0,
             hold_until: None,
+            echo: None,
             dirty: dirty.clone(),
             preserve: preserve.clone(),
             paused: parts.paused,

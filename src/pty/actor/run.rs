@@ -31,6 +31,9 @@ pub(super) struct Actor {
     pub(super) pending_len: usize,
     /// A submit's pause: nothing more is written before this instant.
     pub(super) hold_until: Option<Instant>,
+    /// A submit waiting for its text to show: how much the program had written when the
+    /// text was, and the pause to make once it wrote more.
+    pub(super) echo: Option<(u64, Duration)>,
     pub(super) dirty: Arc<AtomicBool>,
     pub(super) preserve: Arc<AtomicBool>,
     /// No reading or writing until `Resume`.
@@ -56,6 +59,9 @@ pub fn feed_piece(rows: u16, cols: u16) -> usize {
     const CELLS: usize = 160 * 47;
     (1024 * CELLS / (usize::from(rows) * usize::from(cols)).max(1)).clamp(64, 1024)
 }
+
+/// How often a submit waiting for its text to show looks at the emulator.
+const ECHO_LOOK: Duration = Duration::from_millis(10);
 
 /// The lock is handed to a waiter once feeding has held it this long.
 const LOCK_HOLD: Duration = Duration::from_millis(2);
@@ -210,6 +216,7 @@ impl Actor {
             }
         }
         let now = Instant::now();
+        self.echo_seen(now);
         let hold = self.hold_until.map(|t| t.saturating_duration_since(now));
         let want_write = hold.is_none() && !self.pending.is_empty();
         // Reading waits out the background delay (a hangup still wakes us).
@@ -220,6 +227,11 @@ impl Actor {
         let timeout = match (hold, rest) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        // The echo may be read by someone else (a borrower): looked for now and then.
+        let timeout = match self.echo {
+            Some(_) => Some(timeout.map_or(ECHO_LOOK, |t| t.min(ECHO_LOOK))),
+            None => timeout,
         };
         let ready = if !self.lent {
             sys::poll_pty_and_wake(
@@ -316,9 +328,30 @@ impl Actor {
         match input {
             Input::Bytes(chunk) => self.push_pending(chunk),
             Input::Submit { text, enter, delay } => {
+                let pause = match text.is_empty() {
+                    true => Chunk::Pause(delay),
+                    false => Chunk::PauseAfterEcho(delay),
+                };
                 self.push_pending(text);
-                self.pending.push_back(Chunk::Pause(delay));
+                self.pending.push_back(pause);
                 self.push_pending(enter);
+            }
+        }
+    }
+
+    /// A submit's text has shown (the program wrote since): its pause starts now, unless
+    /// the wait for it ends sooner.
+    fn echo_seen(&mut self, now: Instant) {
+        let Some((at, pause)) = self.echo else {
+            return;
+        };
+        let shown = crate::pty::lock(&self.emulator).written() != at;
+        let gave_up = self.hold_until.is_none_or(|t| now >= t);
+        if shown || gave_up {
+            self.echo = None;
+            if shown {
+                let until = now + pause;
+                self.hold_until = Some(self.hold_until.map_or(until, |t| t.min(until)));
             }
         }
     }
@@ -362,6 +395,13 @@ impl Actor {
                 Chunk::Bytes(b) => b,
                 Chunk::Pause(d) => {
                     self.hold_until = Some(Instant::now() + *d);
+                    self.pending.pop_front();
+                    break;
+                }
+                Chunk::PauseAfterEcho(d) => {
+                    let written = crate::pty::lock(&self.emulator).written();
+                    self.echo = Some((written, *d));
+                    self.hold_until = Some(Instant::now() + super::ECHO_WAIT);
                     self.pending.pop_front();
                     break;
                 }
