@@ -583,6 +583,25 @@ fn an_agent_that_is_the_panes_own_program_is_detected() {
     });
     let p1 = json(env.herdr(&["pane", "get", "--pane", "p1", "--json"]));
     assert_eq!(p1["agent"], Value::Null, "the shell pane is no agent: {p1}");
+
+    // A program that becomes the agent (`exec`, the same process): listed as no agent
+    // first, found once the agent draws.
+    let script = format!("echo waiting; read -r line; exec {}", codex.display());
+    let p3 = ok(env.herdr(&["pane", "split", "--", "sh", "-c", &script]));
+    support::wait_output(&env, &p3, "^waiting$");
+    for _ in 0..3 {
+        let p = json(env.herdr(&["pane", "get", "--pane", &p3, "--json"]));
+        assert_eq!(p["agent"], Value::Null, "sh is no agent: {p}");
+        support::pane_list(&env);
+    }
+    support::submit(&env, &p3, "go");
+    // Watched through `pane list`, which does not read a known non-agent again: the
+    // agent's own output makes herdr look.
+    wait_until("the program that became codex detected", || {
+        support::pane_list(&env)
+            .iter()
+            .any(|p| p["id"] == p3.as_str() && p["agent"] == "codex")
+    });
 }
 
 #[test]

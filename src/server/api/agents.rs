@@ -80,6 +80,8 @@ pub(crate) struct Activity {
     /// Restored panes whose resume command was typed, until when their shell in front is
     /// not taken for the agent having quit.
     pub(super) resuming: BTreeMap<TerminalId, Instant>,
+    /// The foreground process each terminal last showed that is no agent.
+    pub(super) plain: BTreeMap<TerminalId, i32>,
 }
 
 /// The longest `prompt` and `cwd` a report may give to be routed by.
@@ -152,6 +154,10 @@ impl Server {
         }
         let argv = fg_pid.and_then(proc::cmdline);
         let detected = argv.as_deref().and_then(agent::detect);
+        match (detected, fg_pid) {
+            (None, Some(pid)) => self.agent_fallback.plain.insert(tid, pid),
+            _ => self.agent_fallback.plain.remove(&tid),
+        };
         match detected {
             Some(def) => {
                 if term.agent.as_deref() != Some(def.name) || term.agent_pid != fg_pid {
@@ -425,6 +431,7 @@ impl Server {
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agent_fallback.threads.retain(|_, t| *t != tid);
         self.agent_fallback.resuming.remove(&tid);
+        self.agent_fallback.plain.remove(&tid);
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.detected_at.remove(&tid);
         self.agent_fallback.detect_again.remove(&tid);
@@ -582,9 +589,21 @@ impl Server {
         }
     }
 
+    /// Every pane's agent, as `pane list` shows them: a foreground process already found
+    /// to be no agent is not read again here (output in its pane still looks again, so a
+    /// program that `exec`s an agent is found once it draws).
     pub(crate) fn refresh_agents(&mut self) {
         for tid in self.runtimes.ids() {
-            self.refresh_agent(tid);
+            let fg = self.runtimes.get(tid).and_then(|rt| rt.foreground_pid());
+            let plain = fg.is_some() && self.agent_fallback.plain.get(&tid).copied() == fg;
+            let no_agent = self
+                .state
+                .terminals
+                .get(&tid)
+                .is_some_and(|t| t.agent.is_none());
+            if !(plain && no_agent) {
+                self.refresh_agent(tid);
+            }
         }
     }
 
