@@ -1,5 +1,6 @@
 //! Which agent runs in each pane: detected from the foreground process (re-checked only
-//! when that process changes), and reported by the agents' own hooks (`agent.report`).
+//! when that process changes), and reported by the agents' own hooks (`agent.report`, in
+//! `agent_report`).
 //!
 //! A report counts only if it comes from inside the pane (the reporting process descends
 //! from the pane's shell) while that pane runs the agent it names, and only if its
@@ -13,12 +14,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::agent_route;
-use super::targets::{opt_str, opt_u64, req_str};
-use super::{now, ApiError, ApiResult};
-use crate::agent::{self, SessionRef};
+use crate::agent;
 use crate::model::ids::TerminalId;
 use crate::pty::proc;
 use crate::server::Server;
@@ -32,9 +30,6 @@ const IDLE_AFTER: Duration = Duration::from_secs(3);
 /// How soon an agent whose screen stopped showing it busy, but which its samples still
 /// show at work, is looked at again.
 const STILL_WORKING_RETRY: Duration = Duration::from_millis(250);
-/// An `error` longer than this is refused; what is kept is one line of at most
-/// `agent::claude::MAX_ERROR` bytes.
-const MAX_ERROR_PARAM: usize = 4096;
 /// How often a pane without a known agent is looked at again on output.
 const DETECT_INTERVAL: Duration = Duration::from_secs(1);
 /// How often a pane whose agent is known is looked at again on output (has it quit?).
@@ -82,46 +77,6 @@ pub(crate) struct Activity {
     pub(super) resuming: BTreeMap<TerminalId, Instant>,
     /// The foreground process each terminal last showed that is no agent.
     pub(super) plain: BTreeMap<TerminalId, i32>,
-}
-
-/// The longest `prompt` and `cwd` a report may give to be routed by.
-const MAX_ROUTE_PARAM: usize = 4096;
-
-/// A report's `cwd` and `prompt`: the turn it is about, for a report from an agent's
-/// shared server (both, or neither).
-fn route_param(p: &Value) -> Result<Option<agent::Route>, ApiError> {
-    let (cwd, prompt) = (opt_str(p, "cwd")?, opt_str(p, "prompt")?);
-    for (name, v) in [("cwd", cwd), ("prompt", prompt)] {
-        if v.is_some_and(|v| v.len() > MAX_ROUTE_PARAM) {
-            return Err(ApiError::params(format!(
-                "\"{name}\" is at most {MAX_ROUTE_PARAM} bytes"
-            )));
-        }
-    }
-    Ok(match (cwd, prompt) {
-        (Some(cwd), Some(prompt)) => Some(agent::Route {
-            cwd: cwd.to_string(),
-            prompt: prompt.to_string(),
-        }),
-        _ => None,
-    })
-}
-
-/// Whether `pid` is `ancestor` or one of its descendants (following parents in /proc).
-fn descends_from(mut pid: i32, ancestor: i32) -> bool {
-    for _ in 0..64 {
-        if pid == ancestor {
-            return true;
-        }
-        if pid <= 1 {
-            return false;
-        }
-        match proc::parent(pid) {
-            Some(ppid) => pid = ppid,
-            None => return false,
-        }
-    }
-    false
 }
 
 impl Server {
@@ -408,7 +363,7 @@ impl Server {
     /// already (the agent drew its prompt before the hook ran: the user may answer it
     /// before the agent prints again), and the screen is read again soon whether or not
     /// the agent prints.
-    fn hook_set_state(&mut self, tid: TerminalId, state: &str) {
+    pub(super) fn hook_set_state(&mut self, tid: TerminalId, state: &str) {
         self.agent_fallback.quiet_at.remove(&tid);
         self.agent_fallback.confirmed.remove(&tid);
         let Some((agent, _)) = self.watched_agent(tid) else {
@@ -605,145 +560,5 @@ impl Server {
                 self.refresh_agent(tid);
             }
         }
-    }
-
-    pub(crate) fn agent_report(&mut self, peer_pid: i32, p: &Value) -> ApiResult {
-        let source = req_str(p, "source")?.to_string();
-        let name = req_str(p, "agent")?;
-        let def = agent::by_name(name).ok_or_else(|| {
-            ApiError::params(format!("unknown agent {name:?}; see docs/agents.md"))
-        })?;
-        let state = opt_str(p, "state")?;
-        if let Some(s) = state {
-            if !STATES.contains(&s) {
-                return Err(ApiError::params(format!(
-                    "\"state\" must be one of {}, got {s:?}",
-                    STATES.join(", ")
-                )));
-            }
-        }
-        let session = match (opt_str(p, "session_id")?, opt_str(p, "session_path")?) {
-            (Some(_), Some(_)) => {
-                return Err(ApiError::params(
-                    "give session_id or session_path, not both",
-                ))
-            }
-            (Some(id), None) => Some(
-                SessionRef::Id(id.to_string())
-                    .validate()
-                    .map_err(ApiError::params)?,
-            ),
-            (None, Some(path)) => Some(
-                SessionRef::Path(path.to_string())
-                    .validate()
-                    .map_err(ApiError::params)?,
-            ),
-            (None, None) => None,
-        };
-        let error = opt_str(p, "error")?
-            .map(|e| {
-                if e.len() > MAX_ERROR_PARAM {
-                    Err(ApiError::params(format!(
-                        "\"error\" is at most {MAX_ERROR_PARAM} bytes"
-                    )))
-                } else {
-                    Ok(agent::claude::one_line(e))
-                }
-            })
-            .transpose()?;
-        let seq = opt_u64(p, "seq")?;
-        let route = route_param(p)?;
-        // Only from inside the pane (or, from an agent's shared server, about the pane
-        // whose agent showed the turn), and only about the agent running there now.
-        let tid = if agent_route::under_shared_server(peer_pid) {
-            let thread = session.as_ref().map(SessionRef::value);
-            self.route_shared(def.name, thread, route.as_ref())?
-        } else {
-            let target = self.target_pane(p)?;
-            let tid = self
-                .state
-                .panes
-                .get(&target)
-                .map(|ps| ps.terminal)
-                .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
-            let leader = self
-                .runtimes
-                .get(tid)
-                .and_then(|rt| rt.pid)
-                .map(|p| p as i32);
-            if !leader.is_some_and(|l| descends_from(peer_pid, l)) {
-                return Err(ApiError::new(
-                    "stale_report",
-                    "the report does not come from a process of that pane",
-                ));
-            }
-            tid
-        };
-        let pane = self
-            .state
-            .pane_of_terminal(tid)
-            .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
-        self.refresh_agent(tid);
-        let id = self.pane_no(pane);
-        let Some(term) = self.state.terminals.get_mut(&tid) else {
-            return Err(ApiError::new("not_found", "no such pane"));
-        };
-        if term.agent.as_deref().is_some_and(|a| a != def.name) {
-            return Err(ApiError::new(
-                "stale_report",
-                format!(
-                    "pane {id} runs {}, not {}",
-                    term.agent.as_deref().unwrap_or("?"),
-                    def.name
-                ),
-            ));
-        }
-        if let (Some(seq), Some(last)) = (seq, term.report_seq.get(&source)) {
-            if seq <= *last {
-                return now(
-                    json!({ "id": id, "accepted": false, "reason": "an equal or newer report from this source came first" }),
-                );
-            }
-        }
-        // Every accepted report is remembered per source (even unsequenced ones: from now
-        // on the hooks, not output activity, say what the agent is doing).
-        match seq {
-            Some(seq) => {
-                term.report_seq.insert(source.clone(), seq);
-            }
-            None => {
-                term.report_seq.entry(source.clone()).or_insert(0);
-            }
-        }
-        term.agent = Some(def.name.to_string());
-        let official = source == format!("herdr:{}", def.name);
-        if let (Some(s), true) = (session, official) {
-            let thread = s.value().to_string();
-            term.agent_session = Some(s);
-            term.agent_source = Some(source.clone());
-            self.bind_thread(&thread, tid);
-        }
-        let Some(term) = self.state.terminals.get_mut(&tid) else {
-            return Err(ApiError::new("not_found", "no such pane"));
-        };
-        if error.is_some() {
-            term.agent_error = error;
-        } else if matches!(state, Some("working" | "blocked")) {
-            term.agent_error = None;
-        }
-        if matches!(state, Some("working" | "blocked")) {
-            // Hooks that report work report its start and (mostly) its end: from now on
-            // they decide, the screen only sees the ends they miss.
-            term.hooked = true;
-        }
-        let hooked = term.hooked;
-        if let Some(s) = state {
-            if hooked {
-                self.hook_set_state(tid, s);
-            }
-            self.set_agent_state(tid, s);
-        }
-        let agent_state = self.state.agent_state(pane).map(str::to_string);
-        now(json!({ "id": id, "accepted": true, "agent": def.name, "state": agent_state }))
     }
 }

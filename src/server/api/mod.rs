@@ -5,6 +5,7 @@
 //! connection. A peer that stops reading is disconnected once its queue is full, so
 //! server memory stays bounded.
 
+mod agent_report;
 mod agent_route;
 mod agents;
 mod events;
