@@ -23,7 +23,12 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_herdr");
+/// The `herdr` binary cargo built for the tests; for a program built beside them (the
+/// corpus recorder, an example), the debug build in the target folder.
+pub const BIN: &str = match option_env!("CARGO_BIN_EXE_herdr") {
+    Some(bin) => bin,
+    None => concat!(env!("CARGO_MANIFEST_DIR"), "/target/debug/herdr"),
+};
 /// Deadline for any condition in a test (the CI machine is shared and noisy).
 pub const WAIT: Duration = Duration::from_secs(20);
 /// What the test shells print as their prompt (PS1 is this plus a space; screen text is

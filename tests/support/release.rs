@@ -11,7 +11,7 @@ use super::ok;
 pub fn base_binary() -> PathBuf {
     static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let dir = PathBuf::from(option_env!("CARGO_TARGET_TMPDIR").unwrap_or("target/tmp"));
         let path = dir.join("herdr-update-base");
         let tmp = dir.join(format!("herdr-update-base.{}", std::process::id()));
         super::copy_executable(super::BIN, &tmp);
