@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod pty;
 pub mod remote;
 pub mod render;
+pub mod say;
 pub mod server;
 pub mod sys;
 pub mod term;

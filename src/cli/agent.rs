@@ -4,9 +4,10 @@
 use clap::Subcommand;
 use serde_json::{json, Value};
 
-use super::api_client::ApiClient;
-use super::control::{call, nothing, rows, s, target, Output, Target, EXIT_NO_SERVER};
+use super::control::{call, nothing, rows, s, target, Output, Target};
+use crate::client::api::ApiClient;
 use crate::paths::SessionName;
+use crate::protocol::exit;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
@@ -246,7 +247,7 @@ fn run_chained(chain: &[String], payload: &str) {
 }
 
 fn connect_quiet(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
-    Ok(ApiClient::connect(session)?.ok_or(EXIT_NO_SERVER))
+    Ok(ApiClient::connect(session)?.ok_or(exit::NO_SERVER))
 }
 
 #[cfg(test)]

@@ -9,11 +9,9 @@ use std::io::{BufRead, Write};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
 
-use super::api_client::{ApiClient, RemoteError};
+use crate::client::api::{ApiClient, RemoteError};
 use crate::paths::SessionName;
-
-pub const EXIT_NO_SERVER: i32 = 3;
-pub const EXIT_TIMEOUT: i32 = 4;
+use crate::protocol::exit;
 
 #[derive(Debug, Args)]
 pub struct Output {
@@ -214,7 +212,7 @@ fn connect(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
         Some(c) => Ok(Ok(c)),
         None => {
             eprintln!("herdr: no herdr server is running for session {session} (start one with `herdr` or `herdr server start`)");
-            Ok(Err(EXIT_NO_SERVER))
+            Ok(Err(exit::NO_SERVER))
         }
     }
 }
@@ -270,7 +268,7 @@ pub(super) fn call(
         Err(e) => match e.downcast_ref::<RemoteError>() {
             Some(r) if r.code == "timeout" => {
                 eprintln!("herdr: timed out: {}", r.message);
-                Ok(EXIT_TIMEOUT)
+                Ok(exit::TIMEOUT)
             }
             _ => Err(e),
         },

@@ -1,7 +1,6 @@
 //! Command-line interface: argument parsing and one small module per subcommand group.
 
 pub mod agent;
-pub mod api_client;
 pub mod control;
 pub mod server;
 
@@ -235,21 +234,4 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
-}
-
-/// Writes a line to stdout as `println!` does, without its panic when the reader has gone
-/// (`herdr … | head`): a line nobody can read is dropped and the command carries on (its
-/// exit code still says how it went).
-pub fn say_line(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_fmt(args).and_then(|_| out.write_all(b"\n"));
-}
-
-/// `println!` for everything herdr prints: see [`say_line`].
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {
-        $crate::cli::say_line(format_args!($($arg)*))
-    };
 }

@@ -4,8 +4,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::api_client::ApiClient;
 use super::ServerCommand;
+use crate::client::api::ApiClient;
+use crate::client::handoff::{hand_off, HandedOff};
 use crate::paths::SessionName;
 use crate::protocol::Role;
 
@@ -53,7 +54,7 @@ fn run_server(session: &SessionName, ready: Option<std::os::fd::OwnedFd>) -> any
         Ok(()) => Ok(0),
         Err(e) if e.is::<crate::server::SessionBusy>() => {
             eprintln!("herdr: {e}");
-            Ok(crate::server::SessionBusy::EXIT_CODE)
+            Ok(crate::protocol::exit::SESSION_BUSY)
         }
         Err(e) => Err(e),
     }
@@ -78,7 +79,7 @@ fn handoff(
             eprintln!(
                 "herdr: no herdr server is running for session {session}; nothing to hand off"
             );
-            Ok(3)
+            Ok(crate::protocol::exit::NO_SERVER)
         }
         Ok(HandedOff::Done { report, serving }) => {
             crate::say!("{report}");
@@ -102,72 +103,6 @@ fn handoff(
     }
 }
 
-pub(crate) enum HandedOff {
-    NoServer,
-    /// What happened, and who serves now (`None` if nobody answers yet).
-    Done {
-        report: String,
-        serving: Option<String>,
-    },
-}
-
-/// Asks a session's server to hand itself to `binary` (its own path if `None`), then
-/// checks which herdr serves afterwards.
-pub(crate) fn hand_off(
-    session: &SessionName,
-    binary: Option<&std::path::Path>,
-    expected_version: Option<String>,
-    expected_protocol: Option<u32>,
-) -> anyhow::Result<HandedOff> {
-    let Some(mut api) = ApiClient::connect(session)? else {
-        return Ok(HandedOff::NoServer);
-    };
-    let mut params = json!({});
-    if let Some(b) = binary {
-        params["binary"] = json!(b);
-    }
-    if let Some(v) = expected_version {
-        params["expected_version"] = json!(v);
-    }
-    if let Some(p) = expected_protocol {
-        params["expected_protocol"] = json!(p);
-    }
-    let done = api.call("server.live_handoff", params)?;
-    let report = format!(
-        "handed session {session} to herdr {} (pid {}): {} pane(s) in {} ms; no-return window {} ms",
-        done["version"].as_str().unwrap_or("?"),
-        done["pid"],
-        done["panes"],
-        done["total_ms"],
-        done["window_ms"],
-    );
-    // Say who serves now, as a user would check.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(Some(mut api)) = ApiClient::connect(session) {
-            if let Ok(st) = api.call("server.status", json!({})) {
-                let serving = format!(
-                    "herdr {} (protocol {}, pid {})",
-                    st["version"].as_str().unwrap_or("?"),
-                    st["protocol"],
-                    st["pid"]
-                );
-                return Ok(HandedOff::Done {
-                    report,
-                    serving: Some(serving),
-                });
-            }
-        }
-        if Instant::now() >= deadline {
-            return Ok(HandedOff::Done {
-                report,
-                serving: None,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
     let Some(mut api) = ApiClient::connect(session)? else {
         if as_json {
@@ -178,7 +113,7 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
         } else {
             crate::say!("no herdr server is running for session {session}");
         }
-        return Ok(3);
+        return Ok(crate::protocol::exit::NO_SERVER);
     };
     let mut st = api.call("server.status", json!({}))?;
     if as_json {

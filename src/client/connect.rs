@@ -171,7 +171,7 @@ pub fn connect_or_start_with(
             .as_mut()
             .and_then(|st| st.child.try_wait().ok().flatten())
         {
-            if status.code() != Some(crate::server::SessionBusy::EXIT_CODE) {
+            if status.code() != Some(crate::protocol::exit::SESSION_BUSY) {
                 anyhow::bail!(
                     "the herdr server for session {session} failed to start ({status}):\n{}",
                     log_tail(session)

@@ -3,7 +3,9 @@
 //! renders. It speaks over any byte stream; losing the stream is an event it handles
 //! (restore the terminal, say why, exit non-zero), never a hang.
 
+pub mod api;
 pub mod connect;
+pub mod handoff;
 pub mod notify;
 pub mod probe;
 pub mod terminal;

@@ -8,6 +8,7 @@
 //!
 //! A peer of another protocol version gets one clear sentence, never a hang or garbage.
 
+pub mod exit;
 pub mod frame;
 pub mod terminal;
 

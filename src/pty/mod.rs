@@ -20,10 +20,6 @@ use crate::term::Emulator;
 
 pub use actor::{Paused, Program, PtyEvent, PtyHandle, WriteError, MAX_INPUT_BYTES};
 
-/// Tests that count this process's fds must not overlap with tests that open some.
-#[cfg(test)]
-pub(crate) static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The shared emulator of one terminal: the actor feeds it, renderers read it. A
 /// `parking_lot` mutex, so a feeder that held it long can hand it straight to a waiting
 /// renderer (`MutexGuard::bump`), and a panicked holder does not poison it.

@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn spawn_keeps_exactly_one_pty_fd_and_leaks_nothing_into_the_child() {
         // Unit tests run in threads of one process: serialise the fd counting.
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let before = ptmx_fds();
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_a_clear_error() {
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let spec = SpawnSpec {

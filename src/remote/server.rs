@@ -5,7 +5,7 @@
 use anyhow::Context;
 
 use super::{RemoteArgs, Ssh};
-use crate::cli::control::EXIT_NO_SERVER;
+use crate::protocol::exit;
 use crate::protocol::{version, PROTOCOL_VERSION};
 
 /// `server status --json` of the session, with its exit code first.
@@ -43,7 +43,7 @@ pub fn parse_status(out: &str) -> anyhow::Result<Running> {
         .context("the host did not answer the status check")?;
     let rest: Vec<&str> = lines.collect();
     let text = rest.join("\n");
-    if rc == EXIT_NO_SERVER {
+    if rc == exit::NO_SERVER {
         return Ok(Running::Nothing);
     }
     // A server of another protocol refuses our status request's hello, and says who it is.

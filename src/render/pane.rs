@@ -18,8 +18,8 @@ use ratatui::style::{Color, Modifier, Style};
 
 use super::diff::{Extra, Frame};
 use crate::model::ids::TerminalId;
+use crate::model::Scroll;
 use crate::pty::{lock, SharedEmulator};
-use crate::server::Scroll;
 
 /// Per client: each visible terminal's rows as last drawn.
 #[derive(Debug, Default)]

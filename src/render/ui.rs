@@ -22,9 +22,9 @@ use crate::bindings::Bindings;
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{DividerId, SplitDir};
 use crate::model::state::TerminalState;
+use crate::model::Scroll;
 use crate::model::{AppState, Tab};
 use crate::pty::{lock, TerminalRuntimeRegistry};
-use crate::server::Scroll;
 
 pub(super) const ACCENT: Color = Color::Green;
 pub(super) const MUTED: Color = Color::DarkGray;

@@ -3,13 +3,14 @@
 //! workspaces, drag dividers; the wheel scrolls history. Scroll/copy mode keys live here
 //! too.
 
-use super::{ClientId, Mode, Scroll, Server};
+use super::{ClientId, Mode, Server};
 use crate::bindings::Action;
 use crate::input::keys::{Key, KeyCode};
 use crate::input::mouse::{encode_for_pane, MouseButton, MouseEvent, MouseKind};
 use crate::input::parse::Token;
 use crate::model::ids::TerminalId;
 use crate::model::layout::{Side, SplitDir};
+use crate::model::Scroll;
 use crate::render::ui::{self, Hit, Overlay};
 
 /// A paste in progress (it may come in pieces): where it goes and how.

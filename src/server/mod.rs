@@ -35,7 +35,7 @@ use crate::bindings::Bindings;
 use crate::config::Config;
 use crate::input::parse::InputParser;
 use crate::model::ids::TerminalId;
-use crate::model::AppState;
+use crate::model::{AppState, Scroll};
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg};
 use crate::pty::{PtyEvent, TerminalRuntimeRegistry};
@@ -165,15 +165,6 @@ pub(crate) struct Client {
     /// Notifications and bells its writer had no room for: sent ahead of its next frame
     /// (at most `notify::MAX_OWED` bytes).
     owed: Vec<u8>,
-}
-
-/// Scroll/copy mode of one terminal (shared by every client looking at it, like tmux).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scroll {
-    /// The highlighted line, as rows from the top of the visible screen.
-    pub cursor: u16,
-    /// Where a selection started: (absolute line from the bottom of history).
-    pub mark: Option<i64>,
 }
 
 pub struct Server {

@@ -340,7 +340,7 @@ mod tests {
 
     #[test]
     fn a_split_whose_program_cannot_start_leaves_the_layout_unchanged() {
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut s = server();
@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn updating_a_frame_in_place_matches_composing_it_afresh() {
         use crate::render::ui::{self, ComposeCache, Overlay};
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         // Programs that print nothing by themselves: only the test writes to the screens.
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn an_older_title_event_never_replaces_a_newer_title() {
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut s = server();
@@ -534,7 +534,7 @@ mod tests {
     #[test]
     fn tiny_and_absurd_sizes_never_crash_the_renderer() {
         use crate::render::ui::{self, ComposeCache, Overlay};
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut s = server();

@@ -57,15 +57,11 @@ pub(crate) fn bind_socket(socket: &std::path::Path) -> anyhow::Result<UnixListen
 }
 
 /// Another server holds the session: `herdr server run` exits with
-/// [`SessionBusy::EXIT_CODE`], so whoever started it knows to wait for that one.
+/// [`crate::protocol::exit::SESSION_BUSY`], so whoever started it knows to wait for that
+/// one.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct SessionBusy(String);
-
-impl SessionBusy {
-    /// EX_TEMPFAIL.
-    pub const EXIT_CODE: i32 = 75;
-}
 
 /// Held for the life of a server: the session's lock file, exclusively locked.
 pub struct SessionLock(std::os::fd::OwnedFd);

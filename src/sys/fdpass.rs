@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn many_descriptors_travel_in_batches_and_stay_usable() {
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let (a, b) = UnixStream::pair().unwrap();
@@ -235,7 +235,7 @@ mod tests {
         claim: u32,
         receive: impl Fn(&UnixStream) -> io::Error,
     ) -> io::Error {
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let (a, b) = UnixStream::pair().unwrap();

@@ -18,6 +18,10 @@ pub mod nofile;
 pub mod pty;
 pub mod tty;
 
+/// Tests that count this process's fds must not overlap with tests that open some.
+#[cfg(test)]
+pub(crate) static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn errno_to_io(e: Errno) -> io::Error {
     io::Error::from_raw_os_error(e as i32)
 }
@@ -495,7 +499,7 @@ mod tests {
 
     #[test]
     fn dup_is_cloexec_and_winsize_round_trips_on_a_real_pty() {
-        let _guard = crate::pty::TEST_FD_LOCK
+        let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let pair = portable_pty::native_pty_system()

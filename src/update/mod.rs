@@ -13,16 +13,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cli::api_client::ApiClient;
-use crate::cli::server::{hand_off, HandedOff};
+use crate::client::api::ApiClient;
+use crate::client::handoff::{hand_off, HandedOff};
 use crate::paths::SessionName;
 use crate::protocol::version;
 use download::Http;
 use install::Staged;
 use manifest::{Channel, Manifest, Version};
-
-/// Exit code when the binary was updated but a running server still needs a decision.
-pub const EXIT_SERVERS_LEFT: i32 = 5;
 
 pub struct UpdateArgs {
     pub handoff: bool,
@@ -321,6 +318,6 @@ fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
     if left.is_empty() {
         0
     } else {
-        EXIT_SERVERS_LEFT
+        crate::protocol::exit::SERVERS_LEFT
     }
 }

@@ -227,7 +227,7 @@ fn a_paused_terminal_leaves_output_to_the_next_reader_and_hands_over_its_input()
 
 #[test]
 fn a_preserved_program_outlives_its_closed_terminal() {
-    let _guard = crate::pty::TEST_FD_LOCK
+    let _guard = crate::sys::TEST_FD_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let spec = crate::pty::spawn::SpawnSpec {

@@ -1,0 +1,75 @@
+//! Asking a running server for a live handoff and checking who serves afterwards: used by
+//! `herdr server handoff` and by `herdr update --handoff`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::api::ApiClient;
+use crate::paths::SessionName;
+
+pub enum HandedOff {
+    NoServer,
+    /// What happened, and who serves now (`None` if nobody answers yet).
+    Done {
+        report: String,
+        serving: Option<String>,
+    },
+}
+
+/// Asks a session's server to hand itself to `binary` (its own path if `None`), then
+/// checks which herdr serves afterwards.
+pub fn hand_off(
+    session: &SessionName,
+    binary: Option<&std::path::Path>,
+    expected_version: Option<String>,
+    expected_protocol: Option<u32>,
+) -> anyhow::Result<HandedOff> {
+    let Some(mut api) = ApiClient::connect(session)? else {
+        return Ok(HandedOff::NoServer);
+    };
+    let mut params = json!({});
+    if let Some(b) = binary {
+        params["binary"] = json!(b);
+    }
+    if let Some(v) = expected_version {
+        params["expected_version"] = json!(v);
+    }
+    if let Some(p) = expected_protocol {
+        params["expected_protocol"] = json!(p);
+    }
+    let done = api.call("server.live_handoff", params)?;
+    let report = format!(
+        "handed session {session} to herdr {} (pid {}): {} pane(s) in {} ms; no-return window {} ms",
+        done["version"].as_str().unwrap_or("?"),
+        done["pid"],
+        done["panes"],
+        done["total_ms"],
+        done["window_ms"],
+    );
+    // Say who serves now, as a user would check.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(mut api)) = ApiClient::connect(session) {
+            if let Ok(st) = api.call("server.status", json!({})) {
+                let serving = format!(
+                    "herdr {} (protocol {}, pid {})",
+                    st["version"].as_str().unwrap_or("?"),
+                    st["protocol"],
+                    st["pid"]
+                );
+                return Ok(HandedOff::Done {
+                    report,
+                    serving: Some(serving),
+                });
+            }
+        }
+        if Instant::now() >= deadline {
+            return Ok(HandedOff::Done {
+                report,
+                serving: None,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
