@@ -12,6 +12,10 @@ const BELOW_SERVER: &[&str] = &[
     "client", "render", "model", "term", "pty", "protocol", "input",
 ];
 
+/// Modules the renderer must not import: it composes frames from the values and screens
+/// it is given, never from the registry of terminals or their locks.
+const NOT_FOR_RENDER: &[&str] = &["server", "pty", "sys"];
+
 /// Top-level module → (module it imports → the first file that does).
 type Graph = BTreeMap<String, BTreeMap<String, PathBuf>>;
 
@@ -187,6 +191,19 @@ fn the_layers_below_the_server_never_import_it() {
         "server is imported by: {}",
         users.join(", ")
     );
+}
+
+#[test]
+fn the_renderer_is_given_what_it_draws() {
+    let graph = graph();
+    let reached: Vec<String> = NOT_FOR_RENDER
+        .iter()
+        .filter_map(|m| {
+            let file = graph.get("render")?.get(*m)?;
+            Some(format!("{m} ({})", shown(file)))
+        })
+        .collect();
+    assert!(reached.is_empty(), "render imports: {}", reached.join(", "));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
-use super::ui::{
+use super::view::{
     sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label, title_of, Overlay,
     SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
 };

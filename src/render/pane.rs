@@ -19,7 +19,7 @@ use ratatui::style::{Color, Modifier, Style};
 use super::diff::{Extra, Frame};
 use crate::model::ids::TerminalId;
 use crate::model::Scroll;
-use crate::pty::{lock, SharedEmulator};
+use crate::term::Emulator;
 
 /// Per client: each visible terminal's rows as last drawn.
 #[derive(Debug, Default)]
@@ -65,16 +65,15 @@ pub fn vt_color(c: crate::term::vt::Color) -> Color {
 pub fn draw_pane(
     frame: &mut Frame,
     rect: Rect,
-    tid: TerminalId,
-    emu: &SharedEmulator,
+    (tid, emu): (TerminalId, &mut Emulator),
     scroll: Option<&Scroll>,
+    now: Instant,
     cache: &mut RowCache,
     dirty: &mut [bool],
 ) -> PaneCursor {
-    let mut emu = lock(emu);
     // While its program holds synchronized output on, a pane shows the frame it last
     // finished (for a while at most: then what it has drawn so far).
-    emu.settle_sync(Instant::now());
+    emu.settle_sync(now);
     if let Some(due) = emu.sync_deadline() {
         cache.sync_due = Some(cache.sync_due.map_or(due, |d| d.min(due)));
     }
@@ -314,7 +313,7 @@ mod tests {
     #[test]
     fn incremental_drawing_matches_a_fresh_drawing() {
         let rect = Rect::new(3, 1, 20, 5);
-        let emu: SharedEmulator = crate::pty::shared(Emulator::new(5, 20, 100));
+        let mut emu = Emulator::new(5, 20, 100);
         let tid = TerminalId(1);
         let mut cache = RowCache::default();
         let mut buf = Frame::new(30, 8);
@@ -326,15 +325,23 @@ mod tests {
             b"\r\n1\r\n2\r\n3\r\n4\r\n5",
         ];
         for step in steps {
-            lock(&emu).process(step);
-            draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
+            emu.process(step);
+            draw_pane(
+                &mut buf,
+                rect,
+                (tid, &mut emu),
+                None,
+                Instant::now(),
+                &mut cache,
+                &mut [false; 8],
+            );
             let mut fresh = Frame::new(30, 8);
             draw_pane(
                 &mut fresh,
                 rect,
-                tid,
-                &emu,
+                (tid, &mut emu),
                 None,
+                Instant::now(),
                 &mut RowCache::default(),
                 &mut [false; 8],
             );
@@ -346,28 +353,29 @@ mod tests {
     #[test]
     fn a_pane_under_synchronized_output_shows_its_last_finished_frame() {
         let rect = Rect::new(0, 0, 10, 3);
-        let emu: SharedEmulator = crate::pty::shared(Emulator::new(3, 10, 100));
+        let mut emu = Emulator::new(3, 10, 100);
         let tid = TerminalId(1);
         let mut cache = RowCache::default();
         let mut buf = Frame::new(rect.width, rect.height);
-        let draw = |buf: &mut Frame, cache: &mut RowCache| {
-            draw_pane(buf, rect, tid, &emu, None, cache, &mut [false; 3]).pos
+        let draw = |buf: &mut Frame, emu: &mut Emulator, cache: &mut RowCache| {
+            let now = Instant::now();
+            draw_pane(buf, rect, (tid, emu), None, now, cache, &mut [false; 3]).pos
         };
-        lock(&emu).process(b"frame 1\r\nrow 2");
-        draw(&mut buf, &mut cache);
-        lock(&emu).process(b"\x1b[?2026h\x1b[2J\x1b[Hframe 2");
-        let cursor = draw(&mut buf, &mut cache);
+        emu.process(b"frame 1\r\nrow 2");
+        draw(&mut buf, &mut emu, &mut cache);
+        emu.process(b"\x1b[?2026h\x1b[2J\x1b[Hframe 2");
+        let cursor = draw(&mut buf, &mut emu, &mut cache);
         assert_eq!(text(&buf, rect), ["frame 1", "row 2", ""]);
         assert_eq!(cursor, Some((5, 1)), "the cursor where that frame left it");
         assert!(cache.sync_due.is_some(), "a frame is due when it times out");
         // Drawn afresh too (a new client, a changed layout).
         let mut fresh = Frame::new(rect.width, rect.height);
         let mut nothing = RowCache::default();
-        draw(&mut fresh, &mut nothing);
+        draw(&mut fresh, &mut emu, &mut nothing);
         assert_eq!(fresh, buf);
-        lock(&emu).process(b"\x1b[?2026l");
+        emu.process(b"\x1b[?2026l");
         cache.sync_due = None;
-        draw(&mut buf, &mut cache);
+        draw(&mut buf, &mut emu, &mut cache);
         assert_eq!(text(&buf, rect), ["frame 2", "", ""]);
         assert!(cache.sync_due.is_none());
     }
@@ -384,18 +392,18 @@ mod tests {
             let (rows, cols) = (6u16, 12u16);
             let rect = Rect::new(2, 1, cols, rows);
             let area = (cols + 4, rows + 2);
-            let emu: SharedEmulator = crate::pty::shared(Emulator::new(rows, cols, 50));
+            let mut emu = Emulator::new(rows, cols, 50);
             let tid = TerminalId(1);
             let mut cache = RowCache::default();
             let mut buf = Frame::new(area.0, area.1);
             let out = joined(PIECES, &picks);
             for (now, done) in slices(&out, &cuts) {
-                lock(&emu).process(now);
+                emu.process(now);
                 let shown = String::from_utf8_lossy(&out[..done]).into_owned();
-                draw_pane(&mut buf, rect, tid, &emu, None, &mut cache, &mut [false; 8]);
+                draw_pane(&mut buf, rect, (tid, &mut emu), None, Instant::now(), &mut cache, &mut [false; 8]);
                 let mut fresh = Frame::new(area.0, area.1);
                 let mut nothing = RowCache::default();
-                draw_pane(&mut fresh, rect, tid, &emu, None, &mut nothing, &mut [false; 8]);
+                draw_pane(&mut fresh, rect, (tid, &mut emu), None, Instant::now(), &mut nothing, &mut [false; 8]);
                 proptest::prop_assert_eq!(text(&buf, rect), text(&fresh, rect), "after {:?}", shown);
                 proptest::prop_assert!(buf == fresh, "styles differ after {:?}", shown);
             }

@@ -1,13 +1,7 @@
 //! Composes one client's view: sidebar (workspaces and their tabs), tab bar, panes with
-//! dividers, status line, and overlays (prefix indicator, help). Pure with respect to the
-//! outside world: it reads state and emulator screens and returns a [`Frame`].
-//!
-//! Screen layout (cols × rows): the status line is the last row; the sidebar (if shown)
-//! takes `sidebar` columns on the left above it, its last column a divider; the tab bar is
-//! the first row right of the sidebar; panes fill the rest. `pane_area`, `compose` and
-//! `hit_test` share these rules, so a click lands where the user saw the thing.
-
-use std::collections::BTreeMap;
+//! dividers, status line, and overlays (prefix indicator, help). Pure: it reads the
+//! [`View`] it is given (values, and the screens lent through [`Screens`]) and returns a
+//! [`Frame`], or brings the last one up to date; no registry, lock or clock of its own.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -18,250 +12,11 @@ use super::chrome::{
 };
 use super::diff::Frame;
 use super::pane::{draw_pane, PaneCursor, RowCache};
-use crate::bindings::Bindings;
+use super::view::{pane_area, tab_geometry, with_screen, Overlay, View, ACCENT, MUTED};
 use crate::model::ids::{PaneId, TerminalId};
-use crate::model::layout::{DividerId, SplitDir};
-use crate::model::state::TerminalState;
+use crate::model::layout::SplitDir;
 use crate::model::Scroll;
 use crate::model::{AppState, Tab};
-use crate::pty::{lock, TerminalRuntimeRegistry};
-
-pub(super) const ACCENT: Color = Color::Green;
-pub(super) const MUTED: Color = Color::DarkGray;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overlay {
-    None,
-    Prefix,
-    Help,
-}
-
-pub struct View<'a> {
-    pub session: &'a str,
-    pub state: &'a AppState,
-    pub runtimes: &'a TerminalRuntimeRegistry,
-    pub bindings: &'a Bindings,
-    pub scroll: &'a BTreeMap<TerminalId, Scroll>,
-    /// Sidebar width in columns (0 = hidden).
-    pub sidebar: u16,
-    pub message: Option<&'a str>,
-    pub overlay: Overlay,
-}
-
-/// What is under a screen position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hit {
-    Workspace(usize),
-    Tab(usize, usize),
-    /// An agent's line in the sidebar: its pane.
-    Agent(usize, usize, PaneId),
-    Divider(DividerId),
-    /// A pane and the position inside it.
-    Pane(PaneId, u16, u16),
-}
-
-pub fn pane_area((cols, rows): (u16, u16), sidebar: u16) -> Rect {
-    let sidebar = sidebar.min(cols);
-    Rect {
-        x: sidebar,
-        y: 1,
-        width: cols - sidebar,
-        height: rows.saturating_sub(2),
-    }
-}
-
-pub(super) fn tab_bar_area((cols, rows): (u16, u16), sidebar: u16) -> Rect {
-    let sidebar = sidebar.min(cols);
-    Rect {
-        x: sidebar,
-        y: 0,
-        width: cols - sidebar,
-        height: rows.min(1),
-    }
-}
-
-/// The rectangles of the panes visible in a tab (the zoomed pane alone, if zoomed).
-pub fn tab_geometry(tab: &Tab, area: Rect) -> Vec<(PaneId, Rect)> {
-    if tab.zoomed {
-        vec![(tab.focused, area)]
-    } else {
-        tab.layout.geometry(area)
-    }
-}
-
-pub(super) enum SidebarEntry {
-    Workspace(usize),
-    Tab(usize, usize),
-    /// A pane of that tab running an agent with a known state: one line each.
-    Agent(usize, usize, PaneId),
-}
-
-pub(super) fn sidebar_entries(state: &AppState) -> Vec<SidebarEntry> {
-    let mut out = Vec::new();
-    for (wi, ws) in state.workspaces.iter().enumerate() {
-        out.push(SidebarEntry::Workspace(wi));
-        for (ti, tab) in ws.tabs.iter().enumerate() {
-            out.push(SidebarEntry::Tab(wi, ti));
-            for pane in tab.layout.panes() {
-                if state.agent_state(pane).is_some() {
-                    out.push(SidebarEntry::Agent(wi, ti, pane));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Row of the first sidebar entry (row 0 holds the session name).
-pub(super) const SIDEBAR_FIRST_ROW: u16 = 2;
-
-/// The label of a tab: its name, else the title of its focused pane's program.
-pub fn tab_label(state: &AppState, tab: &Tab) -> String {
-    let label = match (&tab.name, state.panes.get(&tab.focused).map(|p| p.terminal)) {
-        (Some(name), _) => name.clone(),
-        (None, Some(tid)) => terminal_title(state, tid),
-        (None, None) => String::new(),
-    };
-    // The most urgent agent state in the tab, as a badge: blocked agents wait for the user;
-    // and a bell rung there while nobody looked (tmux's bell flag).
-    let label = match tab_agent_state(state, tab) {
-        Some(s) => format!("{label} [{s}]"),
-        None => label,
-    };
-    match tab_rang(state, tab) {
-        true => format!("{label} [bell]"),
-        false => label,
-    }
-}
-
-/// Whether a pane of the tab rang its bell while no client showed it.
-pub fn tab_rang(state: &AppState, tab: &Tab) -> bool {
-    let mut rang = false;
-    tab.layout.for_each_pane(|p| {
-        rang |= state.panes.get(&p).is_some_and(|ps| ps.bell);
-    });
-    rang
-}
-
-/// The agent state that most needs attention among a tab's panes (states other than these
-/// four are not shown).
-pub fn tab_agent_state<'a>(state: &'a AppState, tab: &Tab) -> Option<&'a str> {
-    const ORDER: [&str; 4] = ["blocked", "done", "working", "idle"];
-    let mut most: Option<(usize, &'a str)> = None;
-    tab.layout.for_each_pane(|p| {
-        let Some(s) = state.agent_state(p) else {
-            return;
-        };
-        if let Some(rank) = ORDER.iter().position(|o| *o == s) {
-            if most.is_none_or(|(r, _)| rank < r) {
-                most = Some((rank, s));
-            }
-        }
-    });
-    most.map(|(_, s)| s)
-}
-
-pub fn terminal_title(state: &AppState, tid: TerminalId) -> String {
-    match state.terminals.get(&tid) {
-        Some(t) => title_of(t).to_string(),
-        None => "shell".into(),
-    }
-}
-
-/// A terminal's title: the one its program set, else its program's name. From the session
-/// state, which the title events keep: never from the emulator, whose lock a busy pane's
-/// I/O thread may hold (every frame looks at the title of every tab).
-pub(super) fn title_of(term: &TerminalState) -> &str {
-    if !term.title.is_empty() {
-        return &term.title;
-    }
-    match term.argv.first() {
-        Some(argv0) => argv0.rsplit('/').next().unwrap_or(argv0),
-        None => "shell",
-    }
-}
-
-pub(super) fn tab_bar_items(view: &View<'_>, area: Rect) -> Vec<(Rect, usize, String)> {
-    let mut out = Vec::new();
-    let Some(ws) = view.state.active_workspace() else {
-        return out;
-    };
-    let mut x = area.x;
-    for (i, tab) in ws.tabs.iter().enumerate() {
-        let label: String = tab_label(view.state, tab).chars().take(24).collect();
-        let text = format!(" {}:{} ", i + 1, label);
-        let w = text.chars().count() as u16;
-        if x >= area.right() {
-            break;
-        }
-        let width = w.min(area.right() - x);
-        out.push((
-            Rect {
-                x,
-                y: area.y,
-                width,
-                height: 1,
-            },
-            i,
-            text,
-        ));
-        x = x.saturating_add(w);
-    }
-    out
-}
-
-pub fn hit_test(state: &AppState, size: (u16, u16), sidebar: u16, x: u16, y: u16) -> Option<Hit> {
-    if y + 1 >= size.1 {
-        return None; // status line
-    }
-    if x < sidebar {
-        if y < SIDEBAR_FIRST_ROW || x + 1 == sidebar {
-            return None;
-        }
-        return match sidebar_entries(state).get(usize::from(y - SIDEBAR_FIRST_ROW))? {
-            SidebarEntry::Workspace(w) => Some(Hit::Workspace(*w)),
-            SidebarEntry::Tab(w, t) => Some(Hit::Tab(*w, *t)),
-            SidebarEntry::Agent(w, t, p) => Some(Hit::Agent(*w, *t, *p)),
-        };
-    }
-    let tab = state.active_tab()?;
-    if y == 0 {
-        // Tab bar: labels have the same widths as drawn (numbers and titles), which the
-        // caller cannot know without runtimes; approximate by equal split is wrong, so
-        // the server resolves tab-bar clicks through `tab_bar_hit`.
-        return None;
-    }
-    let area = pane_area(size, sidebar);
-    if !tab.zoomed {
-        for d in tab.layout.dividers(area) {
-            if contains(d.rect, x, y) {
-                return Some(Hit::Divider(d.id));
-            }
-        }
-    }
-    for (pane, rect) in tab_geometry(tab, area) {
-        if contains(rect, x, y) {
-            return Some(Hit::Pane(pane, x - rect.x, y - rect.y));
-        }
-    }
-    None
-}
-
-/// Which tab of the active workspace is under (x, y) in the tab bar.
-pub fn tab_bar_hit(view: &View<'_>, size: (u16, u16), x: u16, y: u16) -> Option<usize> {
-    let area = tab_bar_area(size, view.sidebar);
-    if y != area.y {
-        return None;
-    }
-    tab_bar_items(view, area)
-        .into_iter()
-        .find(|(r, _, _)| contains(*r, x, y))
-        .map(|(_, i, _)| i)
-}
-
-fn contains(r: Rect, x: u16, y: u16) -> bool {
-    x >= r.x && x < r.right() && y >= r.y && y < r.bottom()
-}
 
 /// What a client's frame was laid out from. While it stays the same, the next frame is
 /// the previous one with only the changed parts redrawn.
@@ -367,9 +122,9 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
         .filter_map(|(p, _)| view.state.panes.get(p).map(|ps| ps.terminal))
         .filter_map(|tid| {
             let st = *view.scroll.get(&tid)?;
-            let rt = view.runtimes.get(tid)?;
-            let emu = lock(&rt.emulator);
-            Some((tid, st, emu.scrollback(), emu.history_len()))
+            with_screen(view.screens, tid, |emu| {
+                (tid, st, emu.scrollback(), emu.history_len())
+            })
         })
         .collect();
     LayoutKey {
@@ -413,19 +168,21 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
             let Some(tid) = view.state.panes.get(&pane).map(|p| p.terminal) else {
                 continue;
             };
-            let Some(rt) = view.runtimes.get(tid) else {
+            let scroll = view.scroll.get(&tid);
+            let drawn = with_screen(view.screens, tid, |emu| {
+                draw_pane(
+                    &mut frame,
+                    rect,
+                    (tid, emu),
+                    scroll,
+                    view.now,
+                    &mut cache.rows,
+                    &mut dirty,
+                )
+            });
+            let Some(cursor) = drawn else {
                 continue;
             };
-            let scroll = view.scroll.get(&tid);
-            let cursor = draw_pane(
-                &mut frame,
-                rect,
-                tid,
-                &rt.emulator,
-                scroll,
-                &mut cache.rows,
-                &mut dirty,
-            );
             if pane == tab.focused {
                 highlight_border(&mut frame.buffer, rect, area);
                 apply_cursor(
@@ -514,10 +271,20 @@ pub fn compose_update(
             let Some(tid) = view.state.panes.get(&pane).map(|p| p.terminal) else {
                 continue;
             };
-            let Some(rt) = view.runtimes.get(tid) else {
+            let drawn = with_screen(view.screens, tid, |emu| {
+                draw_pane(
+                    frame,
+                    rect,
+                    (tid, emu),
+                    None,
+                    view.now,
+                    &mut cache.rows,
+                    dirty,
+                )
+            });
+            let Some(cursor) = drawn else {
                 continue;
             };
-            let cursor = draw_pane(frame, rect, tid, &rt.emulator, None, &mut cache.rows, dirty);
             if pane == tab.focused {
                 apply_cursor(frame, &cursor, true);
             }

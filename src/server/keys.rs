@@ -11,7 +11,7 @@ use crate::input::parse::Token;
 use crate::model::ids::TerminalId;
 use crate::model::layout::{Side, SplitDir};
 use crate::model::Scroll;
-use crate::render::ui::{self, Hit, Overlay};
+use crate::render::view::{self, Hit, Overlay};
 
 /// A paste in progress (it may come in pieces): where it goes and how.
 #[derive(Debug, Clone, Copy)]
@@ -390,7 +390,7 @@ impl Server {
             }
             return;
         }
-        let view_hit = ui::hit_test(&self.state, self.size, self.sidebar_width(), ev.x, ev.y);
+        let view_hit = view::hit_test(&self.state, self.size, self.sidebar_width(), ev.x, ev.y);
         match view_hit {
             Some(Hit::Workspace(i)) if is_click(&ev) => {
                 self.state.select_workspace(i);
@@ -412,7 +412,7 @@ impl Server {
             Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(pane, x, y, ev),
             None if is_click(&ev) => {
                 if let Some(t) =
-                    ui::tab_bar_hit(&self.view(Overlay::None, None), self.size, ev.x, ev.y)
+                    view::tab_bar_hit(&self.view(Overlay::None, None), self.size, ev.x, ev.y)
                 {
                     self.state.select_tab(t);
                 }

@@ -40,7 +40,8 @@ use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg};
 use crate::pty::{PtyEvent, TerminalRuntimeRegistry};
 use crate::render::diff::Frame;
-use crate::render::ui::{self, Overlay, View};
+use crate::render::ui;
+use crate::render::view::{Overlay, View};
 
 pub use conn::ClientId;
 use conn::{Acceptor, ApiWriter, ClientWriter};
@@ -621,12 +622,13 @@ impl Server {
         View {
             session: self.session.as_str(),
             state: &self.state,
-            runtimes: &self.runtimes,
+            screens: &self.runtimes,
             bindings: &self.bindings,
             scroll: &self.scroll,
             sidebar: self.sidebar_width(),
             message,
             overlay,
+            now: Instant::now(),
         }
     }
 

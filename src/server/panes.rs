@@ -17,7 +17,7 @@ use crate::model::TerminalState;
 use crate::pty::actor::ActorParts;
 use crate::pty::spawn::{spawn, SpawnError, SpawnSpec};
 use crate::pty::{Program, PtyHandle, TerminalRuntime};
-use crate::render::ui;
+use crate::render::view;
 use crate::term::Emulator;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +42,7 @@ fn io_reason(e: &std::io::Error) -> String {
 impl Server {
     /// The rectangle the panes of a tab share, at the session size.
     pub(crate) fn pane_area(&self) -> Rect {
-        ui::pane_area(self.size, self.sidebar_width())
+        view::pane_area(self.size, self.sidebar_width())
     }
 
     fn spawn_terminal(
@@ -380,7 +380,8 @@ mod tests {
 
     #[test]
     fn updating_a_frame_in_place_matches_composing_it_afresh() {
-        use crate::render::ui::{self, ComposeCache, Overlay};
+        use crate::render::ui::{self, ComposeCache};
+        use crate::render::view::Overlay;
         let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -533,7 +534,8 @@ mod tests {
 
     #[test]
     fn tiny_and_absurd_sizes_never_crash_the_renderer() {
-        use crate::render::ui::{self, ComposeCache, Overlay};
+        use crate::render::ui::{self, ComposeCache};
+        use crate::render::view::Overlay;
         let _guard = crate::sys::TEST_FD_LOCK
             .lock()
             .unwrap_or_else(|e| e.into_inner());

@@ -3,7 +3,21 @@
 
 use super::{ClientId, Mode, Server};
 use crate::render::diff::{self, Frame};
-use crate::render::ui::{self, Overlay};
+use crate::render::ui;
+use crate::render::view::{Overlay, Screens};
+
+/// Frames are drawn from the live emulators, each locked while its pane is drawn.
+impl Screens for crate::pty::TerminalRuntimeRegistry {
+    fn with(
+        &self,
+        tid: crate::model::ids::TerminalId,
+        draw: &mut dyn FnMut(&mut crate::term::Emulator),
+    ) {
+        if let Some(rt) = self.get(tid) {
+            draw(&mut crate::pty::lock(&rt.emulator));
+        }
+    }
+}
 
 impl Server {
     pub(super) fn render(&mut self) {

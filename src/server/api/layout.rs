@@ -7,7 +7,7 @@ use super::{now, ApiError, ApiResult};
 use crate::model::ids::PaneId;
 use crate::model::layout::{Side, SplitDir};
 use crate::model::state::PanePos;
-use crate::render::ui;
+use crate::render::view;
 use crate::server::Server;
 
 fn cwd_param(p: &Value) -> Result<Option<std::path::PathBuf>, ApiError> {
@@ -98,7 +98,7 @@ impl Server {
             "id": tab.no.to_string(),
             "workspace": ws.no.to_string(),
             "name": tab.name,
-            "title": ui::tab_label(&self.state, tab),
+            "title": view::tab_label(&self.state, tab),
             "focused": pos.workspace == self.state.active && pos.tab == ws.active,
             "panes": tab.layout.panes().iter().map(|p| self.pane_no(*p)).collect::<Vec<_>>(),
             "zoomed": tab.zoomed,
@@ -199,7 +199,7 @@ impl Server {
             "id": ps.no.to_string(),
             "workspace": ws.no.to_string(),
             "tab": tab.no.to_string(),
-            "title": ui::terminal_title(&self.state, ps.terminal),
+            "title": view::terminal_title(&self.state, ps.terminal),
             "label": ps.label,
             "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
             "pid": rt.and_then(|r| r.pid),
@@ -288,7 +288,7 @@ impl Server {
             "session_path": path,
             "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
             "pid": term.agent_pid,
-            "title": ui::terminal_title(&self.state, ps.terminal),
+            "title": view::terminal_title(&self.state, ps.terminal),
             "error": term.agent_error,
         }))
     }
