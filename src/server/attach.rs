@@ -31,10 +31,10 @@ impl Server {
         if let Some(mut env) = env {
             // Only what belongs to where the client is; never HERDR_* and the like.
             env.retain(|k, _| crate::protocol::ATTACH_ENV.contains(&k.as_str()));
-            self.attach_env = Some(env);
+            self.session.attach_env = Some(env);
         }
         let size = panes::sane_size(size);
-        if self.state.workspaces.is_empty() {
+        if self.session.state.workspaces.is_empty() {
             if let Err(e) = self.create_workspace(None, None) {
                 writer.send_last(ServerMsg::Exit(e.to_string()).encode());
                 return;
@@ -42,7 +42,7 @@ impl Server {
         }
         let mut decoder = crate::protocol::frame::Decoder::default();
         decoder.push(&pending);
-        self.clients.insert(
+        self.clients.by_id.insert(
             id,
             Client {
                 writer,
@@ -60,7 +60,10 @@ impl Server {
                 paste: None,
                 bindings,
                 keys: terminal.keys,
-                notify: super::notify::client_style(&self.config.notify_terminal, terminal.notify),
+                notify: super::notify::client_style(
+                    &self.session.config.notify_terminal,
+                    terminal.notify,
+                ),
                 owed: Vec::new(),
                 focused: true,
                 consumed: Vec::new(),
@@ -69,7 +72,7 @@ impl Server {
                 spare_stale: Vec::new(),
             },
         );
-        self.active_client = Some(id);
+        self.clients.active = Some(id);
         self.set_size(size);
         self.request_render();
     }
@@ -100,8 +103,9 @@ impl Server {
     /// The key bindings that apply to a client's keys.
     pub(crate) fn bindings_of(&self, id: ClientId) -> &Bindings {
         self.clients
+            .by_id
             .get(&id)
             .and_then(|c| c.bindings.as_ref())
-            .unwrap_or(&self.bindings)
+            .unwrap_or(&self.session.bindings)
     }
 }

@@ -166,11 +166,16 @@ impl Server {
         // Each client's connection, and its terminal when it handed that over; then the
         // terminal lent to this thread, if any.
         let mut sources: Vec<(ClientId, bool)> = Vec::new();
-        let lent = self.lent.is_some();
+        let lent = self.clients.lent.is_some();
         let ready = {
             use std::os::fd::AsFd;
-            let mut fds = vec![self.wake.fd()];
-            for (id, c) in self.clients.iter().filter(|(_, c)| c.backlog.wants_more()) {
+            let mut fds = vec![self.events.wake.fd()];
+            for (id, c) in self
+                .clients
+                .by_id
+                .iter()
+                .filter(|(_, c)| c.backlog.wants_more())
+            {
                 fds.push(c.reader.as_fd());
                 sources.push((*id, false));
                 if let Some(tty) = &c.tty {
@@ -190,7 +195,7 @@ impl Server {
         };
         if ready[0] {
             // Before the queue is read, so no event's wake-up is lost.
-            self.wake.drain();
+            self.events.wake.drain();
         }
         // The lent terminal first: its echo is what a keystroke waits for.
         if lent && ready.last().copied().unwrap_or(false) {
@@ -205,6 +210,7 @@ impl Server {
         }
         let waiting: Vec<ClientId> = self
             .clients
+            .by_id
             .iter()
             .filter(|(_, c)| !c.backlog.is_empty())
             .map(|(id, _)| *id)
@@ -218,6 +224,7 @@ impl Server {
     /// a frame not whole yet, or an escape sequence the tokenizer waits to complete).
     pub(super) fn input_waiting(&self) -> bool {
         self.clients
+            .by_id
             .values()
             .any(|c| !c.backlog.is_empty() || c.input_flush_at.is_some() || c.decoder.holds_part())
     }
@@ -231,6 +238,7 @@ impl Server {
         // A terminal with extended key reporting sends the prefix as an escape sequence.
         let extended = self
             .clients
+            .by_id
             .get(&id)
             .is_some_and(|c| c.keys != crate::protocol::terminal::KeyProtocol::Legacy);
         let prefix = match extended {
@@ -241,6 +249,7 @@ impl Server {
         while budget > 0 {
             let Some((item, cost)) = self
                 .clients
+                .by_id
                 .get_mut(&id)
                 .and_then(|c| c.backlog.next(budget, prefix))
             else {
@@ -250,7 +259,7 @@ impl Server {
             match item {
                 Queued::Msg(msg) => self.handle_guarded(Event::ClientMsg(id, msg)),
                 Queued::Gone(reason) => {
-                    if let Some(c) = self.clients.get(&id) {
+                    if let Some(c) = self.clients.by_id.get(&id) {
                         c.writer.close();
                     }
                     self.handle_guarded(Event::ClientGone(id, reason));
@@ -266,6 +275,7 @@ impl Server {
         use std::os::fd::AsFd;
         let Some((tty, known)) = self
             .clients
+            .by_id
             .get(&id)
             .and_then(|c| Some((c.tty.clone()?, c.size)))
         else {
@@ -274,12 +284,12 @@ impl Server {
         let mut gone = false;
         let mut typed = Vec::new();
         for _ in 0..16 {
-            match crate::sys::read_nb(tty.as_fd(), &mut self.read_buf) {
+            match crate::sys::read_nb(tty.as_fd(), &mut self.clients.read_buf) {
                 Ok(Some(0)) | Err(_) => {
                     gone = true;
                     break;
                 }
-                Ok(Some(n)) => typed.extend_from_slice(&self.read_buf[..n]),
+                Ok(Some(n)) => typed.extend_from_slice(&self.clients.read_buf[..n]),
                 Ok(None) => break,
             }
         }
@@ -291,7 +301,7 @@ impl Server {
                 .ok()
                 .filter(|(r, c)| *r > 0 && *c > 0)
                 .map(|(r, c)| super::panes::sane_size((c, r)));
-            if let Some(c) = self.clients.get_mut(&id) {
+            if let Some(c) = self.clients.by_id.get_mut(&id) {
                 if let Some((cols, rows)) = size.filter(|s| *s != known) {
                     c.backlog.push(ClientMsg::Resize(cols, rows));
                 }
@@ -299,7 +309,7 @@ impl Server {
             }
         }
         if gone {
-            if let Some(c) = self.clients.get_mut(&id) {
+            if let Some(c) = self.clients.by_id.get_mut(&id) {
                 c.backlog.push_gone(None);
             }
         }
@@ -308,15 +318,15 @@ impl Server {
     /// Reads what a client sent (a bounded amount per turn) into its backlog.
     fn read_client(&mut self, id: ClientId) {
         let mut gone = None;
-        if let Some(c) = self.clients.get_mut(&id) {
+        if let Some(c) = self.clients.by_id.get_mut(&id) {
             use std::os::fd::AsFd;
             for _ in 0..16 {
-                match crate::sys::recv_nb(c.reader.as_fd(), &mut self.read_buf) {
+                match crate::sys::recv_nb(c.reader.as_fd(), &mut self.clients.read_buf) {
                     Ok(Some(0)) | Err(_) => {
                         gone = Some(None);
                         break;
                     }
-                    Ok(Some(n)) => c.decoder.push(&self.read_buf[..n]),
+                    Ok(Some(n)) => c.decoder.push(&self.clients.read_buf[..n]),
                     Ok(None) => break,
                 }
             }

@@ -25,9 +25,10 @@ pub(super) const CONSUMED_MAX: usize = 16;
 impl Server {
     /// How the focused pane wants its keys.
     pub(super) fn focused_key_mode(&self) -> KeyMode {
-        self.state
+        self.session
+            .state
             .focused_terminal()
-            .and_then(|tid| self.runtimes.get(tid))
+            .and_then(|tid| self.session.runtimes.get(tid))
             .map(|rt| crate::pty::lock(&rt.emulator).key_mode())
             .unwrap_or_default()
     }
@@ -89,7 +90,7 @@ impl Server {
         let Some(ev) = event::extended(raw).then(|| event::decode(raw)).flatten() else {
             return;
         };
-        if let Some(c) = self.clients.get_mut(&id) {
+        if let Some(c) = self.clients.by_id.get_mut(&id) {
             if !c.consumed.contains(&ev.id()) {
                 if c.consumed.len() >= CONSUMED_MAX {
                     c.consumed.remove(0);
@@ -101,7 +102,7 @@ impl Server {
 
     /// Whether this key's press was taken (it is forgotten now).
     fn unconsume(&mut self, id: ClientId, key: KeyId) -> bool {
-        let Some(c) = self.clients.get_mut(&id) else {
+        let Some(c) = self.clients.by_id.get_mut(&id) else {
             return false;
         };
         match c.consumed.iter().position(|k| *k == key) {
@@ -115,7 +116,7 @@ impl Server {
 
     /// A client's terminal window gained or lost the focus.
     pub(super) fn client_focus(&mut self, id: ClientId, focused: bool) {
-        if let Some(c) = self.clients.get_mut(&id) {
+        if let Some(c) = self.clients.by_id.get_mut(&id) {
             c.focused = focused;
         }
         self.tell_focus();
@@ -125,14 +126,15 @@ impl Server {
     pub(super) fn tell_focus(&mut self) {
         let want = self
             .clients
+            .by_id
             .values()
             .any(|c| c.focused)
-            .then(|| self.state.focused_terminal())
+            .then(|| self.session.state.focused_terminal())
             .flatten();
-        if want == self.focus_told {
+        if want == self.session.focus_told {
             return;
         }
-        let old = std::mem::replace(&mut self.focus_told, want);
+        let old = std::mem::replace(&mut self.session.focus_told, want);
         for (tid, report) in [(old, b"\x1b[O"), (want, b"\x1b[I")] {
             if let Some(tid) = tid {
                 self.report_focus(tid, report);
@@ -142,6 +144,7 @@ impl Server {
 
     fn report_focus(&mut self, tid: TerminalId, report: &[u8]) {
         let wants = self
+            .session
             .runtimes
             .get(tid)
             .is_some_and(|rt| crate::pty::lock(&rt.emulator).focus_events());
@@ -154,13 +157,20 @@ impl Server {
     /// from now on, in every pane.
     pub(super) fn use_colors(&mut self, colors: Colors) {
         let colors = colors.checked();
-        if colors.is_empty() || *self.colors == colors {
+        if colors.is_empty() || *self.session.colors == colors {
             return;
         }
-        self.colors = Arc::new(colors);
-        for tid in self.state.terminals.keys().copied().collect::<Vec<_>>() {
-            if let Some(rt) = self.runtimes.get(tid) {
-                crate::pty::lock(&rt.emulator).set_colors(self.colors.clone());
+        self.session.colors = Arc::new(colors);
+        for tid in self
+            .session
+            .state
+            .terminals
+            .keys()
+            .copied()
+            .collect::<Vec<_>>()
+        {
+            if let Some(rt) = self.session.runtimes.get(tid) {
+                crate::pty::lock(&rt.emulator).set_colors(self.session.colors.clone());
             }
         }
     }

@@ -32,7 +32,7 @@ const RESIZE_STEP: u16 = 2;
 
 impl Server {
     pub(super) fn client_input(&mut self, id: ClientId, bytes: &[u8]) {
-        let Some(client) = self.clients.get_mut(&id) else {
+        let Some(client) = self.clients.by_id.get_mut(&id) else {
             return;
         };
         let tokens = client.parser.feed(bytes);
@@ -44,7 +44,7 @@ impl Server {
     }
 
     pub(super) fn flush_input(&mut self, id: ClientId) {
-        let Some(client) = self.clients.get_mut(&id) else {
+        let Some(client) = self.clients.by_id.get_mut(&id) else {
             return;
         };
         client.input_flush_at = None;
@@ -58,7 +58,7 @@ impl Server {
         // happens, so nothing overtakes them.
         let mut out = Vec::new();
         for token in tokens {
-            if !self.clients.contains_key(&id) || self.stopping.is_some() {
+            if !self.clients.by_id.contains_key(&id) || self.life.stopping.is_some() {
                 break;
             }
             self.token(id, token, &mut out);
@@ -74,13 +74,14 @@ impl Server {
 
     fn mode(&self, id: ClientId) -> Mode {
         self.clients
+            .by_id
             .get(&id)
             .map(|c| c.mode)
             .unwrap_or(Mode::Normal)
     }
 
     fn set_mode(&mut self, id: ClientId, mode: Mode) {
-        if let Some(c) = self.clients.get_mut(&id) {
+        if let Some(c) = self.clients.by_id.get_mut(&id) {
             if c.mode != mode {
                 c.mode = mode;
                 self.request_render();
@@ -117,7 +118,7 @@ impl Server {
     fn text(&mut self, id: ClientId, text: &str, out: &mut Vec<u8>) {
         let mut rest = text;
         while !rest.is_empty() {
-            if !self.clients.contains_key(&id) || self.stopping.is_some() {
+            if !self.clients.by_id.contains_key(&id) || self.life.stopping.is_some() {
                 return;
             }
             if self.mode(id) == Mode::Normal && self.scrolling_focused().is_none() {
@@ -188,7 +189,7 @@ impl Server {
 
     /// Bytes for the focused pane's program. A full queue is reported, never waited on.
     pub(crate) fn write_focused(&mut self, bytes: Vec<u8>) {
-        let Some(tid) = self.state.focused_terminal() else {
+        let Some(tid) = self.session.state.focused_terminal() else {
             return;
         };
         self.write_terminal(tid, bytes);
@@ -196,7 +197,7 @@ impl Server {
 
     /// Whether the bytes were taken (else the status line says why not).
     pub(crate) fn write_terminal(&mut self, tid: TerminalId, bytes: Vec<u8>) -> bool {
-        let Some(rt) = self.runtimes.get(tid) else {
+        let Some(rt) = self.session.runtimes.get(tid) else {
             return false;
         };
         match rt.handle.try_write(bytes) {
@@ -214,20 +215,20 @@ impl Server {
     /// paste is dropped too (no paste with a hole), but a paste that was opened is closed.
     fn paste(&mut self, id: ClientId, text: Vec<u8>, start: bool, end: bool) {
         if start {
-            let target = self.state.focused_terminal().map(|tid| Paste {
-                tid,
-                bracketed: self
-                    .runtimes
-                    .get(tid)
-                    .is_some_and(|rt| crate::pty::lock(&rt.emulator).screen().bracketed_paste()),
-                opened: false,
-                dropped: false,
-            });
-            if let Some(c) = self.clients.get_mut(&id) {
+            let target =
+                self.session.state.focused_terminal().map(|tid| Paste {
+                    tid,
+                    bracketed: self.session.runtimes.get(tid).is_some_and(|rt| {
+                        crate::pty::lock(&rt.emulator).screen().bracketed_paste()
+                    }),
+                    opened: false,
+                    dropped: false,
+                });
+            if let Some(c) = self.clients.by_id.get_mut(&id) {
                 c.paste = target;
             }
         }
-        let Some(mut p) = self.clients.get_mut(&id).and_then(|c| c.paste.take()) else {
+        let Some(mut p) = self.clients.by_id.get_mut(&id).and_then(|c| c.paste.take()) else {
             return;
         };
         let open: &[u8] = if p.bracketed && start {
@@ -253,7 +254,7 @@ impl Server {
             self.write_terminal(p.tid, close.to_vec());
         }
         if !end {
-            if let Some(c) = self.clients.get_mut(&id) {
+            if let Some(c) = self.clients.by_id.get_mut(&id) {
                 c.paste = Some(p);
             }
         }
@@ -263,11 +264,12 @@ impl Server {
     /// next piece: its input then waits (the pane's program is slow to read a big paste;
     /// dropping the rest would lose it).
     pub(super) fn paste_waits_for_room(&self, id: ClientId) -> bool {
-        let Some(p) = self.clients.get(&id).and_then(|c| c.paste.as_ref()) else {
+        let Some(p) = self.clients.by_id.get(&id).and_then(|c| c.paste.as_ref()) else {
             return false;
         };
         !p.dropped
             && self
+                .session
                 .runtimes
                 .get(p.tid)
                 .is_some_and(|rt| rt.handle.input_room() < crate::input::parse::PASTE_PIECE + 64)
@@ -294,13 +296,13 @@ impl Server {
             Action::ResizeUp => self.resize_focused(Side::Up),
             Action::ResizeRight => self.resize_focused(Side::Right),
             Action::Zoom => {
-                if let Some(tab) = self.state.active_tab_mut() {
+                if let Some(tab) = self.session.state.active_tab_mut() {
                     tab.zoomed = !tab.zoomed && tab.layout.len() > 1;
                 }
                 self.relayout();
             }
             Action::ClosePane => {
-                if let Some(p) = self.state.focused_pane() {
+                if let Some(p) = self.session.state.focused_pane() {
                     self.close_pane(p);
                 }
             }
@@ -310,10 +312,12 @@ impl Server {
                     self.say(format!("new tab failed: {e}"));
                 }
             }
-            Action::NextTab => self.state.cycle_tab(true),
-            Action::PrevTab => self.state.cycle_tab(false),
+            Action::NextTab => self.session.state.cycle_tab(true),
+            Action::PrevTab => self.session.state.cycle_tab(false),
             Action::SelectTab(n) => {
-                self.state.select_tab(usize::from(n).saturating_sub(1));
+                self.session
+                    .state
+                    .select_tab(usize::from(n).saturating_sub(1));
             }
             Action::NewWorkspace => {
                 let cwd = self.focused_cwd();
@@ -321,12 +325,12 @@ impl Server {
                     self.say(format!("new workspace failed: {e}"));
                 }
             }
-            Action::NextWorkspace => self.state.cycle_workspace(true),
-            Action::PrevWorkspace => self.state.cycle_workspace(false),
+            Action::NextWorkspace => self.session.state.cycle_workspace(true),
+            Action::PrevWorkspace => self.session.state.cycle_workspace(false),
             Action::Detach => self.detach(id, "detached"),
             Action::Help => self.set_mode(id, Mode::Help),
             Action::ScrollMode => {
-                if let Some(tid) = self.state.focused_terminal() {
+                if let Some(tid) = self.session.state.focused_terminal() {
                     self.enter_scroll(tid);
                 }
             }
@@ -335,7 +339,7 @@ impl Server {
                 self.write_focused(bytes);
             }
             Action::ToggleSidebar => {
-                self.sidebar = !self.sidebar;
+                self.session.sidebar = !self.session.sidebar;
                 self.relayout();
             }
         }
@@ -350,7 +354,7 @@ impl Server {
 
     fn move_focus(&mut self, side: Side) {
         let area = self.pane_area();
-        if let Some(tab) = self.state.active_tab_mut() {
+        if let Some(tab) = self.session.state.active_tab_mut() {
             if tab.zoomed {
                 return;
             }
@@ -362,7 +366,7 @@ impl Server {
 
     fn resize_focused(&mut self, side: Side) {
         let area = self.pane_area();
-        if let Some(tab) = self.state.active_tab_mut() {
+        if let Some(tab) = self.session.state.active_tab_mut() {
             let focused = tab.focused;
             tab.layout.resize(area, focused, side, RESIZE_STEP);
         }
@@ -373,48 +377,57 @@ impl Server {
 
     fn mouse(&mut self, id: ClientId, ev: MouseEvent) {
         // A drag in progress owns the mouse until the button is released.
-        if let Some(div) = self.clients.get(&id).and_then(|c| c.drag) {
+        if let Some(div) = self.clients.by_id.get(&id).and_then(|c| c.drag) {
             match ev.kind {
                 MouseKind::Drag => {
                     let area = self.pane_area();
-                    if let Some(tab) = self.state.active_tab_mut() {
+                    if let Some(tab) = self.session.state.active_tab_mut() {
                         tab.layout.drag_divider(area, div, ev.x, ev.y);
                     }
                     self.relayout();
                 }
                 _ => {
-                    if let Some(c) = self.clients.get_mut(&id) {
+                    if let Some(c) = self.clients.by_id.get_mut(&id) {
                         c.drag = None;
                     }
                 }
             }
             return;
         }
-        let view_hit = view::hit_test(&self.state, self.size, self.sidebar_width(), ev.x, ev.y);
+        let view_hit = view::hit_test(
+            &self.session.state,
+            self.session.size,
+            self.session.sidebar_width(),
+            ev.x,
+            ev.y,
+        );
         match view_hit {
             Some(Hit::Workspace(i)) if is_click(&ev) => {
-                self.state.select_workspace(i);
+                self.session.state.select_workspace(i);
             }
             Some(Hit::Tab(w, t)) if is_click(&ev) => {
-                self.state.select_workspace(w);
-                self.state.select_tab(t);
+                self.session.state.select_workspace(w);
+                self.session.state.select_tab(t);
             }
             Some(Hit::Agent(w, t, pane)) if is_click(&ev) => {
-                self.state.select_workspace(w);
-                self.state.select_tab(t);
-                self.state.focus_pane(pane);
+                self.session.state.select_workspace(w);
+                self.session.state.select_tab(t);
+                self.session.state.focus_pane(pane);
             }
             Some(Hit::Divider(div)) if is_click(&ev) => {
-                if let Some(c) = self.clients.get_mut(&id) {
+                if let Some(c) = self.clients.by_id.get_mut(&id) {
                     c.drag = Some(div);
                 }
             }
             Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(pane, x, y, ev),
             None if is_click(&ev) => {
-                if let Some(t) =
-                    view::tab_bar_hit(&self.view(Overlay::None, None), self.size, ev.x, ev.y)
-                {
-                    self.state.select_tab(t);
+                if let Some(t) = view::tab_bar_hit(
+                    &self.view(Overlay::None, None),
+                    self.session.size,
+                    ev.x,
+                    ev.y,
+                ) {
+                    self.session.state.select_tab(t);
                 }
             }
             _ => {}
@@ -423,13 +436,13 @@ impl Server {
     }
 
     fn mouse_in_pane(&mut self, pane: crate::model::ids::PaneId, x: u16, y: u16, ev: MouseEvent) {
-        let Some(tid) = self.state.panes.get(&pane).map(|p| p.terminal) else {
+        let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) else {
             return;
         };
-        if is_click(&ev) && self.state.focused_pane() != Some(pane) {
-            self.state.focus_pane(pane);
+        if is_click(&ev) && self.session.state.focused_pane() != Some(pane) {
+            self.session.state.focus_pane(pane);
         }
-        let (mode, enc, alt) = match self.runtimes.get(tid) {
+        let (mode, enc, alt) = match self.session.runtimes.get(tid) {
             Some(rt) => {
                 let emu = crate::pty::lock(&rt.emulator);
                 let s = emu.screen();
@@ -441,7 +454,9 @@ impl Server {
             }
             None => return,
         };
-        if mode != crate::term::vt::MouseProtocolMode::None && !self.scroll.contains_key(&tid) {
+        if mode != crate::term::vt::MouseProtocolMode::None
+            && !self.session.scroll.contains_key(&tid)
+        {
             if let Some(bytes) = encode_for_pane(&ev, x, y, mode, enc) {
                 self.write_terminal(tid, bytes);
             }
@@ -452,7 +467,7 @@ impl Server {
                 self.enter_scroll(tid);
                 self.scroll_by(tid, WHEEL_LINES as i64);
             }
-            MouseButton::WheelDown if self.scroll.contains_key(&tid) => {
+            MouseButton::WheelDown if self.session.scroll.contains_key(&tid) => {
                 self.scroll_by(tid, -(WHEEL_LINES as i64));
                 if self.scroll_offset(tid) == 0 {
                     self.exit_scroll(tid);
@@ -465,16 +480,21 @@ impl Server {
     // ----- scroll / copy mode -----
 
     fn scrolling_focused(&self) -> Option<TerminalId> {
-        let tid = self.state.focused_terminal()?;
-        self.scroll.contains_key(&tid).then_some(tid)
+        let tid = self.session.state.focused_terminal()?;
+        self.session.scroll.contains_key(&tid).then_some(tid)
     }
 
     pub(crate) fn enter_scroll(&mut self, tid: TerminalId) {
-        if self.scroll.contains_key(&tid) {
+        if self.session.scroll.contains_key(&tid) {
             return;
         }
-        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
-        self.scroll.insert(
+        let rows = self
+            .session
+            .runtimes
+            .get(tid)
+            .map(|rt| rt.size.0)
+            .unwrap_or(1);
+        self.session.scroll.insert(
             tid,
             Scroll {
                 cursor: rows.saturating_sub(1),
@@ -485,15 +505,16 @@ impl Server {
     }
 
     fn exit_scroll(&mut self, tid: TerminalId) {
-        self.scroll.remove(&tid);
-        if let Some(rt) = self.runtimes.get(tid) {
+        self.session.scroll.remove(&tid);
+        if let Some(rt) = self.session.runtimes.get(tid) {
             crate::pty::lock(&rt.emulator).set_scrollback(0);
         }
         self.request_render();
     }
 
     fn scroll_offset(&self, tid: TerminalId) -> usize {
-        self.runtimes
+        self.session
+            .runtimes
             .get(tid)
             .map(|rt| crate::pty::lock(&rt.emulator).scrollback())
             .unwrap_or(0)
@@ -501,7 +522,7 @@ impl Server {
 
     /// Positive = further back into history.
     fn scroll_by(&mut self, tid: TerminalId, lines: i64) {
-        if let Some(rt) = self.runtimes.get(tid) {
+        if let Some(rt) = self.session.runtimes.get(tid) {
             let mut emu = crate::pty::lock(&rt.emulator);
             let now = emu.scrollback() as i64;
             emu.set_scrollback((now + lines).max(0) as usize);
@@ -510,9 +531,14 @@ impl Server {
     }
 
     fn scroll_key(&mut self, tid: TerminalId, key: Key) {
-        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        let rows = self
+            .session
+            .runtimes
+            .get(tid)
+            .map(|rt| rt.size.0)
+            .unwrap_or(1);
         let page = i64::from(rows.max(2) - 1);
-        let Some(st) = self.scroll.get(&tid).copied() else {
+        let Some(st) = self.session.scroll.get(&tid).copied() else {
             return;
         };
         let ctrl = key.mods.contains(crate::input::keys::Mods::CTRL);
@@ -530,7 +556,7 @@ impl Server {
             (KeyCode::End, _) | (KeyCode::Char('G'), false) => self.scroll_by(tid, i64::MIN / 4),
             (KeyCode::Char('v'), false) | (KeyCode::Char(' '), false) => {
                 let line = self.absolute_line(tid, st.cursor);
-                if let Some(s) = self.scroll.get_mut(&tid) {
+                if let Some(s) = self.session.scroll.get_mut(&tid) {
                     s.mark = if s.mark.is_some() { None } else { Some(line) };
                 }
                 self.request_render();
@@ -542,13 +568,18 @@ impl Server {
 
     /// Moves the highlighted line; at the screen's edge the view scrolls instead.
     fn move_scroll_cursor(&mut self, tid: TerminalId, st: Scroll, delta: i64) {
-        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        let rows = self
+            .session
+            .runtimes
+            .get(tid)
+            .map(|rt| rt.size.0)
+            .unwrap_or(1);
         let target = i64::from(st.cursor) + delta;
         if target < 0 {
             self.scroll_by(tid, 1);
         } else if target >= i64::from(rows) {
             self.scroll_by(tid, -1);
-        } else if let Some(s) = self.scroll.get_mut(&tid) {
+        } else if let Some(s) = self.session.scroll.get_mut(&tid) {
             s.cursor = target as u16;
         }
         self.request_render();
@@ -556,7 +587,12 @@ impl Server {
 
     /// A line's position counted from the newest line (stable while the view scrolls).
     fn absolute_line(&self, tid: TerminalId, row: u16) -> i64 {
-        let rows = self.runtimes.get(tid).map(|rt| rt.size.0).unwrap_or(1);
+        let rows = self
+            .session
+            .runtimes
+            .get(tid)
+            .map(|rt| rt.size.0)
+            .unwrap_or(1);
         self.scroll_offset(tid) as i64 + i64::from(rows) - 1 - i64::from(row)
     }
 
@@ -565,14 +601,14 @@ impl Server {
     fn copy_selection(&mut self, tid: TerminalId, st: Scroll) {
         let cursor = self.absolute_line(tid, st.cursor);
         let mark = st.mark.unwrap_or(cursor);
-        let text = match self.runtimes.get(tid) {
+        let text = match self.session.runtimes.get(tid) {
             Some(rt) => crate::pty::lock(&rt.emulator)
                 .lines_back(mark.max(0) as usize, cursor.max(0) as usize)
                 .join("\n"),
             None => return,
         };
         let seq = format!("\x1b]52;c;{}\x07", crate::render::base64(text.as_bytes()));
-        for c in self.clients.values() {
+        for c in self.clients.by_id.values() {
             c.writer.send_output(seq.clone().into_bytes());
         }
         let n = (mark - cursor).unsigned_abs() + 1;

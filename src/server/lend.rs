@@ -44,14 +44,16 @@ impl Server {
     /// Lends the focused terminal's reads to this thread (and gives back the previous
     /// one's) when that changed.
     pub(crate) fn update_lending(&mut self) {
-        let want = if self.clients.is_empty() || self.lending_off {
+        let want = if self.clients.by_id.is_empty() || self.clients.lending_off {
             None
         } else {
-            self.state.focused_terminal()
+            self.session.state.focused_terminal()
         }
-        .filter(|t| Some(*t) != self.lend_refused && self.runtimes.get(*t).is_some())
-        .filter(|_| self.lend_after.is_none_or(|t| Instant::now() >= t));
-        if want == self.lent.as_ref().map(|l| l.tid) {
+        .filter(|t| {
+            Some(*t) != self.clients.lend_refused && self.session.runtimes.get(*t).is_some()
+        })
+        .filter(|_| self.clients.lend_after.is_none_or(|t| Instant::now() >= t));
+        if want == self.clients.lent.as_ref().map(|l| l.tid) {
             return;
         }
         self.unlend();
@@ -59,18 +61,19 @@ impl Server {
             return;
         };
         match self
+            .session
             .runtimes
             .get(tid)
             .and_then(|rt| rt.handle.lend_reads(LEND_TIMEOUT))
         {
             Some(fd) => {
-                self.lent = Some(Lent {
+                self.clients.lent = Some(Lent {
                     tid,
                     fd,
                     full_turns: 0,
                 })
             }
-            None => self.lend_after = Some(Instant::now() + LEND_BACKOFF),
+            None => self.clients.lend_after = Some(Instant::now() + LEND_BACKOFF),
         }
     }
 
@@ -78,8 +81,8 @@ impl Server {
     /// batches; see `PtyHandle::set_background`), when that changed.
     pub(crate) fn update_background(&mut self) {
         let mut shown: Vec<TerminalId> = Vec::new();
-        if !self.clients.is_empty() {
-            if let Some(tab) = self.state.active_tab() {
+        if !self.clients.by_id.is_empty() {
+            if let Some(tab) = self.session.state.active_tab() {
                 let panes = if tab.zoomed {
                     vec![tab.focused]
                 } else {
@@ -88,27 +91,27 @@ impl Server {
                 shown.extend(
                     panes
                         .iter()
-                        .filter_map(|p| self.state.panes.get(p).map(|ps| ps.terminal)),
+                        .filter_map(|p| self.session.state.panes.get(p).map(|ps| ps.terminal)),
                 );
             }
         }
         shown.sort_unstable();
-        if shown == self.shown && self.shown_count == self.runtimes.len() {
+        if shown == self.session.shown && self.session.shown_count == self.session.runtimes.len() {
             return;
         }
-        for tid in self.runtimes.ids() {
-            if let Some(rt) = self.runtimes.get(tid) {
+        for tid in self.session.runtimes.ids() {
+            if let Some(rt) = self.session.runtimes.get(tid) {
                 rt.handle.set_background(shown.binary_search(&tid).is_err());
             }
         }
-        self.shown = shown;
-        self.shown_count = self.runtimes.len();
+        self.session.shown = shown;
+        self.session.shown_count = self.session.runtimes.len();
     }
 
     /// Gives the lent terminal's reads back to its actor.
     pub(crate) fn unlend(&mut self) {
-        if let Some(l) = self.lent.take() {
-            if let Some(rt) = self.runtimes.get(l.tid) {
+        if let Some(l) = self.clients.lent.take() {
+            if let Some(rt) = self.session.runtimes.get(l.tid) {
                 rt.handle.return_reads();
             }
         }
@@ -116,16 +119,16 @@ impl Server {
 
     /// The lent terminal's descriptor, for the server's poll.
     pub(crate) fn lent_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.lent.as_ref().map(|l| l.fd.as_fd())
+        self.clients.lent.as_ref().map(|l| l.fd.as_fd())
     }
 
     /// Reads what the lent terminal's program wrote and handles it as its actor would.
     pub(crate) fn read_lent(&mut self) {
-        let Some(lent) = self.lent.as_mut() else {
+        let Some(lent) = self.clients.lent.as_mut() else {
             return;
         };
         let tid = lent.tid;
-        let Some(rt) = self.runtimes.get(tid) else {
+        let Some(rt) = self.session.runtimes.get(tid) else {
             return;
         };
         let mut events = Vec::new();
@@ -136,7 +139,7 @@ impl Server {
         while total < READ_BURST && !slow {
             let (rows, cols) = rt.size;
             let n = LENT_READ.min(4 * crate::pty::actor::feed_piece(rows, cols));
-            let buf = &mut self.read_buf[..n];
+            let buf = &mut self.clients.read_buf[..n];
             match crate::sys::read_nb(lent.fd.as_fd(), buf) {
                 Ok(Some(0)) | Err(_) => {
                     ended = true;
@@ -159,10 +162,10 @@ impl Server {
         if ended {
             // The program is gone (or going): its actor sees the end and reports it.
             self.unlend();
-            self.lend_refused = Some(tid);
+            self.clients.lend_refused = Some(tid);
         } else if bulk {
             self.unlend();
-            self.lend_after = Some(Instant::now() + LEND_BACKOFF);
+            self.clients.lend_after = Some(Instant::now() + LEND_BACKOFF);
         }
         for ev in events {
             self.handle_guarded(Event::Pty(tid, ev));

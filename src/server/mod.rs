@@ -10,6 +10,7 @@
 
 mod api;
 mod attach;
+mod clients;
 mod conn;
 pub(crate) mod fault;
 pub mod handoff;
@@ -23,6 +24,7 @@ mod panes;
 mod persist;
 mod rebuild;
 mod render;
+mod session;
 mod start;
 
 use std::collections::BTreeMap;
@@ -33,19 +35,18 @@ use std::time::{Duration, Instant};
 
 use crate::bindings::Bindings;
 use crate::config::Config;
-use crate::input::parse::InputParser;
 use crate::model::ids::TerminalId;
-use crate::model::{AppState, Scroll};
+
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg};
-use crate::pty::{PtyEvent, TerminalRuntimeRegistry};
-use crate::render::diff::Frame;
-use crate::render::ui;
+use crate::pty::PtyEvent;
 use crate::render::view::{Overlay, View};
 
+pub(crate) use clients::{Client, Clients, Mode};
 pub use conn::ClientId;
 use conn::{Acceptor, ApiWriter, ClientWriter};
 pub use input::EventTx;
+pub(crate) use session::Session;
 pub use start::{bind, main, SessionBusy, SessionLock};
 pub(crate) use start::{bind_socket, load_config, spawn_signal_thread};
 
@@ -117,132 +118,59 @@ pub struct Attaching {
     pub terminal: crate::protocol::terminal::TerminalInfo,
 }
 
-/// Per-client input mode (the prefix is per client, like tmux).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Normal,
-    Prefix,
-    Help,
-}
-
-pub(crate) struct Client {
-    writer: ClientWriter,
-    reader: std::os::unix::net::UnixStream,
-    /// Its terminal, read by this thread for keys (frames go through `writer`).
-    tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
-    decoder: crate::protocol::frame::Decoder,
-    size: (u16, u16),
-    prev: Option<Frame>,
-    mode: Mode,
-    parser: InputParser,
-    /// A divider being dragged with the mouse.
-    drag: Option<crate::model::layout::DividerId>,
-    /// A frame is owed (the last one could not be queued).
-    behind: bool,
-    /// What its last frame was composed from (for incremental redraws).
-    cache: ui::ComposeCache,
-    /// A second frame buffer, reused for the next frame; it differs from `prev` only in
-    /// the rows flagged in `spare_stale`.
-    spare: Option<Frame>,
-    spare_stale: Vec<bool>,
-    /// An incomplete escape sequence is buffered; if nothing follows by then, it was
-    /// typed as is (e.g. alt+[) and is flushed.
-    input_flush_at: Option<Instant>,
-    /// What it sent that is not handled yet (taken a bounded amount per turn).
-    backlog: input::Backlog,
-    /// A paste of its in progress.
-    paste: Option<keys::Paste>,
-    /// Its own key bindings (`--remote-keybindings local`); `None` uses the server's.
-    bindings: Option<Bindings>,
-    /// How its terminal reports keys.
-    keys: crate::protocol::terminal::KeyProtocol,
-    /// Its terminal's window has the focus (as its focus reports last said).
-    focused: bool,
-    /// Keys whose press herdr took (the prefix, a binding): their releases are not the
-    /// pane's either. At most `keyboard::CONSUMED_MAX`.
-    consumed: Vec<crate::input::event::KeyId>,
-    /// How its terminal shows a notification (`notify::client_style`).
-    notify: crate::protocol::terminal::Notify,
-    /// Notifications and bells its writer had no room for: sent ahead of its next frame
-    /// (at most `notify::MAX_OWED` bytes).
-    owed: Vec<u8>,
-}
-
+/// The server: the loop and the parts it owns. Each part is a type of its own, with the
+/// fields only it should touch: what the session is ([`Session`]), who is attached
+/// ([`Clients`]), the API connections, agents' watchers, persistence, the event queue, the
+/// listening socket, the session lock and the server's own life.
 pub struct Server {
-    session: SessionName,
-    socket: PathBuf,
-    started: Instant,
-    pub(crate) config: Config,
-    pub(crate) bindings: Bindings,
-    pub(crate) state: AppState,
-    pub(crate) runtimes: TerminalRuntimeRegistry,
-    pub(crate) clients: BTreeMap<ClientId, Client>,
-    pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
+    pub(crate) session: Session,
+    pub(crate) clients: Clients,
     pub(crate) api: api::ApiState,
-    pub(crate) agent_fallback: api::Activity,
-    /// Notifications and bells: their limits and the user's command (`notify`).
-    pub(crate) notify: notify::Notifier,
-    /// Agents without hooks or screen rules, read from /proc and their output.
-    pub(crate) sampling: api::Sampling,
-    /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
-    /// `None` until a client said.
-    pub(crate) attach_env: Option<BTreeMap<String, String>>,
-    /// The terminal whose output this thread reads itself (the pane being typed in), so
-    /// its echo is drawn in the same wake-up; see `lend.rs`.
-    pub(crate) lent: Option<lend::Lent>,
-    /// A terminal that hung up while lent: never lent again.
-    pub(crate) lend_refused: Option<TerminalId>,
-    /// No lending while a handoff moves the terminals.
-    pub(crate) lending_off: bool,
-    /// No lending before then (an actor that did not answer, bulk output).
-    pub(crate) lend_after: Option<Instant>,
-    /// Output was taken in since the last timer turn (it may have changed agent states,
-    /// so the structure is looked at after it).
-    output_taken: bool,
-    /// The terminals on screen as last told to them, sorted, and how many there were in
-    /// all then (a new terminal is told too).
-    pub(crate) shown: Vec<TerminalId>,
-    pub(crate) shown_count: usize,
+    pub(crate) agents: Agents,
     pub(crate) persist: Option<persist::Persistence>,
-    /// The client whose size the session uses: the most recently active one.
-    active_client: Option<ClientId>,
-    pub(crate) size: (u16, u16),
-    pub(crate) sidebar: bool,
-    message: Option<(String, Instant)>,
-    events_tx: EventTx,
-    events: Receiver<Event>,
-    /// Woken by every event sent through `events_tx`.
-    wake: crate::sys::WakePipe,
-    /// Read buffer for clients' sockets.
-    read_buf: Vec<u8>,
-    /// Frame pacing: each frame drawn moves this one `FRAME_INTERVAL` past the later of
-    /// itself and now; the next may be drawn once it is less than `FRAME_BURST` intervals
-    /// ahead of now.
-    frame_clock: Instant,
-    frame_due: Option<Instant>,
-    /// A pane on screen shows a finished frame under synchronized output until then; a
-    /// frame is drawn at that time (see `term::vt::sync`).
-    sync_due: Option<Instant>,
-    stopping: Option<String>,
-    acceptor: Option<Acceptor>,
-    /// Hidden terminals with output not looked at yet, and when they will be.
-    hidden_output: std::collections::BTreeSet<TerminalId>,
-    hidden_output_at: Option<Instant>,
-    /// Connection ids continue from here when accepting restarts (a rolled-back handoff).
-    next_conn_id: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    events: Events,
+    listen: Listen,
     /// The session's lock, held for the server's life (and handed on in a handoff).
     lock: Option<SessionLock>,
+    life: Life,
+}
+
+/// What watches agents: states without hooks, samples from /proc, notifications.
+#[derive(Default)]
+pub(crate) struct Agents {
+    pub(crate) activity: api::Activity,
+    /// Agents without hooks or screen rules, read from /proc and their output.
+    pub(crate) sampling: api::Sampling,
+    /// Notifications and bells: their limits and the user's command (`notify`).
+    pub(crate) notify: notify::Notifier,
+}
+
+/// The event queue every thread sends to, and the pipe that wakes this one.
+struct Events {
+    tx: EventTx,
+    rx: Receiver<Event>,
+    /// Woken by every event sent through `tx`.
+    wake: crate::sys::WakePipe,
+}
+
+/// Where connections come from.
+struct Listen {
+    socket: PathBuf,
+    acceptor: Option<Acceptor>,
+    /// Connection ids continue from here when accepting restarts (a rolled-back handoff).
+    next_conn_id: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// The server's own life: since when, whether it is stopping, whether it handed off.
+struct Life {
+    started: Instant,
+    stopping: Option<String>,
     /// The session now belongs to another server: stop without touching any program.
     handed_off: bool,
     /// A live handoff asked for while clients' input waited to be handled: it starts once
     /// that input is in the panes (the new server could not take it over), or at the
     /// deadline.
     handoff_after_input: Option<handoff::Deferred>,
-    /// The colours programs' colour queries are answered with: the last attached
-    /// client's terminal's, given to every emulator.
-    pub(crate) colors: std::sync::Arc<crate::term::vt::Colors>,
-    /// The terminal last told it has the focus (mode 1004), if any.
-    pub(crate) focus_told: Option<TerminalId>,
 }
 
 impl Server {
@@ -252,63 +180,37 @@ impl Server {
         config: Config,
         bindings: Bindings,
     ) -> Server {
-        let (tx, events) = mpsc::channel();
+        let (tx, rx) = mpsc::channel();
         let wake = crate::sys::WakePipe::new().expect("cannot create the server's wake pipe");
-        let events_tx = EventTx::new(tx, wake.waker());
-        let sidebar = config.sidebar;
+        let tx = EventTx::new(tx, wake.waker());
         Server {
-            session,
-            socket,
-            started: Instant::now(),
-            config,
-            bindings,
-            state: AppState::default(),
-            runtimes: TerminalRuntimeRegistry::default(),
-            clients: BTreeMap::new(),
-            scroll: BTreeMap::new(),
+            session: Session::new(session, config, bindings),
+            clients: Clients::default(),
             api: api::ApiState::default(),
-            agent_fallback: Default::default(),
-            notify: Default::default(),
-            sampling: Default::default(),
-            attach_env: None,
-            lent: None,
-            lend_refused: None,
-            lending_off: false,
-            lend_after: None,
-            output_taken: false,
-            shown: Vec::new(),
-            shown_count: 0,
+            agents: Agents::default(),
             persist: None,
-            active_client: None,
-            size: (80, 24),
-            sidebar,
-            message: None,
-            events_tx,
-            events,
-            wake,
-            read_buf: vec![0u8; 64 * 1024],
-            frame_clock: Instant::now(),
-            frame_due: None,
-            sync_due: None,
-            stopping: None,
-            acceptor: None,
-            hidden_output: Default::default(),
-            hidden_output_at: None,
-            next_conn_id: None,
+            events: Events { tx, rx, wake },
+            listen: Listen {
+                socket,
+                acceptor: None,
+                next_conn_id: None,
+            },
             lock: None,
-            handed_off: false,
-            handoff_after_input: None,
-            colors: Default::default(),
-            focus_told: None,
+            life: Life {
+                started: Instant::now(),
+                stopping: None,
+                handed_off: false,
+                handoff_after_input: None,
+            },
         }
     }
 
     /// Serves until stopped or until the last pane is gone.
     pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
-        self.acceptor = Some(Acceptor::spawn(listener, self.events_tx.clone(), None)?);
+        self.listen.acceptor = Some(Acceptor::spawn(listener, self.events.tx.clone(), None)?);
         // Events left queued by the last turn (their wake-ups are already drained).
         let mut backlog = false;
-        while self.stopping.is_none() {
+        while self.life.stopping.is_none() {
             let timeout = if backlog {
                 Some(Duration::ZERO)
             } else {
@@ -320,7 +222,7 @@ impl Server {
             // without end: a flood of input or requests must not starve frames and timers.
             backlog = true;
             for _ in 0..MAX_EVENTS_PER_TURN {
-                match self.events.try_recv() {
+                match self.events.rx.try_recv() {
                     Ok(ev) => self.handle_guarded(ev),
                     Err(TryRecvError::Empty) => {
                         backlog = false;
@@ -331,7 +233,7 @@ impl Server {
                         break;
                     }
                 }
-                if self.stopping.is_some() {
+                if self.life.stopping.is_some() {
                     break;
                 }
             }
@@ -342,12 +244,22 @@ impl Server {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        let msg = self.message.as_ref().map(|(_, t)| *t + MESSAGE_TIME);
-        let input = self.clients.values().filter_map(|c| c.input_flush_at).min();
+        let msg = self
+            .clients
+            .message
+            .as_ref()
+            .map(|(_, t)| *t + MESSAGE_TIME);
+        let input = self
+            .clients
+            .by_id
+            .values()
+            .filter_map(|c| c.input_flush_at)
+            .min();
         // A client with input left is served again at once: no sleeping in between; one
         // whose paste waits for its pane to read, soon.
         let backlog = self
             .clients
+            .by_id
             .iter()
             .filter(|(_, c)| !c.backlog.is_empty())
             .map(|(id, _)| match self.paste_waits_for_room(*id) {
@@ -360,15 +272,16 @@ impl Server {
         // A client whose last frame could not be queued gets another try soon.
         let behind = self
             .clients
+            .by_id
             .values()
             .any(|c| c.behind)
             .then(|| Instant::now() + BEHIND_RETRY);
         let save = self.persist_deadline();
         let quiet = self.agent_quiet_deadline();
         [
-            self.hidden_output_at,
-            self.frame_due,
-            self.sync_due,
+            self.session.hidden_output_at,
+            self.clients.frame_due,
+            self.clients.sync_due,
             msg,
             input,
             wait,
@@ -419,7 +332,7 @@ impl Server {
                 if let Some(reason) = reason {
                     eprintln!("client {id}: closing connection: {reason}");
                 }
-                if let Some(c) = self.clients.remove(&id) {
+                if let Some(c) = self.clients.by_id.remove(&id) {
                     self.abandon_paste(c.paste);
                 }
                 self.client_left(id);
@@ -446,7 +359,7 @@ impl Server {
             }
             ClientMsg::Resize(cols, rows) => {
                 let (cols, rows) = panes::sane_size((cols, rows));
-                if let Some(c) = self.clients.get_mut(&id) {
+                if let Some(c) = self.clients.by_id.get_mut(&id) {
                     c.size = (cols, rows);
                     c.prev = None;
                 }
@@ -457,7 +370,7 @@ impl Server {
             }
             ClientMsg::Detach => self.detach(id, "detached"),
             ClientMsg::Ping => {
-                if let Some(c) = self.clients.get(&id) {
+                if let Some(c) = self.clients.by_id.get(&id) {
                     c.writer.try_send(ServerMsg::Pong.encode());
                 }
             }
@@ -466,17 +379,17 @@ impl Server {
 
     /// The most recently active client decides the session size.
     fn make_active(&mut self, id: ClientId) {
-        if self.active_client != Some(id) {
-            self.active_client = Some(id);
-            if let Some(size) = self.clients.get(&id).map(|c| c.size) {
+        if self.clients.active != Some(id) {
+            self.clients.active = Some(id);
+            if let Some(size) = self.clients.by_id.get(&id).map(|c| c.size) {
                 self.set_size(size);
             }
         }
     }
 
     pub(crate) fn detach(&mut self, id: ClientId, why: &str) {
-        if let Some(c) = self.clients.remove(&id) {
-            let text = format!("{why} (from session {})", self.session);
+        if let Some(c) = self.clients.by_id.remove(&id) {
+            let text = format!("{why} (from session {})", self.session.name);
             c.writer.send_last(ServerMsg::Exit(text).encode());
             self.abandon_paste(c.paste);
         }
@@ -486,11 +399,12 @@ impl Server {
     /// After a client left: if it set the session size, the most recent remaining client
     /// does now.
     fn client_left(&mut self, id: ClientId) {
-        if self.active_client == Some(id) {
-            self.active_client = self.clients.keys().next_back().copied();
+        if self.clients.active == Some(id) {
+            self.clients.active = self.clients.by_id.keys().next_back().copied();
             if let Some(size) = self
-                .active_client
-                .and_then(|c| self.clients.get(&c))
+                .clients
+                .active
+                .and_then(|c| self.clients.by_id.get(&c))
                 .map(|c| c.size)
             {
                 self.set_size(size);
@@ -499,29 +413,30 @@ impl Server {
     }
 
     pub(crate) fn broadcast_raw(&mut self, bytes: &[u8]) {
-        for c in self.clients.values() {
+        for c in self.clients.by_id.values() {
             c.writer.send_output(bytes.to_vec());
         }
     }
 
     pub(crate) fn say(&mut self, text: impl Into<String>) {
-        self.message = Some((text.into(), Instant::now()));
+        self.clients.message = Some((text.into(), Instant::now()));
         self.request_render();
     }
 
     pub(crate) fn stop(&mut self, why: &str) {
-        self.stopping = Some(why.to_string());
+        self.life.stopping = Some(why.to_string());
     }
 
     pub(crate) fn request_render(&mut self) {
-        if self.frame_due.is_none() {
+        if self.clients.frame_due.is_none() {
             // Leading edge: if we have been quiet, draw now (the end of this loop turn).
             let ahead = FRAME_INTERVAL * (FRAME_BURST - 1);
             let earliest = self
+                .clients
                 .frame_clock
                 .checked_sub(ahead)
-                .unwrap_or(self.frame_clock);
-            self.frame_due = Some(earliest.max(Instant::now()));
+                .unwrap_or(self.clients.frame_clock);
+            self.clients.frame_due = Some(earliest.max(Instant::now()));
         }
     }
 
@@ -534,7 +449,7 @@ impl Server {
             // After the input of this turn and any escape sequence given up on by tick.
             let ticked = self.tick();
             self.handoff_if_input_done();
-            if ticked && self.stopping.is_none() {
+            if ticked && self.life.stopping.is_none() {
                 self.note_seen();
                 self.update_lending();
                 self.update_background();
@@ -546,7 +461,7 @@ impl Server {
             eprintln!(
                 "herdr server: an internal error was caught in a timer; the session continues"
             );
-            self.frame_due = None;
+            self.clients.frame_due = None;
         }
     }
 
@@ -557,6 +472,7 @@ impl Server {
         let mut changed = false;
         let due: Vec<ClientId> = self
             .clients
+            .by_id
             .iter()
             // (Not while the rest of its input is still waiting here: it may complete the
             // sequence.)
@@ -571,10 +487,11 @@ impl Server {
             self.recheck_waits(None);
             changed = true;
         }
-        if self.hidden_output_at.is_some_and(|d| d <= now) {
-            self.hidden_output_at = None;
-            for tid in std::mem::take(&mut self.hidden_output) {
+        if self.session.hidden_output_at.is_some_and(|d| d <= now) {
+            self.session.hidden_output_at = None;
+            for tid in std::mem::take(&mut self.session.hidden_output) {
                 let taken = self
+                    .session
                     .runtimes
                     .get(tid)
                     .is_some_and(|rt| rt.handle.take_dirty());
@@ -594,81 +511,74 @@ impl Server {
             self.agent_quiet_tick(now);
             changed = true;
         }
-        if let Some((_, t)) = &self.message {
+        if let Some((_, t)) = &self.clients.message {
             if now >= *t + MESSAGE_TIME {
-                self.message = None;
+                self.clients.message = None;
                 self.request_render();
             }
         }
-        if self.clients.values().any(|c| c.behind) {
+        if self.clients.by_id.values().any(|c| c.behind) {
             self.request_render();
         }
-        if self.sync_due.is_some_and(|d| d <= now) {
-            self.sync_due = None;
+        if self.clients.sync_due.is_some_and(|d| d <= now) {
+            self.clients.sync_due = None;
             self.request_render();
         }
-        if matches!(self.frame_due, Some(d) if d <= now) {
-            self.frame_due = None;
+        if matches!(self.clients.frame_due, Some(d) if d <= now) {
+            self.clients.frame_due = None;
             self.render();
             // Every frame takes a token, one that sent nothing too (else a program that
             // keeps rewriting what is already shown would get a frame per read).
-            self.frame_clock = self.frame_clock.max(now) + FRAME_INTERVAL;
+            self.clients.frame_clock = self.clients.frame_clock.max(now) + FRAME_INTERVAL;
         }
         // (Output taken in anywhere: here or by an event since the last turn.)
-        changed | std::mem::take(&mut self.output_taken)
+        changed | std::mem::take(&mut self.session.output_taken)
     }
 
     pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {
         View {
-            session: self.session.as_str(),
-            state: &self.state,
-            screens: &self.runtimes,
-            bindings: &self.bindings,
-            scroll: &self.scroll,
-            sidebar: self.sidebar_width(),
+            session: self.session.name.as_str(),
+            state: &self.session.state,
+            screens: &self.session.runtimes,
+            bindings: &self.session.bindings,
+            scroll: &self.session.scroll,
+            sidebar: self.session.sidebar_width(),
             message,
             overlay,
             now: Instant::now(),
         }
     }
 
-    pub(crate) fn sidebar_width(&self) -> u16 {
-        if self.sidebar && self.size.0 >= self.config.sidebar_width.saturating_mul(3) {
-            self.config.sidebar_width
-        } else {
-            0
-        }
-    }
-
     fn shutdown(&mut self) {
         let why = self
+            .life
             .stopping
             .clone()
             .unwrap_or_else(|| "server stopped".into());
         eprintln!("herdr server: stopping: {why}");
-        self.notify.stop();
+        self.agents.notify.stop();
         // Our copy of a lent terminal must not keep it open while its program is hung up.
         self.unlend();
-        if self.handed_off {
+        if self.life.handed_off {
             // The socket, the files and every program belong to the new server now; the
             // runtimes are set to preserve, so dropping them only closes our copies.
-            for (_, rt) in self.runtimes.drain() {
+            for (_, rt) in self.session.runtimes.drain() {
                 rt.handle.shutdown_and_join();
             }
             return;
         }
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        let ids: Vec<ClientId> = self.clients.by_id.keys().copied().collect();
         for id in ids {
-            if let Some(c) = self.clients.remove(&id) {
+            if let Some(c) = self.clients.by_id.remove(&id) {
                 c.writer.send_last(ServerMsg::Exit(why.clone()).encode());
             }
         }
-        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_file(&self.listen.socket);
         // Saved while every program still runs, so cwds and commands can be read.
         self.persist_final();
         // Stop every terminal in parallel: each actor hangs up its child, waits a grace
         // period, then kills; joining them all bounds the total to one grace period.
-        let runtimes = self.runtimes.drain();
+        let runtimes = self.session.runtimes.drain();
         let handles: Vec<_> = runtimes.into_iter().map(|(_, rt)| rt.handle).collect();
         for h in &handles {
             h.shutdown();

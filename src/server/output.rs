@@ -18,15 +18,16 @@ impl Server {
                 } else if self.api.waits.iter().any(|w| w.terminal == tid) {
                     // Nobody sees it, but a wait is on it: re-arm at once so it hears of
                     // every change.
-                    if let Some(rt) = self.runtimes.get(tid) {
+                    if let Some(rt) = self.session.runtimes.get(tid) {
                         rt.handle.take_dirty();
                     }
                     self.output_seen(tid);
                 } else {
                     // Nobody sees it: no frame, and the notification is re-armed a few
                     // times a second rather than for every line it prints.
-                    self.hidden_output.insert(tid);
-                    self.hidden_output_at
+                    self.session.hidden_output.insert(tid);
+                    self.session
+                        .hidden_output_at
                         .get_or_insert_with(|| Instant::now() + HIDDEN_OUTPUT_INTERVAL);
                 }
             }
@@ -34,17 +35,17 @@ impl Server {
                 // Events from the terminal's I/O thread and from this thread's own reads
                 // (lent) may arrive out of order: an older title never replaces a newer one.
                 // (Not read from the emulator here: a busy I/O thread holds its lock.)
-                match self.runtimes.get_mut(tid) {
+                match self.session.runtimes.get_mut(tid) {
                     Some(rt) if seq <= rt.title_seq => return,
                     Some(rt) => rt.title_seq = seq,
                     None => {}
                 }
-                match self.state.terminals.get_mut(&tid) {
+                match self.session.state.terminals.get_mut(&tid) {
                     Some(t) if t.title == title => return,
                     Some(t) => t.title = title.clone(),
                     None => {}
                 }
-                if let Some(p) = self.state.pane_of_terminal(tid) {
+                if let Some(p) = self.session.state.pane_of_terminal(tid) {
                     let id = self.pane_no(p);
                     self.emit(
                         serde_json::json!({ "event": "pane.title", "id": id, "title": title }),
@@ -61,7 +62,7 @@ impl Server {
     /// New output in a terminal was taken in (once per dirty flag): waits on it are checked,
     /// subscribers told, agents without hooks marked working.
     pub(crate) fn output_seen(&mut self, tid: TerminalId) {
-        self.output_taken = true;
+        self.session.output_taken = true;
         if self.api.waits.iter().any(|w| w.terminal == tid) {
             self.recheck_waits(Some(tid));
         }
@@ -71,11 +72,15 @@ impl Server {
 
     /// Whether a terminal is on screen (in the active tab of the active workspace).
     pub(super) fn is_visible(&self, tid: TerminalId) -> bool {
-        let Some(tab) = self.state.active_tab() else {
+        let Some(tab) = self.session.state.active_tab() else {
             return false;
         };
         let shown = |p: &crate::model::ids::PaneId| {
-            self.state.panes.get(p).is_some_and(|ps| ps.terminal == tid)
+            self.session
+                .state
+                .panes
+                .get(p)
+                .is_some_and(|ps| ps.terminal == tid)
         };
         if tab.zoomed {
             shown(&tab.focused)

@@ -42,7 +42,7 @@ fn io_reason(e: &std::io::Error) -> String {
 impl Server {
     /// The rectangle the panes of a tab share, at the session size.
     pub(crate) fn pane_area(&self) -> Rect {
-        view::pane_area(self.size, self.sidebar_width())
+        view::pane_area(self.session.size, self.session.sidebar_width())
     }
 
     fn spawn_terminal(
@@ -52,7 +52,7 @@ impl Server {
         rect: Rect,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
         // The public pane number is allocated on commit; it is always the next one.
-        let no = self.state.peek_pane_no();
+        let no = self.session.state.peek_pane_no();
         self.spawn_terminal_as(no, argv, cwd, rect, None)
     }
 
@@ -76,28 +76,32 @@ impl Server {
         rect: Rect,
         preface: Option<Vec<u8>>,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
-        let id = self.state.alloc_terminal_id();
+        let id = self.session.state.alloc_terminal_id();
         let (rows, cols) = (rect.height.max(1), rect.width.max(1));
         let spec = SpawnSpec {
             argv: argv.clone(),
-            shell: self.config.shell.clone(),
+            shell: self.session.config.shell.clone(),
             cwd: cwd.clone(),
             env: vec![
-                ("HERDR_SESSION".into(), self.session.as_str().into()),
-                ("HERDR_SOCKET".into(), self.socket.display().to_string()),
+                ("HERDR_SESSION".into(), self.session.name.as_str().into()),
+                (
+                    "HERDR_SOCKET".into(),
+                    self.listen.socket.display().to_string(),
+                ),
                 ("HERDR_PANE".into(), format!("p{pane_no}")),
             ]
             .into_iter()
             .chain(self.agent_env())
             .chain(
-                self.attach_env
+                self.session
+                    .attach_env
                     .iter()
                     .flatten()
                     .map(|(k, v)| (k.clone(), v.clone())),
             )
             .collect(),
             // What the latest client's side does not have, new panes do not get either.
-            unset: match &self.attach_env {
+            unset: match &self.session.attach_env {
                 Some(env) => crate::protocol::ATTACH_ENV
                     .iter()
                     .filter(|k| !env.contains_key(**k))
@@ -110,14 +114,14 @@ impl Server {
         };
         let spawned = spawn(&spec)?;
         let pid = spawned.child.process_id();
-        let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
-        emu.set_colors(self.colors.clone());
+        let mut emu = Emulator::new(rows, cols, self.session.config.scrollback_lines);
+        emu.set_colors(self.session.colors.clone());
         if let Some(bytes) = preface {
             // Presentation only: fed to the emulator, never to the program.
             let _ = emu.process(&bytes);
         }
         let emulator = crate::pty::shared(emu);
-        let tx = self.events_tx.clone();
+        let tx = self.events.tx.clone();
         let handle = PtyHandle::start(ActorParts {
             master: spawned.master,
             program: Program::Spawned(spawned.child),
@@ -145,7 +149,7 @@ impl Server {
     /// `SSH_AUTH_SOCK` for new panes: the session's stable agent link once an attach has
     /// set it (see `paths::agent_link`).
     fn agent_env(&self) -> Option<(String, String)> {
-        let link = crate::paths::agent_link(&self.session);
+        let link = crate::paths::agent_link(&self.session.name);
         std::fs::symlink_metadata(&link)
             .ok()
             .map(|_| ("SSH_AUTH_SOCK".to_string(), link.display().to_string()))
@@ -154,8 +158,8 @@ impl Server {
     /// The working directory for a pane started "from" the focused one: the cwd of the
     /// program in front (or the shell), like tmux's pane_current_path.
     pub(crate) fn focused_cwd(&self) -> Option<PathBuf> {
-        let tid = self.state.focused_terminal()?;
-        let rt = self.runtimes.get(tid)?;
+        let tid = self.session.state.focused_terminal()?;
+        let rt = self.session.runtimes.get(tid)?;
         let pid = rt.pid?;
         std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
     }
@@ -168,10 +172,10 @@ impl Server {
         let area = self.pane_area();
         let name = name.or_else(|| workspace_name(cwd.as_deref()));
         let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
-        let pane = self.state.alloc_pane_id();
+        let pane = self.session.state.alloc_pane_id();
         let tid = term.id;
-        self.runtimes.insert(tid, rt);
-        self.state.add_workspace(name, pane, term);
+        self.session.runtimes.insert(tid, rt);
+        self.session.state.add_workspace(name, pane, term);
         self.request_render();
         Ok(pane)
     }
@@ -179,9 +183,9 @@ impl Server {
     pub(crate) fn create_tab(&mut self, cwd: Option<PathBuf>) -> Result<PaneId, PaneError> {
         let area = self.pane_area();
         let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
-        let pane = self.state.alloc_pane_id();
-        self.runtimes.insert(term.id, rt);
-        self.state.add_tab(pane, term);
+        let pane = self.session.state.alloc_pane_id();
+        self.session.runtimes.insert(term.id, rt);
+        self.session.state.add_tab(pane, term);
         self.request_render();
         Ok(pane)
     }
@@ -196,12 +200,16 @@ impl Server {
         cwd: Option<PathBuf>,
     ) -> Result<PaneId, PaneError> {
         let target = target
-            .or(self.state.focused_pane())
+            .or(self.session.state.focused_pane())
             .ok_or(PaneError::NoPane)?;
-        let pos = self.state.find_pane(target).ok_or(PaneError::NoPane)?;
-        let tab = self.state.tab_at(pos).ok_or(PaneError::NoPane)?;
+        let pos = self
+            .session
+            .state
+            .find_pane(target)
+            .ok_or(PaneError::NoPane)?;
+        let tab = self.session.state.tab_at(pos).ok_or(PaneError::NoPane)?;
         let mut layout: Layout = tab.layout.clone();
-        let pane = self.state.alloc_pane_id();
+        let pane = self.session.state.alloc_pane_id();
         if !layout.split(target, dir, pane) {
             return Err(PaneError::NoPane);
         }
@@ -214,21 +222,21 @@ impl Server {
             .unwrap_or(area);
         let cwd = cwd.or_else(|| self.focused_cwd());
         let (term, rt) = self.spawn_terminal(argv, cwd, rect)?;
-        self.runtimes.insert(term.id, rt);
-        self.state.commit_split(pos, layout, pane, term);
+        self.session.runtimes.insert(term.id, rt);
+        self.session.state.commit_split(pos, layout, pane, term);
         self.relayout();
         Ok(pane)
     }
 
     /// Closes a pane: its program is hung up (and killed after a grace period).
     pub(crate) fn close_pane(&mut self, pane: PaneId) {
-        let Some(closed) = self.state.close_pane(pane) else {
+        let Some(closed) = self.session.state.close_pane(pane) else {
             return;
         };
-        if let Some(rt) = self.runtimes.remove(closed.terminal) {
+        if let Some(rt) = self.session.runtimes.remove(closed.terminal) {
             rt.handle.shutdown();
         }
-        self.scroll.remove(&closed.terminal);
+        self.session.scroll.remove(&closed.terminal);
         self.forget_agent_activity(closed.terminal);
         // Waits on this pane end now (`pane_exited`), not at their timeout.
         self.recheck_waits(Some(closed.terminal));
@@ -241,13 +249,13 @@ impl Server {
 
     /// A pane's program ended: record it, tell subscribers and waiters, close the pane.
     pub(crate) fn terminal_exited(&mut self, tid: TerminalId, code: Option<i32>) {
-        let Some(pane) = self.state.pane_of_terminal(tid) else {
+        let Some(pane) = self.session.state.pane_of_terminal(tid) else {
             return;
         };
-        if let Some(t) = self.state.terminals.get_mut(&tid) {
+        if let Some(t) = self.session.state.terminals.get_mut(&tid) {
             t.exited = Some(code);
         }
-        let no = self.state.panes.get(&pane).map(|p| p.no);
+        let no = self.session.state.panes.get(&pane).map(|p| p.no);
         if let Some(no) = no {
             self.emit(
                 serde_json::json!({ "event": "pane.exited", "id": no.to_string(), "status": code }),
@@ -267,7 +275,7 @@ impl Server {
     /// tabs never shows a stale size).
     pub(crate) fn relayout(&mut self) {
         let area = self.pane_area();
-        for ws in &self.state.workspaces {
+        for ws in &self.session.state.workspaces {
             for tab in &ws.tabs {
                 let geometry = if tab.zoomed {
                     vec![(tab.focused, area)]
@@ -275,10 +283,10 @@ impl Server {
                     tab.layout.geometry(area)
                 };
                 for (pane, rect) in geometry {
-                    let Some(tid) = self.state.panes.get(&pane).map(|p| p.terminal) else {
+                    let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) else {
                         continue;
                     };
-                    if let Some(rt) = self.runtimes.get_mut(tid) {
+                    if let Some(rt) = self.session.runtimes.get_mut(tid) {
                         rt.resize(rect.height.max(1), rect.width.max(1));
                     }
                 }
@@ -289,8 +297,8 @@ impl Server {
 
     pub(crate) fn set_size(&mut self, size: (u16, u16)) {
         let size = sane_size(size);
-        if self.size != size {
-            self.size = size;
+        if self.session.size != size {
+            self.session.size = size;
             self.relayout();
         }
     }
@@ -344,7 +352,7 @@ mod tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut s = server();
-        let before = s.state.active_tab().unwrap().clone();
+        let before = s.session.state.active_tab().unwrap().clone();
         let err = s
             .split(
                 None,
@@ -354,15 +362,16 @@ mod tests {
             )
             .unwrap_err();
         assert!(err.to_string().contains("/nonexistent/agent"), "{err}");
-        assert_eq!(s.state.active_tab().unwrap(), &before);
-        assert_eq!(s.state.pane_count(), 1);
-        assert_eq!(s.runtimes.len(), 1);
+        assert_eq!(s.session.state.active_tab().unwrap(), &before);
+        assert_eq!(s.session.state.pane_count(), 1);
+        assert_eq!(s.session.runtimes.len(), 1);
 
         // Through the keyboard path the user is told why.
-        s.config.shell = "/nonexistent/shell".into();
+        s.session.config.shell = "/nonexistent/shell".into();
         s.action(0, Action::SplitRight);
-        assert_eq!(s.state.active_tab().unwrap(), &before);
+        assert_eq!(s.session.state.active_tab().unwrap(), &before);
         let msg = s
+            .clients
             .message
             .as_ref()
             .map(|(m, _)| m.clone())
@@ -372,9 +381,9 @@ mod tests {
             "{msg}"
         );
         // A later split that works gets the next public pane number (no gap).
-        s.config.shell = "/bin/sh".into();
+        s.session.config.shell = "/bin/sh".into();
         let p = s.split(None, SplitDir::Down, vec![], None).unwrap();
-        assert_eq!(s.state.panes[&p].no.0, 2);
+        assert_eq!(s.session.state.panes[&p].no.0, 2);
         s.shutdown();
     }
 
@@ -388,9 +397,9 @@ mod tests {
         // Programs that print nothing by themselves: only the test writes to the screens.
         let mut s = server();
         // The first pane's shell prints its prompt once; wait for it to be quiet.
-        let first = s.state.focused_terminal().unwrap();
+        let first = s.session.state.focused_terminal().unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while crate::pty::lock(&s.runtimes.get(first).unwrap().emulator)
+        while crate::pty::lock(&s.session.runtimes.get(first).unwrap().emulator)
             .screen()
             .contents()
             .trim()
@@ -416,7 +425,7 @@ mod tests {
             None,
         )
         .unwrap();
-        let size = s.size;
+        let size = s.session.size;
         let mut cache = ComposeCache::default();
         let mut frame = ui::compose(&s.view(Overlay::None, None), size, &mut cache);
         let steps: [&[u8]; 4] = [
@@ -426,8 +435,8 @@ mod tests {
             b"\x1b]2;new title\x07",
         ];
         for (i, step) in steps.iter().enumerate() {
-            let tid = s.state.focused_terminal().unwrap();
-            let emulator = s.runtimes.get(tid).unwrap().emulator.clone();
+            let tid = s.session.state.focused_terminal().unwrap();
+            let emulator = s.session.runtimes.get(tid).unwrap().emulator.clone();
             let effects = crate::pty::lock(&emulator).process(step);
             if effects.title_changed {
                 // What the terminal's I/O thread reports, as it would.
@@ -440,7 +449,10 @@ mod tests {
             if i == 2 {
                 s.say("a status message");
             }
-            let view = s.view(Overlay::None, s.message.as_ref().map(|(m, _)| m.as_str()));
+            let view = s.view(
+                Overlay::None,
+                s.clients.message.as_ref().map(|(m, _)| m.as_str()),
+            );
             let mut dirty = Vec::new();
             assert!(ui::compose_update(
                 &view, size, &mut frame, &mut cache, &mut dirty
@@ -454,35 +466,45 @@ mod tests {
         }
         // Changes of what only the sidebar and the tab bar show: each must reach the frame
         // (the chrome is redrawn only when its signature changes).
-        let first_tab = s.state.active_tab().unwrap().focused;
-        let first_term = s.state.panes[&first_tab].terminal;
+        let first_tab = s.session.state.active_tab().unwrap().focused;
+        let first_term = s.session.state.panes[&first_tab].terminal;
         let second = s.create_tab(None).unwrap();
         type Change<'a> = (&'a str, &'a dyn Fn(&mut Server));
         let changes: [Change; 7] = [
             ("a second tab", &|_| {}),
             ("a tab renamed", &|s| {
-                let ws = s.state.active;
-                s.state.workspaces[ws].tabs[0].name = Some("renamed".into());
+                let ws = s.session.state.active;
+                s.session.state.workspaces[ws].tabs[0].name = Some("renamed".into());
             }),
             ("a workspace renamed", &|s| {
-                let ws = s.state.active;
-                s.state.workspaces[ws].name = "elsewhere".into();
+                let ws = s.session.state.active;
+                s.session.state.workspaces[ws].name = "elsewhere".into();
             }),
             ("an agent found", &|s| {
-                let t = s.state.terminals.get_mut(&first_term).unwrap();
+                let t = s.session.state.terminals.get_mut(&first_term).unwrap();
                 t.agent = Some("claude".into());
                 t.agent_state = Some("working".into());
             }),
             ("another agent in the same state", &|s| {
-                s.state.terminals.get_mut(&first_term).unwrap().agent = Some("codex".into());
+                s.session
+                    .state
+                    .terminals
+                    .get_mut(&first_term)
+                    .unwrap()
+                    .agent = Some("codex".into());
             }),
             ("the agent idle while unseen: done", &|s| {
-                s.state.terminals.get_mut(&first_term).unwrap().agent_state = Some("idle".into());
-                s.state.panes.get_mut(&first_tab).unwrap().seen = false;
+                s.session
+                    .state
+                    .terminals
+                    .get_mut(&first_term)
+                    .unwrap()
+                    .agent_state = Some("idle".into());
+                s.session.state.panes.get_mut(&first_tab).unwrap().seen = false;
             }),
             ("a title in a hidden tab", &|s| {
-                let tid = s.state.panes[&second].terminal;
-                s.state.terminals.get_mut(&tid).unwrap().title = "far away".into();
+                let tid = s.session.state.panes[&second].terminal;
+                s.session.state.terminals.get_mut(&tid).unwrap().title = "far away".into();
             }),
         ];
         for (what, change) in changes {
@@ -516,8 +538,8 @@ mod tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut s = server();
-        let tid = s.state.focused_terminal().unwrap();
-        let title = |s: &Server| s.state.terminals[&tid].title.clone();
+        let tid = s.session.state.focused_terminal().unwrap();
+        let title = |s: &Server| s.session.state.terminals[&tid].title.clone();
         let event = |title: &str, seq| crate::pty::PtyEvent::Title {
             title: title.into(),
             seq,
@@ -540,16 +562,19 @@ mod tests {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut s = server();
-        let tid = s.state.focused_terminal().unwrap();
+        let tid = s.session.state.focused_terminal().unwrap();
         s.enter_scroll(tid);
         for size in [(80, 1), (1, 1), (0, 0), (65535, 65535), (3, 2)] {
             s.set_size(size);
             assert!(
-                s.size.0 <= 1000 && s.size.1 <= 500 && s.size.0 > 0 && s.size.1 > 0,
+                s.session.size.0 <= 1000
+                    && s.session.size.1 <= 500
+                    && s.session.size.0 > 0
+                    && s.session.size.1 > 0,
                 "{:?}",
-                s.size
+                s.session.size
             );
-            let size = s.size;
+            let size = s.session.size;
             for overlay in [Overlay::None, Overlay::Help, Overlay::Prefix] {
                 let frame = ui::compose(
                     &s.view(overlay, Some("message")),

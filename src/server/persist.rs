@@ -162,9 +162,17 @@ impl Server {
     /// The session as a snapshot. `live` adds what only the processes know (cwd, the
     /// foreground command); without it the capture is cheap and pure.
     pub(crate) fn capture(&self, live: bool) -> SessionSnapshot {
-        let (w, t, p) = self.state.counters();
-        let no = |pane: PaneId| self.state.panes.get(&pane).map(|ps| ps.no.0).unwrap_or(0);
+        let (w, t, p) = self.session.state.counters();
+        let no = |pane: PaneId| {
+            self.session
+                .state
+                .panes
+                .get(&pane)
+                .map(|ps| ps.no.0)
+                .unwrap_or(0)
+        };
         let workspaces = self
+            .session
             .state
             .workspaces
             .iter()
@@ -200,20 +208,20 @@ impl Server {
                 tab: t,
                 pane: p,
             },
-            active_workspace: self.state.active,
+            active_workspace: self.session.state.active,
             workspaces,
         }
     }
 
     fn pane_snap(&self, pane: PaneId, live: bool) -> PaneSnap {
-        let ps = self.state.panes.get(&pane);
-        let term = ps.and_then(|ps| self.state.terminals.get(&ps.terminal));
+        let ps = self.session.state.panes.get(&pane);
+        let term = ps.and_then(|ps| self.session.state.terminals.get(&ps.terminal));
         let mut cwd = term
             .and_then(|t| t.cwd.as_ref())
             .map(|c| c.display().to_string());
         let mut command = None;
         if live {
-            let rt = ps.and_then(|ps| self.runtimes.get(ps.terminal));
+            let rt = ps.and_then(|ps| self.session.runtimes.get(ps.terminal));
             if let Some(fg) = rt.and_then(|rt| rt.pid.map(|pid| (pid, rt.foreground()))) {
                 let (leader, fg) = fg;
                 if let Some(fg) = fg {
@@ -221,7 +229,7 @@ impl Server {
                         cwd = Some(c.display().to_string());
                     }
                     if fg.pid != leader as i32
-                        && restorable(&fg.argv, &self.config.restore_commands)
+                        && restorable(&fg.argv, &self.session.config.restore_commands)
                     {
                         command = Some(fg.argv.clone());
                     }
@@ -253,7 +261,9 @@ impl Server {
     /// `NOTE_INTERVAL` (the first after a quiet moment at once): a storm of events, such
     /// as many panes printing, costs a few captures a second, not one per event.
     pub(crate) fn persist_note_change(&mut self) {
-        if self.persist.as_ref().is_none_or(|p| p.read_only.is_some()) || self.stopping.is_some() {
+        if self.persist.as_ref().is_none_or(|p| p.read_only.is_some())
+            || self.life.stopping.is_some()
+        {
             return;
         }
         let now = Instant::now();
@@ -298,7 +308,7 @@ impl Server {
         let Some(p) = self.persist.as_mut() else {
             return;
         };
-        if p.read_only.is_some() || self.stopping.is_some() {
+        if p.read_only.is_some() || self.life.stopping.is_some() {
             return;
         }
         if p.note_pending && p.last_note.is_none_or(|t| now >= t + NOTE_INTERVAL) {
@@ -338,8 +348,8 @@ impl Server {
     /// Builds the next save (structure, and history when enabled).
     fn make_job(&mut self) -> SaveJob {
         let snap = self.capture(true);
-        let history_on = self.config.history;
-        let lines = self.config.history_lines;
+        let history_on = self.session.config.history;
+        let lines = self.session.config.history_lines;
         let history = history_on.then(|| self.capture_history(lines));
         let Some(p) = self.persist.as_mut() else {
             return SaveJob {
@@ -370,11 +380,11 @@ impl Server {
 
     fn capture_history(&self, lines: usize) -> HistorySnapshot {
         let mut panes = Vec::new();
-        for (_, pane) in self.state.all_panes() {
-            let Some(ps) = self.state.panes.get(&pane) else {
+        for (_, pane) in self.session.state.all_panes() {
+            let Some(ps) = self.session.state.panes.get(&pane) else {
                 continue;
             };
-            let Some(rt) = self.runtimes.get(ps.terminal) else {
+            let Some(rt) = self.session.runtimes.get(ps.terminal) else {
                 continue;
             };
             let text = lock(&rt.emulator).last_lines(lines, true);
@@ -409,7 +419,7 @@ impl Server {
         if self.persist.as_ref().is_none_or(|p| p.read_only.is_some()) {
             return;
         }
-        if self.state.workspaces.is_empty() {
+        if self.session.state.workspaces.is_empty() {
             // The session ended because its last pane closed: next time starts fresh.
             if let Some(p) = self.persist.as_mut() {
                 p.saver.finish();
@@ -477,7 +487,7 @@ impl Server {
                 let notes = self.restore(&snap, history.as_ref());
                 eprintln!(
                     "persistence: restored {} pane(s) from {} in {} ms",
-                    self.state.pane_count(),
+                    self.session.state.pane_count(),
                     paths.session.display(),
                     started.elapsed().as_millis()
                 );
@@ -495,7 +505,7 @@ impl Server {
                 for n in &notes {
                     eprintln!("persistence: {n}");
                 }
-                !self.state.workspaces.is_empty()
+                !self.session.state.workspaces.is_empty()
             }
         }
     }
@@ -569,7 +579,7 @@ impl Server {
                     } else if let Some(cmd) = ps
                         .command
                         .as_ref()
-                        .filter(|c| restorable(c, &server.config.restore_commands))
+                        .filter(|c| restorable(c, &server.session.config.restore_commands))
                     {
                         let line: Vec<String> = cmd.iter().map(|w| shell_quote(w)).collect();
                         let _ = rt
@@ -598,7 +608,7 @@ impl Server {
     /// The resume command of a saved pane and its dedupe key — only for a session an
     /// official hook reported, only when resuming is on.
     fn resume_plan(&self, ps: &PaneSnap) -> Option<(Vec<String>, (String, String))> {
-        if !self.config.resume_agents_on_restore {
+        if !self.session.config.resume_agents_on_restore {
             return None;
         }
         let agent = ps.agent.as_deref()?;

@@ -23,7 +23,7 @@ impl Server {
         make: &mut MakeTerminal,
     ) -> Vec<String> {
         let mut notes = Vec::new();
-        self.state.restore_counters((
+        self.session.state.restore_counters((
             snap.counters.workspace,
             snap.counters.tab,
             snap.counters.pane,
@@ -36,7 +36,7 @@ impl Server {
                 let ids: HashMap<u32, PaneId> = tab
                     .panes
                     .iter()
-                    .map(|p| (p.id, self.state.alloc_pane_id()))
+                    .map(|p| (p.id, self.session.state.alloc_pane_id()))
                     .collect();
                 let Some(layout) =
                     snap_to_tree(&tab.layout, &ids).and_then(|t| Layout::from_tree(t).ok())
@@ -64,7 +64,7 @@ impl Server {
                                 seen: true,
                                 bell: false,
                             };
-                            self.runtimes.insert(term.id, rt);
+                            self.session.runtimes.insert(term.id, rt);
                             made.push((pid, state, term));
                         }
                         Err(e) => notes.push(format!("p{}: {e}", ps.id)),
@@ -97,7 +97,7 @@ impl Server {
                 continue;
             }
             let active = ws.active_tab.min(tabs.len() - 1);
-            self.state.insert_restored(
+            self.session.state.insert_restored(
                 Workspace {
                     no: WorkspaceNo(ws.id),
                     name: ws.name.clone(),
@@ -107,9 +107,9 @@ impl Server {
                 panes,
             );
         }
-        self.state.active = snap
+        self.session.state.active = snap
             .active_workspace
-            .min(self.state.workspaces.len().saturating_sub(1));
+            .min(self.session.state.workspaces.len().saturating_sub(1));
         self.relayout();
         if let Some(p) = self.persist.as_mut() {
             p.last_structure = None;

@@ -24,8 +24,9 @@ impl Server {
         // Output that arrived after its notification was handled is only seen here (the
         // dirty flag was still set, so no new event came): waits and subscribers hear of it.
         let mut fresh = Vec::new();
-        for t in self.runtimes.ids() {
+        for t in self.session.runtimes.ids() {
             if self
+                .session
                 .runtimes
                 .get(t)
                 .is_some_and(|rt| rt.handle.take_dirty())
@@ -36,13 +37,14 @@ impl Server {
         for t in fresh {
             self.output_seen(t);
         }
-        let message = self.message.as_ref().map(|(m, _)| m.clone());
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        let message = self.clients.message.as_ref().map(|(m, _)| m.clone());
+        let ids: Vec<ClientId> = self.clients.by_id.keys().copied().collect();
         for id in ids {
             self.render_client(id, message.as_deref());
         }
-        self.sync_due = self
+        self.clients.sync_due = self
             .clients
+            .by_id
             .values()
             .filter_map(|c| c.cache.sync_due())
             .min();
@@ -52,7 +54,7 @@ impl Server {
     /// client's spare buffer (first brought level with what the client shows) and only the
     /// rows that changed are compared and sent; otherwise it is composed afresh.
     fn render_client(&mut self, id: ClientId, message: Option<&str>) {
-        let Some(client) = self.clients.get_mut(&id) else {
+        let Some(client) = self.clients.by_id.get_mut(&id) else {
             return;
         };
         let mut cache = std::mem::take(&mut client.cache);
@@ -69,7 +71,7 @@ impl Server {
         view.bindings = self.bindings_of(id);
         let mut dirty = Vec::new();
         let mut next = None;
-        if let Some(prev) = prev.as_ref().filter(|_| client_size == self.size) {
+        if let Some(prev) = prev.as_ref().filter(|_| client_size == self.session.size) {
             let mut candidate = match spare {
                 Some(mut s) if s.size() == prev.size() => {
                     sync_rows(&mut s, prev, &stale);
@@ -77,7 +79,13 @@ impl Server {
                 }
                 _ => prev.clone(),
             };
-            if ui::compose_update(&view, self.size, &mut candidate, &mut cache, &mut dirty) {
+            if ui::compose_update(
+                &view,
+                self.session.size,
+                &mut candidate,
+                &mut cache,
+                &mut dirty,
+            ) {
                 next = Some(candidate);
             }
         }
@@ -87,7 +95,10 @@ impl Server {
                 (frame, bytes)
             }
             _ => {
-                let frame = ui::fit(ui::compose(&view, self.size, &mut cache), client_size);
+                let frame = ui::fit(
+                    ui::compose(&view, self.session.size, &mut cache),
+                    client_size,
+                );
                 dirty = vec![true; usize::from(client_size.1)];
                 let bytes = match &prev {
                     Some(prev) => diff::encode_diff(prev, &frame),
@@ -96,7 +107,7 @@ impl Server {
                 (frame, bytes)
             }
         };
-        let Some(client) = self.clients.get_mut(&id) else {
+        let Some(client) = self.clients.by_id.get_mut(&id) else {
             return;
         };
         let owed = !client.owed.is_empty();

@@ -145,7 +145,7 @@ impl Server {
             } else {
                 String::new()
             };
-            self.message = Some((
+            self.clients.message = Some((
                 format!("config: {first}{more}"),
                 Instant::now() + Duration::from_secs(10),
             ));
@@ -154,9 +154,9 @@ impl Server {
 
     /// Starts the background saver (a server without one still serves, unsaved).
     pub(crate) fn start_persistence(&mut self) {
-        match paths::ensure_state_dir(&self.session) {
+        match paths::ensure_state_dir(&self.session.name) {
             Ok(dir) => {
-                match persist::Persistence::start(dir, self.events_tx.clone()) {
+                match persist::Persistence::start(dir, self.events.tx.clone()) {
                     Ok(p) => self.persist = Some(p),
                     Err(e) => {
                         eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
@@ -202,12 +202,12 @@ pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow
         let _ = std::fs::File::from(fd).write_all(b"1");
     }
     let mut server = Server::new(session, socket.clone(), loaded.config, loaded.bindings);
-    server.agent_fallback.rules = loaded.rules;
+    server.agents.activity.rules = loaded.rules;
     server.lock = Some(lock);
     server.report_config(&loaded.diags);
     // Signals are handled from the start: a SIGHUP during a long restore must not end the
     // server (its default action would, silently).
-    spawn_signal_thread(server.events_tx.clone())?;
+    spawn_signal_thread(server.events.tx.clone())?;
     server.start_persistence();
     if !server.persist_restore() {
         if let Err(e) = server.create_workspace(None, None) {
@@ -218,7 +218,7 @@ pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow
     eprintln!(
         "herdr server {} for session {} listening on {}",
         crate::protocol::version(),
-        server.session,
+        server.session.name,
         socket.display()
     );
     server.run(listener)

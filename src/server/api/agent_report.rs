@@ -111,12 +111,14 @@ impl Server {
         } else {
             let target = self.target_pane(p)?;
             let tid = self
+                .session
                 .state
                 .panes
                 .get(&target)
                 .map(|ps| ps.terminal)
                 .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
             let leader = self
+                .session
                 .runtimes
                 .get(tid)
                 .and_then(|rt| rt.pid)
@@ -130,12 +132,13 @@ impl Server {
             tid
         };
         let pane = self
+            .session
             .state
             .pane_of_terminal(tid)
             .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
         self.refresh_agent(tid);
         let id = self.pane_no(pane);
-        let Some(term) = self.state.terminals.get_mut(&tid) else {
+        let Some(term) = self.session.state.terminals.get_mut(&tid) else {
             return Err(ApiError::new("not_found", "no such pane"));
         };
         if term.agent.as_deref().is_some_and(|a| a != def.name) {
@@ -173,7 +176,7 @@ impl Server {
             term.agent_source = Some(source.clone());
             self.bind_thread(&thread, tid);
         }
-        let Some(term) = self.state.terminals.get_mut(&tid) else {
+        let Some(term) = self.session.state.terminals.get_mut(&tid) else {
             return Err(ApiError::new("not_found", "no such pane"));
         };
         if error.is_some() {
@@ -193,7 +196,7 @@ impl Server {
             }
             self.set_agent_state(tid, s);
         }
-        let agent_state = self.state.agent_state(pane).map(str::to_string);
+        let agent_state = self.session.state.agent_state(pane).map(str::to_string);
         now(json!({ "id": id, "accepted": true, "agent": def.name, "state": agent_state }))
     }
 }

@@ -80,7 +80,8 @@ impl Server {
         route: Option<&Route>,
     ) -> Result<TerminalId, ApiError> {
         let runs_agent = |s: &Server, tid: TerminalId| {
-            s.state
+            s.session
+                .state
                 .terminals
                 .get(&tid)
                 .is_some_and(|t| t.agent.as_deref().is_none_or(|a| a == agent))
@@ -90,17 +91,18 @@ impl Server {
             // the bindings).
             let has = |s: &Server, tid: TerminalId| {
                 runs_agent(s, tid)
-                    && s.state.terminals.get(&tid).is_some_and(|t| {
+                    && s.session.state.terminals.get(&tid).is_some_and(|t| {
                         t.agent_session
                             .as_ref()
                             .is_some_and(|x| x.value() == thread)
                     })
             };
-            let bound = self.agent_fallback.threads.get(thread).copied();
+            let bound = self.agents.activity.threads.get(thread).copied();
             if let Some(tid) = bound.filter(|&t| has(self, t)) {
                 return Ok(tid);
             }
             let holding: Vec<TerminalId> = self
+                .session
                 .runtimes
                 .ids()
                 .into_iter()
@@ -138,13 +140,13 @@ impl Server {
     /// shared server reports `session` for this pane.
     pub(crate) fn expect_resume(&mut self, tid: TerminalId, session: &str) {
         let until = std::time::Instant::now() + RESUME_GRACE;
-        self.agent_fallback.resuming.insert(tid, until);
+        self.agents.activity.resuming.insert(tid, until);
         self.bind_thread(session, tid);
     }
 
     /// Remembers that `thread` shows in `tid` (a pane shows one thread at a time).
     pub(crate) fn bind_thread(&mut self, thread: &str, tid: TerminalId) {
-        let threads = &mut self.agent_fallback.threads;
+        let threads = &mut self.agents.activity.threads;
         threads.retain(|_, t| *t != tid);
         threads.insert(thread.to_string(), tid);
     }
@@ -154,14 +156,15 @@ impl Server {
     fn panes_showing(&mut self, agent: &str, route: &Route) -> Vec<TerminalId> {
         let mut found = Vec::new();
         let turn_dir = std::fs::canonicalize(&route.cwd).ok();
-        for tid in self.runtimes.ids() {
+        for tid in self.session.runtimes.ids() {
             self.refresh_agent(tid);
             let runs = self
+                .session
                 .state
                 .terminals
                 .get(&tid)
                 .is_some_and(|t| t.agent.as_deref() == Some(agent));
-            let Some(rt) = self.runtimes.get(tid).filter(|_| runs) else {
+            let Some(rt) = self.session.runtimes.get(tid).filter(|_| runs) else {
                 continue;
             };
             let cwd = rt.foreground().and_then(|f| f.cwd);

@@ -82,7 +82,7 @@ pub(crate) struct Activity {
 impl Server {
     /// Re-detects the agent of a terminal when its foreground process changed.
     pub(crate) fn refresh_agent(&mut self, tid: TerminalId) {
-        let Some(rt) = self.runtimes.get(tid) else {
+        let Some(rt) = self.session.runtimes.get(tid) else {
             return;
         };
         let Some(leader) = rt.pid else {
@@ -91,12 +91,13 @@ impl Server {
         // The foreground process's number first (one ioctl): its command line is read
         // only when it changed (`pane list` refreshes every pane).
         let fg_pid = rt.foreground_pid();
-        let Some(term) = self.state.terminals.get_mut(&tid) else {
+        let Some(term) = self.session.state.terminals.get_mut(&tid) else {
             return;
         };
         let now = Instant::now();
         let resuming = self
-            .agent_fallback
+            .agents
+            .activity
             .resuming
             .get(&tid)
             .is_some_and(|until| now < *until);
@@ -110,8 +111,8 @@ impl Server {
         let argv = fg_pid.and_then(proc::cmdline);
         let detected = argv.as_deref().and_then(agent::detect);
         match (detected, fg_pid) {
-            (None, Some(pid)) => self.agent_fallback.plain.insert(tid, pid),
-            _ => self.agent_fallback.plain.remove(&tid),
+            (None, Some(pid)) => self.agents.activity.plain.insert(tid, pid),
+            _ => self.agents.activity.plain.remove(&tid),
         };
         match detected {
             Some(def) => {
@@ -152,21 +153,23 @@ impl Server {
         // The pane's agent changed: of the threads bound to it, only the session it resumes
         // stays (a thread another pane now shows is found there by its prompt).
         let kept = term.agent_session.as_ref().map(|s| s.value().to_string());
-        self.agent_fallback
+        self.agents
+            .activity
             .threads
             .retain(|thread, t| *t != tid || kept.as_deref() == Some(thread.as_str()));
         if detected.is_some() {
-            self.agent_fallback.resuming.remove(&tid);
+            self.agents.activity.resuming.remove(&tid);
         }
-        self.agent_fallback.quiet_at.remove(&tid);
-        self.agent_fallback.look_at.remove(&tid);
-        self.agent_fallback.confirmed.remove(&tid);
-        self.agent_fallback.confirm_until.remove(&tid);
+        self.agents.activity.quiet_at.remove(&tid);
+        self.agents.activity.look_at.remove(&tid);
+        self.agents.activity.confirmed.remove(&tid);
+        self.agents.activity.confirm_until.remove(&tid);
         self.forget_sampling(tid);
         if let Some(ps) = self
+            .session
             .state
             .pane_of_terminal(tid)
-            .and_then(|p| self.state.panes.get_mut(&p))
+            .and_then(|p| self.session.state.panes.get_mut(&p))
         {
             ps.seen = true;
         }
@@ -178,6 +181,7 @@ impl Server {
     pub(crate) fn agent_activity(&mut self, tid: TerminalId) {
         let now = Instant::now();
         let known = self
+            .session
             .state
             .terminals
             .get(&tid)
@@ -189,16 +193,18 @@ impl Server {
             DETECT_INTERVAL
         };
         let due = self
-            .agent_fallback
+            .agents
+            .activity
             .detected_at
             .get(&tid)
             .is_none_or(|t| now >= *t + interval);
         if due {
-            self.agent_fallback.detected_at.insert(tid, now);
-            self.agent_fallback.detect_again.remove(&tid);
+            self.agents.activity.detected_at.insert(tid, now);
+            self.agents.activity.detect_again.remove(&tid);
             self.refresh_agent(tid);
-        } else if let Some(at) = self.agent_fallback.detected_at.get(&tid) {
-            self.agent_fallback
+        } else if let Some(at) = self.agents.activity.detected_at.get(&tid) {
+            self.agents
+                .activity
                 .detect_again
                 .entry(tid)
                 .or_insert(*at + interval);
@@ -207,7 +213,7 @@ impl Server {
             self.forget_sampling(tid);
             return;
         };
-        let Some(rt) = self.runtimes.get(tid) else {
+        let Some(rt) = self.session.runtimes.get(tid) else {
             return;
         };
         let written = crate::pty::lock(&rt.emulator).written();
@@ -215,7 +221,7 @@ impl Server {
         // An agent found just now is looked at even without new output (it may have
         // drawn its whole screen before it was found, and wait).
         let fresh = self.raw_state(tid).is_none();
-        let before = self.agent_fallback.written.insert(tid, written);
+        let before = self.agents.activity.written.insert(tid, written);
         if before == Some(written) && !fresh {
             return;
         }
@@ -225,9 +231,9 @@ impl Server {
             _ => 0,
         };
         self.sampling_output(tid, redrawn);
-        if self.agent_fallback.rules.contains_key(&agent) {
+        if self.agents.activity.rules.contains_key(&agent) {
             let at = now + self.look_delay(tid, hooked, now);
-            let next = self.agent_fallback.look_at.entry(tid).or_insert(at);
+            let next = self.agents.activity.look_at.entry(tid).or_insert(at);
             *next = (*next).min(at);
         }
     }
@@ -237,7 +243,7 @@ impl Server {
     /// burst's delay, and the screen would never have shown it to herdr.
     fn look_delay(&self, tid: TerminalId, hooked: bool, now: Instant) -> Duration {
         let current = self.raw_state(tid);
-        let f = &self.agent_fallback;
+        let f = &self.agents.activity;
         let unconfirmed = hooked
             && matches!(current.as_deref(), Some("working" | "blocked"))
             && f.confirmed.get(&tid).copied() != current.as_deref()
@@ -251,19 +257,19 @@ impl Server {
 
     /// The agent of a terminal, and whether its hooks report its state.
     fn watched_agent(&self, tid: TerminalId) -> Option<(String, bool)> {
-        let term = self.state.terminals.get(&tid)?;
+        let term = self.session.state.terminals.get(&tid)?;
         Some((term.agent.clone()?, term.hooked))
     }
 
     /// The state of a terminal's agent as last set (`done` is `idle` here).
     fn raw_state(&self, tid: TerminalId) -> Option<String> {
-        self.state.terminals.get(&tid)?.agent_state.clone()
+        self.session.state.terminals.get(&tid)?.agent_state.clone()
     }
 
     /// What the screen of an agent with rules shows: `Some(None)` is nothing busy.
     fn screen_state(&self, tid: TerminalId, agent: &str) -> Option<Option<&'static str>> {
-        let rules = self.agent_fallback.rules.get(agent)?;
-        let rt = self.runtimes.get(tid)?;
+        let rules = self.agents.activity.rules.get(agent)?;
+        let rt = self.session.runtimes.get(tid)?;
         let rows: Vec<String> = {
             let emu = crate::pty::lock(&rt.emulator);
             let screen = emu.screen();
@@ -287,11 +293,12 @@ impl Server {
         }
         match found {
             Some(busy) => {
-                self.agent_fallback.quiet_at.remove(&tid);
+                self.agents.activity.quiet_at.remove(&tid);
                 self.set_agent_state(tid, busy);
             }
             None => {
                 let current = self
+                    .session
                     .state
                     .terminals
                     .get(&tid)
@@ -301,10 +308,11 @@ impl Server {
                     // `IDLE_AFTER`: an agent may hide its status line while its answer
                     // streams, or have no room for it in a narrow pane.
                     Some("working") => {
-                        self.agent_fallback.quiet_at.insert(tid, now + IDLE_AFTER);
+                        self.agents.activity.quiet_at.insert(tid, now + IDLE_AFTER);
                     }
                     Some("blocked") => {
-                        self.agent_fallback
+                        self.agents
+                            .activity
                             .quiet_at
                             .entry(tid)
                             .or_insert(now + IDLE_AFTER);
@@ -328,8 +336,8 @@ impl Server {
     /// stays blocked.
     fn refine_hooked(&mut self, tid: TerminalId, found: Option<&'static str>, now: Instant) {
         let current = self.raw_state(tid);
-        let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
-        let f = &mut self.agent_fallback;
+        let confirmed = self.agents.activity.confirmed.get(&tid).copied();
+        let f = &mut self.agents.activity;
         match (current.as_deref(), found) {
             (Some("working"), Some("blocked")) => {
                 f.quiet_at.remove(&tid);
@@ -364,8 +372,8 @@ impl Server {
     /// before the agent prints again), and the screen is read again soon whether or not
     /// the agent prints.
     pub(super) fn hook_set_state(&mut self, tid: TerminalId, state: &str) {
-        self.agent_fallback.quiet_at.remove(&tid);
-        self.agent_fallback.confirmed.remove(&tid);
+        self.agents.activity.quiet_at.remove(&tid);
+        self.agents.activity.confirmed.remove(&tid);
         let Some((agent, _)) = self.watched_agent(tid) else {
             return;
         };
@@ -373,33 +381,37 @@ impl Server {
             return;
         };
         if let Some(s) = shown.filter(|s| *s == state) {
-            self.agent_fallback.confirmed.insert(tid, s);
+            self.agents.activity.confirmed.insert(tid, s);
         }
         let now = Instant::now();
-        self.agent_fallback
+        self.agents
+            .activity
             .confirm_until
             .insert(tid, now + CONFIRM_WINDOW);
-        self.agent_fallback.look_at.insert(tid, now + CONFIRM_DELAY);
+        self.agents
+            .activity
+            .look_at
+            .insert(tid, now + CONFIRM_DELAY);
     }
 
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
-        self.agent_fallback.threads.retain(|_, t| *t != tid);
-        self.agent_fallback.resuming.remove(&tid);
-        self.agent_fallback.plain.remove(&tid);
-        self.agent_fallback.quiet_at.remove(&tid);
-        self.agent_fallback.detected_at.remove(&tid);
-        self.agent_fallback.detect_again.remove(&tid);
-        self.agent_fallback.look_at.remove(&tid);
-        self.agent_fallback.written.remove(&tid);
-        self.agent_fallback.confirmed.remove(&tid);
-        self.agent_fallback.confirm_until.remove(&tid);
-        self.notify.forget(tid);
+        self.agents.activity.threads.retain(|_, t| *t != tid);
+        self.agents.activity.resuming.remove(&tid);
+        self.agents.activity.plain.remove(&tid);
+        self.agents.activity.quiet_at.remove(&tid);
+        self.agents.activity.detected_at.remove(&tid);
+        self.agents.activity.detect_again.remove(&tid);
+        self.agents.activity.look_at.remove(&tid);
+        self.agents.activity.written.remove(&tid);
+        self.agents.activity.confirmed.remove(&tid);
+        self.agents.activity.confirm_until.remove(&tid);
+        self.agents.notify.forget(tid);
         self.forget_sampling(tid);
     }
 
     pub(crate) fn agent_quiet_deadline(&self) -> Option<Instant> {
-        let f = &self.agent_fallback;
+        let f = &self.agents.activity;
         f.quiet_at
             .values()
             .chain(f.look_at.values())
@@ -420,20 +432,20 @@ impl Server {
                 .map(|(id, _)| *id)
                 .collect()
         };
-        for tid in due(&self.agent_fallback.detect_again) {
+        for tid in due(&self.agents.activity.detect_again) {
             // Output the last check came too early for: looked at now, as it would have
             // been had more come.
-            self.agent_fallback.detect_again.remove(&tid);
-            self.agent_fallback.detected_at.remove(&tid);
+            self.agents.activity.detect_again.remove(&tid);
+            self.agents.activity.detected_at.remove(&tid);
             self.agent_activity(tid);
         }
         self.sampling_tick(now);
-        for tid in due(&self.agent_fallback.look_at) {
-            self.agent_fallback.look_at.remove(&tid);
+        for tid in due(&self.agents.activity.look_at) {
+            self.agents.activity.look_at.remove(&tid);
             self.look_at_screen(tid, now);
         }
-        for tid in due(&self.agent_fallback.quiet_at) {
-            self.agent_fallback.quiet_at.remove(&tid);
+        for tid in due(&self.agents.activity.quiet_at) {
+            self.agents.activity.quiet_at.remove(&tid);
             let Some((agent, hooked)) = self.watched_agent(tid) else {
                 continue;
             };
@@ -442,7 +454,8 @@ impl Server {
                 // The screen shows nothing busy, but the agent still animates or burns
                 // CPU (Codex hides its working line while an answer streams): not idle
                 // yet; looked at again shortly.
-                self.agent_fallback
+                self.agents
+                    .activity
                     .quiet_at
                     .insert(tid, now + STILL_WORKING_RETRY);
                 continue;
@@ -452,11 +465,11 @@ impl Server {
                 continue;
             }
             let current = self.raw_state(tid);
-            let confirmed = self.agent_fallback.confirmed.get(&tid).copied();
+            let confirmed = self.agents.activity.confirmed.get(&tid).copied();
             let ended = current.as_deref() == confirmed || current.as_deref() == Some("working");
             match found {
                 None if current.is_some() && ended => {
-                    self.agent_fallback.confirmed.remove(&tid);
+                    self.agents.activity.confirmed.remove(&tid);
                     self.set_agent_state(tid, "idle");
                 }
                 None => {}
@@ -467,7 +480,7 @@ impl Server {
 
     /// Whether a client shows the terminal now.
     fn viewed(&self, tid: TerminalId) -> bool {
-        !self.clients.is_empty() && self.is_visible(tid)
+        !self.clients.by_id.is_empty() && self.is_visible(tid)
     }
 
     /// Sets an agent's state and tells waits, subscribers and clients when what users see
@@ -475,10 +488,11 @@ impl Server {
     /// "done") while no client shows its pane is "done" until one does.
     pub(super) fn set_agent_state(&mut self, tid: TerminalId, state: &str) {
         let viewed = self.viewed(tid);
-        let pane = self.state.pane_of_terminal(tid);
-        let shown = |s: &Server| pane.and_then(|p| s.state.agent_state(p).map(str::to_string));
+        let pane = self.session.state.pane_of_terminal(tid);
+        let shown =
+            |s: &Server| pane.and_then(|p| s.session.state.agent_state(p).map(str::to_string));
         let before = shown(self);
-        let Some(term) = self.state.terminals.get_mut(&tid) else {
+        let Some(term) = self.session.state.terminals.get_mut(&tid) else {
             return;
         };
         let raw = if state == "done" { "idle" } else { state };
@@ -490,7 +504,7 @@ impl Server {
         }
         term.agent_state = Some(raw.to_string());
         let agent = term.agent.clone();
-        if let Some(ps) = pane.and_then(|p| self.state.panes.get_mut(&p)) {
+        if let Some(ps) = pane.and_then(|p| self.session.state.panes.get_mut(&p)) {
             if raw != "idle" {
                 ps.seen = true;
             } else if finished {
@@ -515,10 +529,10 @@ impl Server {
     /// Panes a client shows now have been seen: a "done" agent there becomes idle, and a
     /// bell it rang is no longer marked.
     pub(crate) fn note_seen(&mut self) {
-        if self.clients.is_empty() {
+        if self.clients.by_id.is_empty() {
             return;
         }
-        let Some(tab) = self.state.active_tab() else {
+        let Some(tab) = self.session.state.active_tab() else {
             return;
         };
         let shown = if tab.zoomed {
@@ -527,16 +541,21 @@ impl Server {
             tab.layout.panes()
         };
         for p in shown {
-            if let Some(ps) = self.state.panes.get_mut(&p).filter(|ps| ps.bell) {
+            if let Some(ps) = self.session.state.panes.get_mut(&p).filter(|ps| ps.bell) {
                 ps.bell = false;
                 self.request_render();
             }
-            let Some(ps) = self.state.panes.get_mut(&p).filter(|ps| !ps.seen) else {
+            let Some(ps) = self.session.state.panes.get_mut(&p).filter(|ps| !ps.seen) else {
                 continue;
             };
             ps.seen = true;
             let tid = ps.terminal;
-            let agent = self.state.terminals.get(&tid).and_then(|t| t.agent.clone());
+            let agent = self
+                .session
+                .state
+                .terminals
+                .get(&tid)
+                .and_then(|t| t.agent.clone());
             let id = self.pane_no(p);
             self.emit(json!({ "event": "pane.agent", "id": id, "agent": agent, "state": "idle" }));
             self.recheck_waits(Some(tid));
@@ -548,10 +567,15 @@ impl Server {
     /// to be no agent is not read again here (output in its pane still looks again, so a
     /// program that `exec`s an agent is found once it draws).
     pub(crate) fn refresh_agents(&mut self) {
-        for tid in self.runtimes.ids() {
-            let fg = self.runtimes.get(tid).and_then(|rt| rt.foreground_pid());
-            let plain = fg.is_some() && self.agent_fallback.plain.get(&tid).copied() == fg;
+        for tid in self.session.runtimes.ids() {
+            let fg = self
+                .session
+                .runtimes
+                .get(tid)
+                .and_then(|rt| rt.foreground_pid());
+            let plain = fg.is_some() && self.agents.activity.plain.get(&tid).copied() == fg;
             let no_agent = self
+                .session
                 .state
                 .terminals
                 .get(&tid)

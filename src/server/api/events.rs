@@ -21,13 +21,13 @@ pub struct Summary {
 impl Server {
     pub(crate) fn summary(&self) -> Summary {
         let mut s = Summary::default();
-        for ws in &self.state.workspaces {
+        for ws in &self.session.state.workspaces {
             s.workspaces.push((ws.no.to_string(), ws.name.clone()));
             for tab in &ws.tabs {
                 s.tabs
                     .push((tab.no.to_string(), ws.no.to_string(), tab.name.clone()));
                 for pane in tab.layout.panes() {
-                    if let Some(ps) = self.state.panes.get(&pane) {
+                    if let Some(ps) = self.session.state.panes.get(&pane) {
                         s.panes.push((
                             ps.no.to_string(),
                             tab.no.to_string(),
@@ -38,11 +38,11 @@ impl Server {
                 }
             }
         }
-        let ws = self.state.active_workspace();
+        let ws = self.session.state.active_workspace();
         s.focus = (
             ws.map(|w| w.no.to_string()),
-            self.state.active_tab().map(|t| t.no.to_string()),
-            self.state.focused_pane().map(|p| self.pane_no(p)),
+            self.session.state.active_tab().map(|t| t.no.to_string()),
+            self.session.state.focused_pane().map(|p| self.pane_no(p)),
         );
         s
     }

@@ -37,7 +37,7 @@ impl Server {
             expected_protocol,
         };
         if self.input_waiting() {
-            self.handoff_after_input = Some(crate::server::handoff::Deferred {
+            self.life.handoff_after_input = Some(crate::server::handoff::Deferred {
                 conn,
                 id: id.clone(),
                 req,
@@ -52,13 +52,14 @@ impl Server {
     /// it waited long enough).
     pub(crate) fn handoff_if_input_done(&mut self) {
         let ready = self
+            .life
             .handoff_after_input
             .as_ref()
             .is_some_and(|d| !self.input_waiting() || Instant::now() >= d.deadline);
         if !ready {
             return;
         }
-        if let Some(d) = self.handoff_after_input.take() {
+        if let Some(d) = self.life.handoff_after_input.take() {
             if let Err(e) = self.run_live_handoff(d.conn, &d.id, d.req) {
                 self.api_reply(d.conn, &d.id, Err(e));
             }
@@ -85,7 +86,7 @@ impl Server {
         });
         eprintln!("handoff: done: {reply}");
         self.api_send_final(conn, reply_line(id, Ok(reply)));
-        self.handed_off = true;
+        self.life.handed_off = true;
         self.stop("handed the session to a new server");
         Ok(Outcome::Later)
     }

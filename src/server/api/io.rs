@@ -25,7 +25,8 @@ fn write_err(e: WriteError) -> ApiError {
 impl Server {
     pub(super) fn target_terminal(&self, p: &Value) -> Result<TerminalId, ApiError> {
         let pane = self.target_pane(p)?;
-        self.state
+        self.session
+            .state
             .panes
             .get(&pane)
             .map(|ps| ps.terminal)
@@ -34,6 +35,7 @@ impl Server {
 
     fn send_bytes(&mut self, tid: TerminalId, bytes: Vec<u8>) -> Result<(), ApiError> {
         let rt = self
+            .session
             .runtimes
             .get(tid)
             .ok_or_else(|| ApiError::new("pane_exited", "the pane has no running program"))?;
@@ -54,6 +56,7 @@ impl Server {
         })?;
         // Encoded as the pane asked (kitty keys, modifyOtherKeys, cursor key mode).
         let mode = self
+            .session
             .runtimes
             .get(tid)
             .map(|rt| lock(&rt.emulator).key_mode())
@@ -78,6 +81,7 @@ impl Server {
             .unwrap_or(SUBMIT_DELAY)
             .min(Duration::from_secs(10));
         let rt = self
+            .session
             .runtimes
             .get(tid)
             .ok_or_else(|| ApiError::new("pane_exited", "the pane has no running program"))?;
@@ -93,6 +97,7 @@ impl Server {
         let ansi = opt_bool(p, "ansi")?.unwrap_or(false);
         let lines = opt_u64(p, "lines")?;
         let rt = self
+            .session
             .runtimes
             .get(tid)
             .ok_or_else(|| ApiError::new("pane_exited", "the pane has no running program"))?;

@@ -32,6 +32,7 @@ fn spawn_err(e: impl std::fmt::Display) -> ApiError {
 impl Server {
     pub(crate) fn workspace_list(&self) -> Value {
         let items: Vec<Value> = self
+            .session
             .state
             .workspaces
             .iter()
@@ -40,7 +41,7 @@ impl Server {
                 json!({
                     "id": ws.no.to_string(),
                     "name": ws.name,
-                    "focused": i == self.state.active,
+                    "focused": i == self.session.state.active,
                     "tabs": ws.tabs.iter().map(|t| t.no.to_string()).collect::<Vec<_>>(),
                     "panes": ws.tabs.iter().map(|t| t.layout.len()).sum::<usize>(),
                 })
@@ -53,7 +54,7 @@ impl Server {
         let name = opt_str(p, "name")?.map(str::to_string);
         let cwd = cwd_param(p)?;
         let pane = self.create_workspace(name, cwd).map_err(spawn_err)?;
-        let ws = &self.state.workspaces[self.state.active];
+        let ws = &self.session.state.workspaces[self.session.state.active];
         now(
             json!({ "id": ws.no.to_string(), "tab": ws.tabs[0].no.to_string(), "pane": self.pane_no(pane) }),
         )
@@ -61,8 +62,8 @@ impl Server {
 
     pub(crate) fn workspace_close(&mut self, p: &Value) -> ApiResult {
         let w = self.target_workspace(p)?;
-        let id = self.state.workspaces[w].no.to_string();
-        let panes: Vec<PaneId> = self.state.workspaces[w]
+        let id = self.session.state.workspaces[w].no.to_string();
+        let panes: Vec<PaneId> = self.session.state.workspaces[w]
             .tabs
             .iter()
             .flat_map(|t| t.layout.panes())
@@ -79,27 +80,27 @@ impl Server {
         if name.is_empty() {
             return Err(ApiError::params("\"name\" must not be empty"));
         }
-        self.state.workspaces[w].name = name;
+        self.session.state.workspaces[w].name = name;
         self.request_render();
-        now(json!({ "id": self.state.workspaces[w].no.to_string() }))
+        now(json!({ "id": self.session.state.workspaces[w].no.to_string() }))
     }
 
     pub(crate) fn workspace_focus(&mut self, p: &Value) -> ApiResult {
         let w = self.target_workspace(p)?;
-        self.state.select_workspace(w);
+        self.session.state.select_workspace(w);
         self.request_render();
-        now(json!({ "id": self.state.workspaces[w].no.to_string() }))
+        now(json!({ "id": self.session.state.workspaces[w].no.to_string() }))
     }
 
     fn tab_json(&self, pos: PanePos) -> Value {
-        let ws = &self.state.workspaces[pos.workspace];
+        let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
         json!({
             "id": tab.no.to_string(),
             "workspace": ws.no.to_string(),
             "name": tab.name,
-            "title": view::tab_label(&self.state, tab),
-            "focused": pos.workspace == self.state.active && pos.tab == ws.active,
+            "title": view::tab_label(&self.session.state, tab),
+            "focused": pos.workspace == self.session.state.active && pos.tab == ws.active,
             "panes": tab.layout.panes().iter().map(|p| self.pane_no(*p)).collect::<Vec<_>>(),
             "zoomed": tab.zoomed,
         })
@@ -111,7 +112,7 @@ impl Server {
             Some(_) => Some(self.target_workspace(p)?),
         };
         let mut out = Vec::new();
-        for (wi, ws) in self.state.workspaces.iter().enumerate() {
+        for (wi, ws) in self.session.state.workspaces.iter().enumerate() {
             if only.is_some_and(|o| o != wi) {
                 continue;
             }
@@ -129,16 +130,17 @@ impl Server {
         let w = self.target_workspace(p)?;
         let cwd = cwd_param(p)?;
         let name = opt_str(p, "name")?.map(str::to_string);
-        self.state.select_workspace(w);
+        self.session.state.select_workspace(w);
         let pane = self.create_tab(cwd).map_err(spawn_err)?;
         let pos = self
+            .session
             .state
             .find_pane(pane)
             .ok_or_else(|| ApiError::new("internal", "new tab vanished"))?;
-        if let Some(tab) = self.state.tab_at_mut(pos) {
+        if let Some(tab) = self.session.state.tab_at_mut(pos) {
             tab.name = name;
         }
-        let id = self.state.workspaces[pos.workspace].tabs[pos.tab]
+        let id = self.session.state.workspaces[pos.workspace].tabs[pos.tab]
             .no
             .to_string();
         now(json!({ "id": id, "pane": self.pane_no(pane) }))
@@ -146,7 +148,7 @@ impl Server {
 
     pub(crate) fn tab_close(&mut self, p: &Value) -> ApiResult {
         let pos = self.target_tab(p)?;
-        let tab = &self.state.workspaces[pos.workspace].tabs[pos.tab];
+        let tab = &self.session.state.workspaces[pos.workspace].tabs[pos.tab];
         let id = tab.no.to_string();
         for pane in tab.layout.panes() {
             self.close_pane(pane);
@@ -158,6 +160,7 @@ impl Server {
         let pos = self.target_tab(p)?;
         let name = req_str(p, "name")?.trim().to_string();
         let tab = self
+            .session
             .state
             .tab_at_mut(pos)
             .ok_or_else(|| ApiError::new("not_found", "no such tab"))?;
@@ -169,14 +172,15 @@ impl Server {
 
     pub(crate) fn tab_focus(&mut self, p: &Value) -> ApiResult {
         let pos = self.target_tab(p)?;
-        self.state.select_workspace(pos.workspace);
-        self.state.select_tab(pos.tab);
+        self.session.state.select_workspace(pos.workspace);
+        self.session.state.select_tab(pos.tab);
         self.request_render();
         now(self.tab_json(pos))
     }
 
     pub(crate) fn pane_no(&self, pane: PaneId) -> String {
-        self.state
+        self.session
+            .state
             .panes
             .get(&pane)
             .map(|p| p.no.to_string())
@@ -185,21 +189,22 @@ impl Server {
 
     /// Everything a script wants to know about one pane.
     pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
-        let ps = self.state.panes.get(&pane)?;
-        let pos = self.state.find_pane(pane)?;
-        let ws = &self.state.workspaces[pos.workspace];
+        let ps = self.session.state.panes.get(&pane)?;
+        let pos = self.session.state.find_pane(pane)?;
+        let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
-        let term = self.state.terminals.get(&ps.terminal)?;
-        let rt = self.runtimes.get(ps.terminal);
+        let term = self.session.state.terminals.get(&ps.terminal)?;
+        let rt = self.session.runtimes.get(ps.terminal);
         let fg = rt.and_then(|r| r.foreground());
         let (rows, cols) = rt.map(|r| r.size).unwrap_or((0, 0));
-        let focused =
-            pos.workspace == self.state.active && pos.tab == ws.active && tab.focused == pane;
+        let focused = pos.workspace == self.session.state.active
+            && pos.tab == ws.active
+            && tab.focused == pane;
         Some(json!({
             "id": ps.no.to_string(),
             "workspace": ws.no.to_string(),
             "tab": tab.no.to_string(),
-            "title": view::terminal_title(&self.state, ps.terminal),
+            "title": view::terminal_title(&self.session.state, ps.terminal),
             "label": ps.label,
             "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
             "pid": rt.and_then(|r| r.pid),
@@ -210,7 +215,7 @@ impl Server {
             "focused": focused,
             "zoomed": tab.zoomed && tab.focused == pane,
             "agent": term.agent,
-            "agent_state": self.state.agent_state(pane),
+            "agent_state": self.session.state.agent_state(pane),
             "agent_error": term.agent_error,
         }))
     }
@@ -226,6 +231,7 @@ impl Server {
             Some(_) => Some(self.target_workspace(p)?),
         };
         let items: Vec<Value> = self
+            .session
             .state
             .all_panes()
             .into_iter()
@@ -252,6 +258,7 @@ impl Server {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let items: Vec<Value> = self
+            .session
             .state
             .all_panes()
             .into_iter()
@@ -262,13 +269,17 @@ impl Server {
     }
 
     fn agent_json(&self, pane: PaneId, now_ms: u64) -> Option<Value> {
-        let ps = self.state.panes.get(&pane)?;
-        let term = self.state.terminals.get(&ps.terminal)?;
+        let ps = self.session.state.panes.get(&pane)?;
+        let term = self.session.state.terminals.get(&ps.terminal)?;
         let agent = term.agent.as_deref()?;
-        let pos = self.state.find_pane(pane)?;
-        let ws = &self.state.workspaces[pos.workspace];
+        let pos = self.session.state.find_pane(pane)?;
+        let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
-        let fg = self.runtimes.get(ps.terminal).and_then(|r| r.foreground());
+        let fg = self
+            .session
+            .runtimes
+            .get(ps.terminal)
+            .and_then(|r| r.foreground());
         let since = term.agent_since_ms();
         let session = term.agent_session.as_ref();
         let (id, path) = match session {
@@ -281,21 +292,21 @@ impl Server {
             "workspace": ws.no.to_string(),
             "tab": tab.no.to_string(),
             "agent": agent,
-            "state": self.state.agent_state(pane),
+            "state": self.session.state.agent_state(pane),
             "since_ms": since,
             "for_secs": since.map(|t| now_ms.saturating_sub(t) / 1000),
             "session_id": id,
             "session_path": path,
             "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
             "pid": term.agent_pid,
-            "title": view::terminal_title(&self.state, ps.terminal),
+            "title": view::terminal_title(&self.session.state, ps.terminal),
             "error": term.agent_error,
         }))
     }
 
     pub(crate) fn pane_get(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
-        if let Some(tid) = self.state.panes.get(&pane).map(|ps| ps.terminal) {
+        if let Some(tid) = self.session.state.panes.get(&pane).map(|ps| ps.terminal) {
             self.refresh_agent(tid);
         }
         self.pane_json(pane)
@@ -324,8 +335,8 @@ impl Server {
     }
 
     fn pane_cwd(&self, pane: PaneId) -> Option<std::path::PathBuf> {
-        let tid = self.state.panes.get(&pane)?.terminal;
-        self.runtimes.get(tid)?.foreground()?.cwd
+        let tid = self.session.state.panes.get(&pane)?.terminal;
+        self.session.runtimes.get(tid)?.foreground()?.cwd
     }
 
     pub(crate) fn pane_close(&mut self, p: &Value) -> ApiResult {
@@ -337,7 +348,7 @@ impl Server {
 
     pub(crate) fn pane_focus(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
-        self.state.focus_pane(pane);
+        self.session.state.focus_pane(pane);
         self.request_render();
         now(json!({ "id": self.pane_no(pane) }))
     }
@@ -345,8 +356,9 @@ impl Server {
     pub(crate) fn pane_zoom(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
         let want = opt_bool(p, "zoom")?;
-        self.state.focus_pane(pane);
+        self.session.state.focus_pane(pane);
         let tab = self
+            .session
             .state
             .active_tab_mut()
             .ok_or_else(|| ApiError::new("not_found", "no tab"))?;
@@ -372,10 +384,12 @@ impl Server {
         let cells = opt_u64(p, "cells")?.unwrap_or(1).min(u64::from(u16::MAX)) as u16;
         let area = self.pane_area();
         let pos = self
+            .session
             .state
             .find_pane(pane)
             .ok_or_else(|| ApiError::new("not_found", "no such pane"))?;
         let moved = self
+            .session
             .state
             .tab_at_mut(pos)
             .is_some_and(|t| t.layout.resize(area, pane, side, cells));
@@ -386,7 +400,7 @@ impl Server {
     pub(crate) fn pane_rename(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
         let name = req_str(p, "name")?.trim().to_string();
-        if let Some(ps) = self.state.panes.get_mut(&pane) {
+        if let Some(ps) = self.session.state.panes.get_mut(&pane) {
             ps.label = (!name.is_empty()).then_some(name);
         }
         self.request_render();

@@ -463,16 +463,16 @@ impl Server {
             "version": version(),
             "protocol": PROTOCOL_VERSION,
             "pid": std::process::id(),
-            "uptime_secs": self.started.elapsed().as_secs(),
-            "session": self.session.as_str(),
-            "socket": self.socket.display().to_string(),
-            "workspaces": self.state.workspaces.len(),
-            "panes": self.state.pane_count(),
-            "clients": self.clients.len(),
+            "uptime_secs": self.life.started.elapsed().as_secs(),
+            "session": self.session.name.as_str(),
+            "socket": self.listen.socket.display().to_string(),
+            "workspaces": self.session.state.workspaces.len(),
+            "panes": self.session.state.pane_count(),
+            "clients": self.clients.by_id.len(),
             // How each attached client's terminal reports keys (docs/terminal.md).
-            "client_keys": self.clients.values().map(|c| c.keys).collect::<Vec<_>>(),
+            "client_keys": self.clients.by_id.values().map(|c| c.keys).collect::<Vec<_>>(),
             "api_clients": self.api.conns.len(),
-            "size": { "cols": self.size.0, "rows": self.size.1 },
+            "size": { "cols": self.session.size.0, "rows": self.session.size.1 },
             "live_handoff": true,
             "last_save": self.persist.as_ref().and_then(|p| p.last_report.as_ref()).map(|r| json!({
                 "bytes": r.bytes,
@@ -524,7 +524,7 @@ impl Server {
     }
 
     fn emit_output(&mut self, tid: TerminalId) {
-        if let Some(p) = self.state.pane_of_terminal(tid) {
+        if let Some(p) = self.session.state.pane_of_terminal(tid) {
             let id = self.pane_no(p);
             self.emit(json!({ "event": "pane.output", "id": id }));
         } else {

@@ -64,7 +64,7 @@ impl Watched {
 impl Server {
     /// Whether a terminal is sampled: an agent is detected whose hooks do not report.
     fn sampled(&self, tid: TerminalId) -> bool {
-        (self.state.terminals.get(&tid)).is_some_and(|t| !t.hooked && t.agent.is_some())
+        (self.session.state.terminals.get(&tid)).is_some_and(|t| !t.hooked && t.agent.is_some())
     }
 
     /// Whether its samples decide its state: neither hooks nor screen rules say what it
@@ -72,14 +72,15 @@ impl Server {
     /// from going idle while it still works: `sampled_working`.)
     fn decided_by_samples(&self, tid: TerminalId) -> bool {
         self.sampled(tid)
-            && (self.state.terminals.get(&tid))
+            && (self.session.state.terminals.get(&tid))
                 .and_then(|t| t.agent.as_ref())
-                .is_some_and(|a| !self.agent_fallback.rules.contains_key(a))
+                .is_some_and(|a| !self.agents.activity.rules.contains_key(a))
     }
 
     /// Whether a sampled terminal's samples say it works now.
     pub(crate) fn sampled_working(&self, tid: TerminalId) -> bool {
-        (self.sampling.panes.get(&tid)).is_some_and(|w| w.classifier.verdict() == Verdict::Working)
+        (self.agents.sampling.panes.get(&tid))
+            .is_some_and(|w| w.classifier.verdict() == Verdict::Working)
     }
 
     /// Output in a terminal (`redrawn` bytes of it a redraw after a resize): a sampled
@@ -90,23 +91,23 @@ impl Server {
             self.forget_sampling(tid);
             return;
         }
-        let w = self.sampling.panes.entry(tid).or_default();
+        let w = self.agents.sampling.panes.entry(tid).or_default();
         w.redrawn = w.redrawn.wrapping_add(redrawn);
         w.printed |= redrawn == 0;
     }
 
     pub(crate) fn forget_sampling(&mut self, tid: TerminalId) {
-        self.sampling.panes.remove(&tid);
+        self.agents.sampling.panes.remove(&tid);
     }
 
     /// When the next pass is due.
     pub(crate) fn sampling_deadline(&self) -> Option<Instant> {
-        self.sampling.panes.values().map(Watched::due).min()
+        self.agents.sampling.panes.values().map(Watched::due).min()
     }
 
     /// Reads the panes due, in one pass over /proc, and applies their verdicts.
     pub(crate) fn sampling_tick(&mut self, now: Instant) {
-        let gone: Vec<TerminalId> = (self.sampling.panes.keys().copied())
+        let gone: Vec<TerminalId> = (self.agents.sampling.panes.keys().copied())
             .filter(|t| !self.sampled(*t))
             .collect();
         for tid in gone {
@@ -116,7 +117,7 @@ impl Server {
         // the panes read together stay together, so there is one pass for all of them
         // (not one per pane, at times of their own), and no sample is shorter than that.
         let soon = now + FAST / 2;
-        let due: Vec<TerminalId> = (self.sampling.panes.iter())
+        let due: Vec<TerminalId> = (self.agents.sampling.panes.iter())
             .filter(|(_, w)| w.due() <= soon)
             .map(|(t, _)| *t)
             .collect();
@@ -124,7 +125,7 @@ impl Server {
             return;
         }
         let leaders: BTreeSet<i32> = (due.iter())
-            .filter_map(|t| self.runtimes.get(*t)?.pid)
+            .filter_map(|t| self.session.runtimes.get(*t)?.pid)
             .map(|p| p as i32)
             .collect();
         let mut by_session: BTreeMap<i32, Vec<Proc>> = BTreeMap::new();
@@ -137,7 +138,7 @@ impl Server {
         }
         for tid in due {
             let reading = self.reading(tid, now, &mut by_session);
-            let verdict = self.sampling.panes.get_mut(&tid).and_then(|w| {
+            let verdict = self.agents.sampling.panes.get_mut(&tid).and_then(|w| {
                 w.read_at = Some(now);
                 w.printed = false;
                 let sample = w.sampler.sample(reading.as_ref()?)?;
@@ -156,15 +157,20 @@ impl Server {
         now: Instant,
         by_session: &mut BTreeMap<i32, Vec<Proc>>,
     ) -> Option<Reading> {
-        let epoch = *self.sampling.epoch.get_or_insert(now);
-        let rt = self.runtimes.get(tid)?;
+        let epoch = *self.agents.sampling.epoch.get_or_insert(now);
+        let rt = self.session.runtimes.get(tid)?;
         let (written, bells) = {
             let emu = crate::pty::lock(&rt.emulator);
             (emu.written(), emu.bells())
         };
         let typed = rt.handle.typed();
         let procs = by_session.remove(&(rt.pid? as i32)).unwrap_or_default();
-        let redrawn = self.sampling.panes.get(&tid).map_or(0, |w| w.redrawn);
+        let redrawn = self
+            .agents
+            .sampling
+            .panes
+            .get(&tid)
+            .map_or(0, |w| w.redrawn);
         Some(Reading {
             at_ms: u64::try_from(now.duration_since(epoch).as_millis()).unwrap_or(u64::MAX),
             written: written.wrapping_sub(redrawn),
@@ -178,6 +184,7 @@ impl Server {
     /// still drawing its first screen (it would read idle, working, idle at start).
     fn apply_verdict(&mut self, tid: TerminalId, v: Verdict, printed: bool) {
         let current = self
+            .session
             .state
             .terminals
             .get(&tid)
@@ -197,7 +204,7 @@ impl Server {
     /// them: totals so far (bytes written, bells) and the processes of its session, for
     /// recording a corpus and for telling why a pane shows the state it does.
     pub(crate) fn pane_signals(&mut self, tid: TerminalId) -> Option<Value> {
-        let rt = self.runtimes.get(tid)?;
+        let rt = self.session.runtimes.get(tid)?;
         let leader = rt.pid? as i32;
         let (written, bells) = {
             let emu = crate::pty::lock(&rt.emulator);
@@ -208,6 +215,7 @@ impl Server {
             .map(|p| json!([p.pid, (p.state as char).to_string(), p.ticks]))
             .collect();
         let verdict = self
+            .agents
             .sampling
             .panes
             .get(&tid)
@@ -227,7 +235,7 @@ impl Server {
     /// `pane.signals`: [`Server::pane_signals`] for the pane asked for.
     pub(crate) fn pane_signals_api(&mut self, p: &Value) -> ApiResult {
         let pane = self.target_pane(p)?;
-        let tid = self.state.panes.get(&pane).map(|ps| ps.terminal);
+        let tid = self.session.state.panes.get(&pane).map(|ps| ps.terminal);
         let signals = tid
             .and_then(|t| self.pane_signals(t))
             .ok_or_else(|| ApiError::new("not_found", "no such pane, or it has no process"))?;

@@ -85,6 +85,7 @@ impl Server {
     pub(crate) fn target_pane(&self, p: &Value) -> Result<PaneId, ApiError> {
         match p.get("pane") {
             None | Some(Value::Null) => self
+                .session
                 .state
                 .focused_pane()
                 .ok_or_else(|| ApiError::new("not_found", "the session has no pane")),
@@ -92,7 +93,8 @@ impl Server {
                 let no = parse_public(v, 'p').ok_or_else(|| {
                     ApiError::params(format!("\"pane\" must look like p3, got {v}"))
                 })?;
-                self.state
+                self.session
+                    .state
                     .panes
                     .iter()
                     .find(|(_, ps)| ps.no.0 == no)
@@ -106,17 +108,18 @@ impl Server {
     pub(crate) fn target_workspace(&self, p: &Value) -> Result<usize, ApiError> {
         match p.get("workspace") {
             None | Some(Value::Null) => {
-                if self.state.workspaces.is_empty() {
+                if self.session.state.workspaces.is_empty() {
                     Err(ApiError::new("not_found", "the session has no workspace"))
                 } else {
-                    Ok(self.state.active)
+                    Ok(self.session.state.active)
                 }
             }
             Some(v) => {
                 let no = parse_public(v, 'w').ok_or_else(|| {
                     ApiError::params(format!("\"workspace\" must look like w1, got {v}"))
                 })?;
-                self.state
+                self.session
+                    .state
                     .workspaces
                     .iter()
                     .position(|w| w.no.0 == no)
@@ -132,14 +135,14 @@ impl Server {
                 let w = self.target_workspace(p)?;
                 Ok(PanePos {
                     workspace: w,
-                    tab: self.state.workspaces[w].active,
+                    tab: self.session.state.workspaces[w].active,
                 })
             }
             Some(v) => {
                 let no = parse_public(v, 't').ok_or_else(|| {
                     ApiError::params(format!("\"tab\" must look like t2, got {v}"))
                 })?;
-                for (wi, ws) in self.state.workspaces.iter().enumerate() {
+                for (wi, ws) in self.session.state.workspaces.iter().enumerate() {
                     if let Some(ti) = ws.tabs.iter().position(|t| t.no.0 == no) {
                         return Ok(PanePos {
                             workspace: wi,

@@ -258,7 +258,7 @@ impl Server {
 
     /// A terminal's last lines for output waits, compared with those of its last check.
     fn wait_lines(&mut self, tid: TerminalId) -> Option<Lines> {
-        let rt = self.runtimes.get(tid)?;
+        let rt = self.session.runtimes.get(tid)?;
         let lines = lock(&rt.emulator).last_lines(WAIT_LINES, false);
         let before = self.api.wait_lines.get(&tid).map(Vec::as_slice);
         let (lines, hashes) = Lines::new(lines, before);
@@ -270,6 +270,7 @@ impl Server {
     /// terminal's lines when already formatted (else the wait searches all of them).
     fn check_wait(&self, w: &PendingWait, lines: Option<&Lines>) -> Option<Value> {
         let pane = self
+            .session
             .state
             .pane_of_terminal(w.terminal)
             .map(|p| self.pane_no(p));
@@ -279,7 +280,7 @@ impl Server {
                 let (l, all) = match lines {
                     Some(l) => (l, ow.fresh.replace(false)),
                     None => {
-                        let rt = self.runtimes.get(w.terminal)?;
+                        let rt = self.session.runtimes.get(w.terminal)?;
                         let text = lock(&rt.emulator).last_lines(WAIT_LINES, false);
                         own = Lines::new(text, None).0;
                         (&own, true)
@@ -289,7 +290,7 @@ impl Server {
                 Some(json!({ "id": pane, "matched": matched, "line": line }))
             }
             WaitKind::Exit => {
-                let term = self.state.terminals.get(&w.terminal);
+                let term = self.session.state.terminals.get(&w.terminal);
                 match term.and_then(|t| t.exited) {
                     Some(code) => Some(json!({ "id": pane, "exited": true, "status": code })),
                     None if term.is_none() => {
@@ -300,8 +301,9 @@ impl Server {
             }
             WaitKind::AgentState(want) => {
                 let state = self
+                    .session
                     .state
-                    .agent_state(self.state.pane_of_terminal(w.terminal)?)?;
+                    .agent_state(self.session.state.pane_of_terminal(w.terminal)?)?;
                 (state == want).then(|| json!({ "id": pane, "agent_state": state }))
             }
         }
@@ -344,7 +346,7 @@ impl Server {
                     "timeout",
                     "the condition did not happen before the timeout",
                 ))),
-                None if !self.state.terminals.contains_key(&w.terminal)
+                None if !self.session.state.terminals.contains_key(&w.terminal)
                     && !matches!(w.kind, WaitKind::Exit) =>
                 {
                     Some(Err(ApiError::new(

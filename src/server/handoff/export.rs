@@ -73,7 +73,7 @@ impl Server {
         let started = Instant::now();
         self.check_handoff(&req)?;
         // The terminals' actors read them again before they are paused and moved.
-        self.lending_off = true;
+        self.clients.lending_off = true;
         self.unlend();
         let mut progress = Progress::default();
         // A bug in a step must still roll back (the server's own panic guard would leave
@@ -93,7 +93,7 @@ impl Server {
             }
             Err(e) => {
                 self.roll_back(progress);
-                self.lending_off = false;
+                self.clients.lending_off = false;
                 eprintln!("handoff: rolled back: {e}");
                 Err(e)
             }
@@ -117,7 +117,7 @@ impl Server {
             ));
         }
         // Each pane's master travels as one more descriptor in both processes.
-        let needed = crate::sys::open_fds().len() + self.runtimes.len() + 64;
+        let needed = crate::sys::open_fds().len() + self.session.runtimes.len() + 64;
         let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
             .map_err(|e| format!("cannot read the open-file limit: {e}"))?;
         if needed as u64 > soft {
@@ -126,7 +126,7 @@ impl Server {
                  of {soft} (RLIMIT_NOFILE, raised at start to the hard limit); close some panes, \
                  or raise the hard limit (LimitNOFILE= in a systemd unit, nofile in \
                  /etc/security/limits.conf, or `ulimit -Hn` as root) and restart the server",
-                self.runtimes.len()
+                self.session.runtimes.len()
             ));
         }
         Ok(())
@@ -140,7 +140,7 @@ impl Server {
         started: Instant,
     ) -> Result<Done, String> {
         // 1. A private socket and a token.
-        let sock_path = paths::handoff_socket_path(&self.session, std::process::id());
+        let sock_path = paths::handoff_socket_path(&self.session.name, std::process::id());
         let _ = std::fs::remove_file(&sock_path);
         let listener = UnixListener::bind(&sock_path)
             .map_err(|e| format!("cannot create {}: {e}", sock_path.display()))?;
@@ -152,19 +152,24 @@ impl Server {
         // 2. No new connections to a server on its way out: the socket stays (connecting
         // is refused) until the new server replaces it. Clients come back by themselves
         // once the new server listens (so the word must reach them before we go).
-        if let Some(a) = self.acceptor.take() {
-            self.next_conn_id = Some(a.stop());
+        if let Some(a) = self.listen.acceptor.take() {
+            self.listen.next_conn_id = Some(a.stop());
         }
         progress.released = true;
         // A paste still coming in (its end not read yet) is closed here; what is left of
         // it reaches the new server as typed text.
-        let pastes: Vec<_> = self.clients.values_mut().map(|c| c.paste.take()).collect();
+        let pastes: Vec<_> = self
+            .clients
+            .by_id
+            .values_mut()
+            .map(|c| c.paste.take())
+            .collect();
         for paste in pastes {
             self.abandon_paste(paste);
         }
         let why = "live update in progress; reconnecting when it completes";
         let msg = ServerMsg::Reconnect(why.into()).encode();
-        let writers: Vec<_> = std::mem::take(&mut self.clients)
+        let writers: Vec<_> = std::mem::take(&mut self.clients.by_id)
             .into_values()
             .map(|c| c.writer)
             .collect();
@@ -174,7 +179,7 @@ impl Server {
                 s.spawn(move || w.send_last_and_wait(msg, CLIENT_NOTICE_TIMEOUT));
             }
         });
-        self.active_client = None;
+        self.clients.active = None;
         self.api_end_for_handoff(requester);
 
         // 3. Every pane stops reading: from here on, unread output waits in the kernel.
@@ -182,8 +187,8 @@ impl Server {
         // is asked is counted as paused, so a rollback resumes it whatever it answered.
         let deadline = Instant::now() + PAUSE_TIMEOUT;
         let mut tickets = Vec::new();
-        for tid in self.runtimes.ids() {
-            let Some(rt) = self.runtimes.get(tid) else {
+        for tid in self.session.runtimes.ids() {
+            let Some(rt) = self.session.runtimes.get(tid) else {
                 continue;
             };
             let ticket = rt
@@ -220,8 +225,8 @@ impl Server {
                 continue;
             };
             let (Some(rt), Some(term), Some((_, p))) = (
-                self.runtimes.get(tid),
-                self.state.terminals.get(&tid),
+                self.session.runtimes.get(tid),
+                self.session.state.terminals.get(&tid),
                 paused.iter().find(|(t, _)| *t == tid),
             ) else {
                 continue;
@@ -242,9 +247,10 @@ impl Server {
                 agent_error: term.agent_error.clone(),
                 agent_since_ms: term.agent_since_ms(),
                 seen: self
+                    .session
                     .state
                     .pane_of_terminal(tid)
-                    .and_then(|p| self.state.panes.get(&p))
+                    .and_then(|p| self.session.state.panes.get(&p))
                     .is_none_or(|p| p.seen),
             });
             emulators.push(rt.emulator.clone());
@@ -259,11 +265,11 @@ impl Server {
             pane.cols = cols;
             images.push((image, input));
         }
-        if panes.len() != self.runtimes.len() {
+        if panes.len() != self.session.runtimes.len() {
             return Err(format!(
                 "only {} of {} terminals could be described (a pane without a program or outside the layout)",
                 panes.len(),
-                self.runtimes.len()
+                self.session.runtimes.len()
             ));
         }
         let manifest = Manifest {
@@ -272,10 +278,10 @@ impl Server {
             source_protocol: PROTOCOL_VERSION,
             expected_version: req.expected_version.clone(),
             expected_protocol: req.expected_protocol,
-            session: self.session.as_str().into(),
+            session: self.session.name.as_str().into(),
             snapshot,
-            size: self.size,
-            sidebar: self.sidebar,
+            size: self.session.size,
+            sidebar: self.session.sidebar,
             persist_generation: self.persist.as_ref().map_or(0, |p| p.generation),
             persist_read_only: self.persist.as_ref().and_then(|p| p.read_only.clone()),
             panes,
@@ -292,7 +298,7 @@ impl Server {
                 "server",
                 "import",
                 "--session",
-                self.session.as_str(),
+                self.session.name.as_str(),
                 "--from",
             ])
             .arg(&sock_path)
@@ -340,7 +346,7 @@ impl Server {
 
         phases.mark("restored");
         // 9. Give up the public socket; the new server binds it once it refuses here.
-        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_file(&self.listen.socket);
         send(&mut sock, b"released").map_err(io)?;
         expect(&mut sock, "ready", STEP_TIMEOUT)?;
         phases.mark("ready");
@@ -349,8 +355,8 @@ impl Server {
         send(&mut sock, b"committed").map_err(io)?;
         let committed = Instant::now();
         progress.child = None;
-        for tid in self.runtimes.ids() {
-            if let Some(rt) = self.runtimes.get(tid) {
+        for tid in self.session.runtimes.ids() {
+            if let Some(rt) = self.session.runtimes.get(tid) {
                 rt.handle.preserve(true);
             }
         }
@@ -375,7 +381,8 @@ impl Server {
     }
 
     fn terminal_of_pane_no(&self, no: u32) -> Option<TerminalId> {
-        self.state
+        self.session
+            .state
             .panes
             .values()
             .find(|p| p.no.0 == no)
@@ -390,14 +397,14 @@ impl Server {
         }
         if progress.released {
             // The new process is gone, so a socket file it may have bound is stale.
-            match crate::server::bind_socket(&self.socket) {
+            match crate::server::bind_socket(&self.listen.socket) {
                 Ok(listener) => {
                     match Acceptor::spawn(
                         listener,
-                        self.events_tx.clone(),
-                        self.next_conn_id.take(),
+                        self.events.tx.clone(),
+                        self.listen.next_conn_id.take(),
                     ) {
-                        Ok(a) => self.acceptor = Some(a),
+                        Ok(a) => self.listen.acceptor = Some(a),
                         Err(e) => eprintln!("handoff: cannot accept connections again: {e}"),
                     }
                 }
@@ -405,7 +412,7 @@ impl Server {
             }
         }
         for tid in progress.paused {
-            if let Some(rt) = self.runtimes.get(tid) {
+            if let Some(rt) = self.session.runtimes.get(tid) {
                 rt.handle.preserve(false);
                 rt.handle.resume();
             }

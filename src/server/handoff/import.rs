@@ -170,11 +170,11 @@ fn serve(
     let loaded = super::super::load_config();
     let socket = crate::paths::socket_path(&session);
     let mut server = Server::new(session, socket.clone(), loaded.config, loaded.bindings);
-    server.agent_fallback.rules = loaded.rules;
+    server.agents.activity.rules = loaded.rules;
     server.lock = Some(lock);
     server.report_config(&loaded.diags);
-    server.size = manifest.size;
-    server.sidebar = manifest.sidebar;
+    server.session.size = manifest.size;
+    server.session.sidebar = manifest.sidebar;
     let expected = panes.len();
     let unseen: Vec<u32> = panes
         .iter()
@@ -195,12 +195,12 @@ fn serve(
         import_terminal(server, ps, incoming)
     };
     let notes = server.rebuild(&manifest.snapshot, &mut make);
-    for ps in server.state.panes.values_mut() {
+    for ps in server.session.state.panes.values_mut() {
         if unseen.contains(&ps.no.0) {
             ps.seen = false;
         }
     }
-    let imported = server.runtimes.len();
+    let imported = server.session.runtimes.len();
     if imported != expected {
         return Err(refuse(
             &mut sock,
@@ -235,8 +235,8 @@ fn serve(
             std::process::exit(1);
         }
     }
-    for tid in server.runtimes.ids() {
-        if let Some(rt) = server.runtimes.get(tid) {
+    for tid in server.session.runtimes.ids() {
+        if let Some(rt) = server.session.runtimes.get(tid) {
             rt.handle.preserve(false);
             rt.handle.resume();
         }
@@ -244,7 +244,7 @@ fn serve(
     send(&mut sock, b"owned")?;
     drop(sock);
 
-    super::super::spawn_signal_thread(server.events_tx.clone())?;
+    super::super::spawn_signal_thread(server.events.tx.clone())?;
     server.start_persistence();
     if let Some(p) = server.persist.as_mut() {
         p.generation = manifest.persist_generation;
@@ -253,7 +253,7 @@ fn serve(
     eprintln!(
         "herdr server {} took over session {} from {} ({} panes) and listens on {}",
         version(),
-        server.session,
+        server.session.name,
         manifest.source_version,
         imported,
         socket.display()
@@ -290,9 +290,9 @@ fn import_terminal(
     }
     let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid)
         .map_err(|e| format!("cannot watch its program (pid {}): {e}", runtime.pid))?;
-    let id = server.state.alloc_terminal_id();
+    let id = server.session.state.alloc_terminal_id();
     let emulator = crate::pty::shared(emulator);
-    let tx = server.events_tx.clone();
+    let tx = server.events.tx.clone();
     let handle = PtyHandle::start(ActorParts {
         master,
         program: Program::Imported {

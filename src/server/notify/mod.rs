@@ -114,33 +114,34 @@ impl Server {
     /// the user's command run.
     pub(crate) fn agent_notify(&mut self, tid: TerminalId, pane: PaneId, state: &str) {
         let agent = self
+            .session
             .state
             .terminals
             .get(&tid)
             .and_then(|t| t.agent.clone())
             .unwrap_or_else(|| "agent".into());
-        let cfg = &self.config;
+        let cfg = &self.session.config;
         if !cfg.notify_states.iter().any(|s| s == state) || cfg.notify_off_for.contains(&agent) {
             return;
         }
-        if !self.notify.limiter.allow(tid, Instant::now()) {
-            if self.notify.dropping.insert(tid) {
+        if !self.agents.notify.limiter.allow(tid, Instant::now()) {
+            if self.agents.notify.dropping.insert(tid) {
                 let no = self.pane_no(pane);
                 eprintln!("herdr server: notifications of {no} come too fast; dropping some");
             }
             return;
         }
-        self.notify.dropping.remove(&tid);
+        self.agents.notify.dropping.remove(&tid);
         let no = self.pane_no(pane);
-        let tab = self.state.find_pane(pane).map(|pos| pos.tab + 1);
+        let tab = self.session.state.find_pane(pane).map(|pos| pos.tab + 1);
         let text = text::message(&agent, state, &no, tab);
-        for c in self.clients.values_mut() {
+        for c in self.clients.by_id.values_mut() {
             let bytes = text::escape(c.notify, &text);
             if !bytes.is_empty() {
                 tell(c, &bytes);
             }
         }
-        if !self.config.notify_command.is_empty() {
+        if !self.session.config.notify_command.is_empty() {
             self.run_notify_command(pane, &agent, state, &text);
         }
     }
@@ -163,9 +164,9 @@ impl Server {
             "time": time,
             "text": text,
         });
-        let argv = self.config.notify_command.clone();
+        let argv = self.session.config.notify_command.clone();
         let shown = command::shown(&argv);
-        if let Err(e) = self.notify.runner.run(argv, format!("{event}\n")) {
+        if let Err(e) = self.agents.notify.runner.run(argv, format!("{event}\n")) {
             eprintln!("herdr server: notify command {shown} not run: {e}");
         }
     }
@@ -173,20 +174,20 @@ impl Server {
     /// A program rang the bell: the clients' terminals ring too (within the limits), and
     /// a pane nobody sees is marked until it is shown.
     pub(crate) fn pane_bell(&mut self, tid: TerminalId) {
-        if self.config.notify_bells == "off" {
+        if self.session.config.notify_bells == "off" {
             return;
         }
-        if !self.is_visible(tid) || self.clients.is_empty() {
-            let pane = self.state.pane_of_terminal(tid);
-            if let Some(ps) = pane.and_then(|p| self.state.panes.get_mut(&p)) {
+        if !self.is_visible(tid) || self.clients.by_id.is_empty() {
+            let pane = self.session.state.pane_of_terminal(tid);
+            if let Some(ps) = pane.and_then(|p| self.session.state.panes.get_mut(&p)) {
                 if !ps.bell {
                     ps.bell = true;
                     self.request_render();
                 }
             }
         }
-        if self.notify.bells.allow(tid, Instant::now()) {
-            for c in self.clients.values_mut() {
+        if self.agents.notify.bells.allow(tid, Instant::now()) {
+            for c in self.clients.by_id.values_mut() {
                 tell(c, b"\x07");
             }
         }

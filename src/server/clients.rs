@@ -1,0 +1,111 @@
+//! Who is attached: each client (its connection, input state, last frame), which one is
+//! active (its size is the session's), the pacing of frames, the status-line message, and
+//! the terminal whose output this thread reads itself while a client types in it
+//! (`lend.rs`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::conn::{ClientId, ClientWriter};
+use super::{input, keys, lend};
+use crate::bindings::Bindings;
+use crate::input::parse::InputParser;
+use crate::model::ids::TerminalId;
+use crate::render::diff::Frame;
+use crate::render::ui;
+
+/// Per-client input mode (the prefix is per client, like tmux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Normal,
+    Prefix,
+    Help,
+}
+
+pub(crate) struct Client {
+    pub(super) writer: ClientWriter,
+    pub(super) reader: std::os::unix::net::UnixStream,
+    /// Its terminal, read by this thread for keys (frames go through `writer`).
+    pub(super) tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    pub(super) decoder: crate::protocol::frame::Decoder,
+    pub(super) size: (u16, u16),
+    pub(super) prev: Option<Frame>,
+    pub(super) mode: Mode,
+    pub(super) parser: InputParser,
+    /// A divider being dragged with the mouse.
+    pub(super) drag: Option<crate::model::layout::DividerId>,
+    /// A frame is owed (the last one could not be queued).
+    pub(super) behind: bool,
+    /// What its last frame was composed from (for incremental redraws).
+    pub(super) cache: ui::ComposeCache,
+    /// A second frame buffer, reused for the next frame; it differs from `prev` only in
+    /// the rows flagged in `spare_stale`.
+    pub(super) spare: Option<Frame>,
+    pub(super) spare_stale: Vec<bool>,
+    /// An incomplete escape sequence is buffered; if nothing follows by then, it was
+    /// typed as is (e.g. alt+[) and is flushed.
+    pub(super) input_flush_at: Option<Instant>,
+    /// What it sent that is not handled yet (taken a bounded amount per turn).
+    pub(super) backlog: input::Backlog,
+    /// A paste of its in progress.
+    pub(super) paste: Option<keys::Paste>,
+    /// Its own key bindings (`--remote-keybindings local`); `None` uses the server's.
+    pub(super) bindings: Option<Bindings>,
+    /// How its terminal reports keys.
+    pub(super) keys: crate::protocol::terminal::KeyProtocol,
+    /// Its terminal's window has the focus (as its focus reports last said).
+    pub(super) focused: bool,
+    /// Keys whose press herdr took (the prefix, a binding): their releases are not the
+    /// pane's either. At most `keyboard::CONSUMED_MAX`.
+    pub(super) consumed: Vec<crate::input::event::KeyId>,
+    /// How its terminal shows a notification (`notify::client_style`).
+    pub(super) notify: crate::protocol::terminal::Notify,
+    /// Notifications and bells its writer had no room for: sent ahead of its next frame
+    /// (at most `notify::MAX_OWED` bytes).
+    pub(super) owed: Vec<u8>,
+}
+
+pub(crate) struct Clients {
+    pub(crate) by_id: BTreeMap<ClientId, Client>,
+    /// The client whose size the session uses: the most recently active one.
+    pub(crate) active: Option<ClientId>,
+    /// A status-line message and since when it shows.
+    pub(crate) message: Option<(String, Instant)>,
+    /// Read buffer for clients' sockets.
+    pub(crate) read_buf: Vec<u8>,
+    /// Frame pacing: each frame drawn moves this one `FRAME_INTERVAL` past the later of
+    /// itself and now; the next may be drawn once it is less than `FRAME_BURST` intervals
+    /// ahead of now.
+    pub(crate) frame_clock: Instant,
+    pub(crate) frame_due: Option<Instant>,
+    /// A pane on screen shows a finished frame under synchronized output until then; a
+    /// frame is drawn at that time (see `term::vt::sync`).
+    pub(crate) sync_due: Option<Instant>,
+    /// The terminal whose output this thread reads itself (the pane being typed in), so
+    /// its echo is drawn in the same wake-up; see `lend.rs`.
+    pub(crate) lent: Option<lend::Lent>,
+    /// A terminal that hung up while lent: never lent again.
+    pub(crate) lend_refused: Option<TerminalId>,
+    /// No lending while a handoff moves the terminals.
+    pub(crate) lending_off: bool,
+    /// No lending before then (an actor that did not answer, bulk output).
+    pub(crate) lend_after: Option<Instant>,
+}
+
+impl Default for Clients {
+    fn default() -> Clients {
+        Clients {
+            by_id: BTreeMap::new(),
+            active: None,
+            message: None,
+            read_buf: vec![0u8; 64 * 1024],
+            frame_clock: Instant::now(),
+            frame_due: None,
+            sync_due: None,
+            lent: None,
+            lend_refused: None,
+            lending_off: false,
+            lend_after: None,
+        }
+    }
+}

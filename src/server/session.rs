@@ -1,0 +1,79 @@
+//! What the session is, apart from who is attached: the layout and facts (`AppState`),
+//! the terminals' runtimes, scroll modes, the size panes are laid out for, what programs
+//! were last told (focus, colours, what is on screen), and output not looked at yet. No
+//! sockets and no clients: the server's other parts read it to draw and to answer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use crate::bindings::Bindings;
+use crate::config::Config;
+use crate::model::ids::TerminalId;
+use crate::model::{AppState, Scroll};
+use crate::paths::SessionName;
+use crate::pty::TerminalRuntimeRegistry;
+
+pub(crate) struct Session {
+    pub(crate) name: SessionName,
+    pub(crate) config: Config,
+    pub(crate) bindings: Bindings,
+    pub(crate) state: AppState,
+    pub(crate) runtimes: TerminalRuntimeRegistry,
+    /// Scroll/copy mode per terminal (shared by every client looking at it, like tmux).
+    pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
+    /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
+    /// `None` until a client said.
+    pub(crate) attach_env: Option<BTreeMap<String, String>>,
+    /// The size panes are laid out for: the active client's.
+    pub(crate) size: (u16, u16),
+    pub(crate) sidebar: bool,
+    /// The terminals on screen as last told to them, sorted, and how many there were in
+    /// all then (a new terminal is told too).
+    pub(crate) shown: Vec<TerminalId>,
+    pub(crate) shown_count: usize,
+    /// The colours programs' colour queries are answered with: the last attached
+    /// client's terminal's, given to every emulator.
+    pub(crate) colors: std::sync::Arc<crate::term::vt::Colors>,
+    /// The terminal last told it has the focus (mode 1004), if any.
+    pub(crate) focus_told: Option<TerminalId>,
+    /// Output was taken in since the last timer turn (it may have changed agent states,
+    /// so the structure is looked at after it).
+    pub(crate) output_taken: bool,
+    /// Hidden terminals with output not looked at yet, and when they will be.
+    pub(crate) hidden_output: BTreeSet<TerminalId>,
+    pub(crate) hidden_output_at: Option<Instant>,
+}
+
+impl Session {
+    pub(crate) fn new(name: SessionName, config: Config, bindings: Bindings) -> Session {
+        let sidebar = config.sidebar;
+        Session {
+            name,
+            config,
+            bindings,
+            state: AppState::default(),
+            runtimes: TerminalRuntimeRegistry::default(),
+            scroll: BTreeMap::new(),
+            attach_env: None,
+            size: (80, 24),
+            sidebar,
+            shown: Vec::new(),
+            shown_count: 0,
+            colors: Default::default(),
+            focus_told: None,
+            output_taken: false,
+            hidden_output: Default::default(),
+            hidden_output_at: None,
+        }
+    }
+
+    /// Columns of the sidebar as drawn now: none when hidden or when the screen is too
+    /// narrow for it.
+    pub(crate) fn sidebar_width(&self) -> u16 {
+        if self.sidebar && self.size.0 >= self.config.sidebar_width.saturating_mul(3) {
+            self.config.sidebar_width
+        } else {
+            0
+        }
+    }
+}
