@@ -307,7 +307,7 @@ impl Server {
                 }
             }
             Action::NewTab => {
-                let cwd = self.focused_cwd();
+                let cwd = self.session.focused_cwd();
                 if let Err(e) = self.create_tab(cwd) {
                     self.say(format!("new tab failed: {e}"));
                 }
@@ -320,7 +320,7 @@ impl Server {
                     .select_tab(usize::from(n).saturating_sub(1));
             }
             Action::NewWorkspace => {
-                let cwd = self.focused_cwd();
+                let cwd = self.session.focused_cwd();
                 if let Err(e) = self.create_workspace(None, cwd) {
                     self.say(format!("new workspace failed: {e}"));
                 }
@@ -353,7 +353,7 @@ impl Server {
     }
 
     fn move_focus(&mut self, side: Side) {
-        let area = self.pane_area();
+        let area = self.session.pane_area();
         if let Some(tab) = self.session.state.active_tab_mut() {
             if tab.zoomed {
                 return;
@@ -365,7 +365,7 @@ impl Server {
     }
 
     fn resize_focused(&mut self, side: Side) {
-        let area = self.pane_area();
+        let area = self.session.pane_area();
         if let Some(tab) = self.session.state.active_tab_mut() {
             let focused = tab.focused;
             tab.layout.resize(area, focused, side, RESIZE_STEP);
@@ -380,7 +380,7 @@ impl Server {
         if let Some(div) = self.clients.by_id.get(&id).and_then(|c| c.drag) {
             match ev.kind {
                 MouseKind::Drag => {
-                    let area = self.pane_area();
+                    let area = self.session.pane_area();
                     if let Some(tab) = self.session.state.active_tab_mut() {
                         tab.layout.drag_divider(area, div, ev.x, ev.y);
                     }
@@ -422,7 +422,9 @@ impl Server {
             Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(pane, x, y, ev),
             None if is_click(&ev) => {
                 if let Some(t) = view::tab_bar_hit(
-                    &self.view(Overlay::None, None),
+                    &self
+                        .session
+                        .view(Overlay::None, None, &self.session.bindings),
                     self.session.size,
                     ev.x,
                     ev.y,

@@ -40,7 +40,6 @@ use crate::model::ids::TerminalId;
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg};
 use crate::pty::PtyEvent;
-use crate::render::view::{Overlay, View};
 
 pub(crate) use clients::{Client, Clients, Mode};
 pub use conn::ClientId;
@@ -155,7 +154,6 @@ struct Events {
 
 /// Where connections come from.
 struct Listen {
-    socket: PathBuf,
     acceptor: Option<Acceptor>,
     /// Connection ids continue from here when accepting restarts (a rolled-back handoff).
     next_conn_id: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
@@ -184,14 +182,13 @@ impl Server {
         let wake = crate::sys::WakePipe::new().expect("cannot create the server's wake pipe");
         let tx = EventTx::new(tx, wake.waker());
         Server {
-            session: Session::new(session, config, bindings),
+            session: Session::new(session, socket, tx.clone(), config, bindings),
             clients: Clients::default(),
             api: api::ApiState::default(),
             agents: Agents::default(),
             persist: None,
             events: Events { tx, rx, wake },
             listen: Listen {
-                socket,
                 acceptor: None,
                 next_conn_id: None,
             },
@@ -535,20 +532,6 @@ impl Server {
         changed | std::mem::take(&mut self.session.output_taken)
     }
 
-    pub(crate) fn view<'a>(&'a self, overlay: Overlay, message: Option<&'a str>) -> View<'a> {
-        View {
-            session: self.session.name.as_str(),
-            state: &self.session.state,
-            screens: &self.session.runtimes,
-            bindings: &self.session.bindings,
-            scroll: &self.session.scroll,
-            sidebar: self.session.sidebar_width(),
-            message,
-            overlay,
-            now: Instant::now(),
-        }
-    }
-
     fn shutdown(&mut self) {
         let why = self
             .life
@@ -573,7 +556,7 @@ impl Server {
                 c.writer.send_last(ServerMsg::Exit(why.clone()).encode());
             }
         }
-        let _ = std::fs::remove_file(&self.listen.socket);
+        let _ = std::fs::remove_file(&self.session.socket);
         // Saved while every program still runs, so cwds and commands can be read.
         self.persist_final();
         // Stop every terminal in parallel: each actor hangs up its child, waits a grace

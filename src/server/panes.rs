@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use ratatui::layout::Rect;
 
-use super::{Event, Server};
+use super::{Event, Server, Session};
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{Layout, SplitDir};
 use crate::model::TerminalState;
@@ -39,10 +39,12 @@ fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-impl Server {
+/// Pane transactions: each starts what it needs first and changes the state only once
+/// everything started, so a failure leaves the session as it was.
+impl Session {
     /// The rectangle the panes of a tab share, at the session size.
     pub(crate) fn pane_area(&self) -> Rect {
-        view::pane_area(self.session.size, self.session.sidebar_width())
+        view::pane_area(self.size, self.sidebar_width())
     }
 
     fn spawn_terminal(
@@ -52,7 +54,7 @@ impl Server {
         rect: Rect,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
         // The public pane number is allocated on commit; it is always the next one.
-        let no = self.session.state.peek_pane_no();
+        let no = self.state.peek_pane_no();
         self.spawn_terminal_as(no, argv, cwd, rect, None)
     }
 
@@ -76,32 +78,28 @@ impl Server {
         rect: Rect,
         preface: Option<Vec<u8>>,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
-        let id = self.session.state.alloc_terminal_id();
+        let id = self.state.alloc_terminal_id();
         let (rows, cols) = (rect.height.max(1), rect.width.max(1));
         let spec = SpawnSpec {
             argv: argv.clone(),
-            shell: self.session.config.shell.clone(),
+            shell: self.config.shell.clone(),
             cwd: cwd.clone(),
             env: vec![
-                ("HERDR_SESSION".into(), self.session.name.as_str().into()),
-                (
-                    "HERDR_SOCKET".into(),
-                    self.listen.socket.display().to_string(),
-                ),
+                ("HERDR_SESSION".into(), self.name.as_str().into()),
+                ("HERDR_SOCKET".into(), self.socket.display().to_string()),
                 ("HERDR_PANE".into(), format!("p{pane_no}")),
             ]
             .into_iter()
             .chain(self.agent_env())
             .chain(
-                self.session
-                    .attach_env
+                self.attach_env
                     .iter()
                     .flatten()
                     .map(|(k, v)| (k.clone(), v.clone())),
             )
             .collect(),
             // What the latest client's side does not have, new panes do not get either.
-            unset: match &self.session.attach_env {
+            unset: match &self.attach_env {
                 Some(env) => crate::protocol::ATTACH_ENV
                     .iter()
                     .filter(|k| !env.contains_key(**k))
@@ -114,14 +112,14 @@ impl Server {
         };
         let spawned = spawn(&spec)?;
         let pid = spawned.child.process_id();
-        let mut emu = Emulator::new(rows, cols, self.session.config.scrollback_lines);
-        emu.set_colors(self.session.colors.clone());
+        let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
+        emu.set_colors(self.colors.clone());
         if let Some(bytes) = preface {
             // Presentation only: fed to the emulator, never to the program.
             let _ = emu.process(&bytes);
         }
         let emulator = crate::pty::shared(emu);
-        let tx = self.events.tx.clone();
+        let tx = self.events.clone();
         let handle = PtyHandle::start(ActorParts {
             master: spawned.master,
             program: Program::Spawned(spawned.child),
@@ -149,7 +147,7 @@ impl Server {
     /// `SSH_AUTH_SOCK` for new panes: the session's stable agent link once an attach has
     /// set it (see `paths::agent_link`).
     fn agent_env(&self) -> Option<(String, String)> {
-        let link = crate::paths::agent_link(&self.session.name);
+        let link = crate::paths::agent_link(&self.name);
         std::fs::symlink_metadata(&link)
             .ok()
             .map(|_| ("SSH_AUTH_SOCK".to_string(), link.display().to_string()))
@@ -158,13 +156,13 @@ impl Server {
     /// The working directory for a pane started "from" the focused one: the cwd of the
     /// program in front (or the shell), like tmux's pane_current_path.
     pub(crate) fn focused_cwd(&self) -> Option<PathBuf> {
-        let tid = self.session.state.focused_terminal()?;
-        let rt = self.session.runtimes.get(tid)?;
+        let tid = self.state.focused_terminal()?;
+        let rt = self.runtimes.get(tid)?;
         let pid = rt.pid?;
         std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
     }
 
-    pub(crate) fn create_workspace(
+    pub(crate) fn open_workspace(
         &mut self,
         name: Option<String>,
         cwd: Option<PathBuf>,
@@ -172,20 +170,105 @@ impl Server {
         let area = self.pane_area();
         let name = name.or_else(|| workspace_name(cwd.as_deref()));
         let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
-        let pane = self.session.state.alloc_pane_id();
+        let pane = self.state.alloc_pane_id();
         let tid = term.id;
-        self.session.runtimes.insert(tid, rt);
-        self.session.state.add_workspace(name, pane, term);
+        self.runtimes.insert(tid, rt);
+        self.state.add_workspace(name, pane, term);
+        Ok(pane)
+    }
+
+    pub(crate) fn open_tab(&mut self, cwd: Option<PathBuf>) -> Result<PaneId, PaneError> {
+        let area = self.pane_area();
+        let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
+        let pane = self.state.alloc_pane_id();
+        self.runtimes.insert(term.id, rt);
+        self.state.add_tab(pane, term);
+        Ok(pane)
+    }
+
+    /// Splits `target` (default: the focused pane) and starts `argv` (default: the shell)
+    /// in the new pane. On failure nothing changes.
+    pub(crate) fn split_pane(
+        &mut self,
+        target: Option<PaneId>,
+        dir: SplitDir,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+    ) -> Result<PaneId, PaneError> {
+        let target = target
+            .or(self.state.focused_pane())
+            .ok_or(PaneError::NoPane)?;
+        let pos = self.state.find_pane(target).ok_or(PaneError::NoPane)?;
+        let tab = self.state.tab_at(pos).ok_or(PaneError::NoPane)?;
+        let mut layout: Layout = tab.layout.clone();
+        let pane = self.state.alloc_pane_id();
+        if !layout.split(target, dir, pane) {
+            return Err(PaneError::NoPane);
+        }
+        let area = self.pane_area();
+        let rect = layout
+            .geometry(area)
+            .into_iter()
+            .find(|(p, _)| *p == pane)
+            .map(|(_, r)| r)
+            .unwrap_or(area);
+        let cwd = cwd.or_else(|| self.focused_cwd());
+        let (term, rt) = self.spawn_terminal(argv, cwd, rect)?;
+        self.runtimes.insert(term.id, rt);
+        self.state.commit_split(pos, layout, pane, term);
+        self.relayout();
+        Ok(pane)
+    }
+
+    /// Applies the session size to every pane of every tab (hidden ones too, so switching
+    /// tabs never shows a stale size).
+    pub(crate) fn relayout(&mut self) {
+        let area = self.pane_area();
+        for ws in &self.state.workspaces {
+            for tab in &ws.tabs {
+                let geometry = if tab.zoomed {
+                    vec![(tab.focused, area)]
+                } else {
+                    tab.layout.geometry(area)
+                };
+                for (pane, rect) in geometry {
+                    let Some(tid) = self.state.panes.get(&pane).map(|p| p.terminal) else {
+                        continue;
+                    };
+                    if let Some(rt) = self.runtimes.get_mut(tid) {
+                        rt.resize(rect.height.max(1), rect.width.max(1));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lays the panes out for `size` (made sane); whether it changed.
+    pub(crate) fn set_size(&mut self, size: (u16, u16)) -> bool {
+        let size = sane_size(size);
+        if self.size == size {
+            return false;
+        }
+        self.size = size;
+        self.relayout();
+        true
+    }
+}
+
+/// What a change of panes means for the rest of the server: a frame, waits, events.
+impl Server {
+    pub(crate) fn create_workspace(
+        &mut self,
+        name: Option<String>,
+        cwd: Option<PathBuf>,
+    ) -> Result<PaneId, PaneError> {
+        let pane = self.session.open_workspace(name, cwd)?;
         self.request_render();
         Ok(pane)
     }
 
     pub(crate) fn create_tab(&mut self, cwd: Option<PathBuf>) -> Result<PaneId, PaneError> {
-        let area = self.pane_area();
-        let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
-        let pane = self.session.state.alloc_pane_id();
-        self.session.runtimes.insert(term.id, rt);
-        self.session.state.add_tab(pane, term);
+        let pane = self.session.open_tab(cwd)?;
         self.request_render();
         Ok(pane)
     }
@@ -199,32 +282,8 @@ impl Server {
         argv: Vec<String>,
         cwd: Option<PathBuf>,
     ) -> Result<PaneId, PaneError> {
-        let target = target
-            .or(self.session.state.focused_pane())
-            .ok_or(PaneError::NoPane)?;
-        let pos = self
-            .session
-            .state
-            .find_pane(target)
-            .ok_or(PaneError::NoPane)?;
-        let tab = self.session.state.tab_at(pos).ok_or(PaneError::NoPane)?;
-        let mut layout: Layout = tab.layout.clone();
-        let pane = self.session.state.alloc_pane_id();
-        if !layout.split(target, dir, pane) {
-            return Err(PaneError::NoPane);
-        }
-        let area = self.pane_area();
-        let rect = layout
-            .geometry(area)
-            .into_iter()
-            .find(|(p, _)| *p == pane)
-            .map(|(_, r)| r)
-            .unwrap_or(area);
-        let cwd = cwd.or_else(|| self.focused_cwd());
-        let (term, rt) = self.spawn_terminal(argv, cwd, rect)?;
-        self.session.runtimes.insert(term.id, rt);
-        self.session.state.commit_split(pos, layout, pane, term);
-        self.relayout();
+        let pane = self.session.split_pane(target, dir, argv, cwd)?;
+        self.request_render();
         Ok(pane)
     }
 
@@ -271,35 +330,15 @@ impl Server {
         }
     }
 
-    /// Applies the session size to every pane of every tab (hidden ones too, so switching
-    /// tabs never shows a stale size).
+    /// Lays every pane out again (the sidebar or the size changed) and draws.
     pub(crate) fn relayout(&mut self) {
-        let area = self.pane_area();
-        for ws in &self.session.state.workspaces {
-            for tab in &ws.tabs {
-                let geometry = if tab.zoomed {
-                    vec![(tab.focused, area)]
-                } else {
-                    tab.layout.geometry(area)
-                };
-                for (pane, rect) in geometry {
-                    let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) else {
-                        continue;
-                    };
-                    if let Some(rt) = self.session.runtimes.get_mut(tid) {
-                        rt.resize(rect.height.max(1), rect.width.max(1));
-                    }
-                }
-            }
-        }
+        self.session.relayout();
         self.request_render();
     }
 
     pub(crate) fn set_size(&mut self, size: (u16, u16)) {
-        let size = sane_size(size);
-        if self.session.size != size {
-            self.session.size = size;
-            self.relayout();
+        if self.session.set_size(size) {
+            self.request_render();
         }
     }
 }
@@ -427,7 +466,11 @@ mod tests {
         .unwrap();
         let size = s.session.size;
         let mut cache = ComposeCache::default();
-        let mut frame = ui::compose(&s.view(Overlay::None, None), size, &mut cache);
+        let mut frame = ui::compose(
+            &s.session.view(Overlay::None, None, &s.session.bindings),
+            size,
+            &mut cache,
+        );
         let steps: [&[u8]; 4] = [
             b"\x1b[2J\x1b[Hhello",
             b"\r\n\x1b[1;32mgreen\x1b[0m world",
@@ -449,9 +492,10 @@ mod tests {
             if i == 2 {
                 s.say("a status message");
             }
-            let view = s.view(
+            let view = s.session.view(
                 Overlay::None,
                 s.clients.message.as_ref().map(|(m, _)| m.as_str()),
+                &s.session.bindings,
             );
             let mut dirty = Vec::new();
             assert!(ui::compose_update(
@@ -509,7 +553,7 @@ mod tests {
         ];
         for (what, change) in changes {
             change(&mut s);
-            let view = s.view(Overlay::None, None);
+            let view = s.session.view(Overlay::None, None, &s.session.bindings);
             let mut dirty = Vec::new();
             if ui::compose_update(&view, size, &mut frame, &mut cache, &mut dirty) {
                 let fresh = ui::compose(&view, size, &mut ComposeCache::default());
@@ -577,7 +621,8 @@ mod tests {
             let size = s.session.size;
             for overlay in [Overlay::None, Overlay::Help, Overlay::Prefix] {
                 let frame = ui::compose(
-                    &s.view(overlay, Some("message")),
+                    &s.session
+                        .view(overlay, Some("message"), &s.session.bindings),
                     size,
                     &mut ComposeCache::default(),
                 );

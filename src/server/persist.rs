@@ -559,7 +559,7 @@ impl Server {
                     std::io::Error::other("injected failure"),
                 ))
             } else {
-                server.spawn_restored(ps.id, cwd, rect, preface)
+                server.session.spawn_restored(ps.id, cwd, rect, preface)
             };
             match spawned {
                 Ok((mut term, rt)) => {

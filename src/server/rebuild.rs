@@ -28,7 +28,7 @@ impl Server {
             snap.counters.tab,
             snap.counters.pane,
         ));
-        let area = self.pane_area();
+        let area = self.session.pane_area();
         for ws in &snap.workspaces {
             let mut tabs = Vec::new();
             let mut panes = Vec::new();

@@ -1,10 +1,13 @@
 //! Drawing frames for clients: which terminals changed, and each client's frame built in
 //! place (or afresh) and sent as a diff — see docs/architecture.md, "Output".
 
-use super::{ClientId, Mode, Server};
+use std::time::Instant;
+
+use super::{Client, Clients, Mode, Server, Session};
+use crate::bindings::Bindings;
 use crate::render::diff::{self, Frame};
 use crate::render::ui;
-use crate::render::view::{Overlay, Screens};
+use crate::render::view::{Overlay, Screens, View};
 
 /// Frames are drawn from the live emulators, each locked while its pane is drawn.
 impl Screens for crate::pty::TerminalRuntimeRegistry {
@@ -37,100 +40,109 @@ impl Server {
         for t in fresh {
             self.output_seen(t);
         }
-        let message = self.clients.message.as_ref().map(|(m, _)| m.clone());
-        let ids: Vec<ClientId> = self.clients.by_id.keys().copied().collect();
-        for id in ids {
-            self.render_client(id, message.as_deref());
-        }
-        self.clients.sync_due = self
-            .clients
-            .by_id
-            .values()
-            .filter_map(|c| c.cache.sync_due())
-            .min();
+        self.clients.render(&self.session);
     }
+}
 
-    /// One client's frame. While its layout is unchanged, the next frame is built in the
-    /// client's spare buffer (first brought level with what the client shows) and only the
-    /// rows that changed are compared and sent; otherwise it is composed afresh.
-    fn render_client(&mut self, id: ClientId, message: Option<&str>) {
-        let Some(client) = self.clients.by_id.get_mut(&id) else {
-            return;
+impl Session {
+    /// What a frame is composed from, for a client in `overlay` with `bindings`.
+    pub(crate) fn view<'a>(
+        &'a self,
+        overlay: Overlay,
+        message: Option<&'a str>,
+        bindings: &'a Bindings,
+    ) -> View<'a> {
+        View {
+            session: self.name.as_str(),
+            state: &self.state,
+            screens: &self.runtimes,
+            bindings,
+            scroll: &self.scroll,
+            sidebar: self.sidebar_width(),
+            message,
+            overlay,
+            now: Instant::now(),
+        }
+    }
+}
+
+impl Clients {
+    /// Draws every client's frame from the session as it is now, and notes when the next
+    /// is due for synchronized output.
+    pub(super) fn render(&mut self, session: &Session) {
+        let message = self.message.as_ref().map(|(m, _)| m.as_str());
+        for client in self.by_id.values_mut() {
+            render_client(client, session, message);
+        }
+        self.sync_due = self.by_id.values().filter_map(|c| c.cache.sync_due()).min();
+    }
+}
+
+/// One client's frame. While its layout is unchanged, the next frame is built in the
+/// client's spare buffer (first brought level with what the client shows) and only the
+/// rows that changed are compared and sent; otherwise it is composed afresh.
+fn render_client(client: &mut Client, session: &Session, message: Option<&str>) {
+    let mut cache = std::mem::take(&mut client.cache);
+    let prev = client.prev.take();
+    let spare = client.spare.take();
+    let stale = std::mem::take(&mut client.spare_stale);
+    let overlay = match client.mode {
+        Mode::Help => Overlay::Help,
+        Mode::Prefix => Overlay::Prefix,
+        Mode::Normal => Overlay::None,
+    };
+    let client_size = client.size;
+    let bindings = client.bindings.as_ref().unwrap_or(&session.bindings);
+    let view = session.view(overlay, message, bindings);
+    let mut dirty = Vec::new();
+    let mut next = None;
+    if let Some(prev) = prev.as_ref().filter(|_| client_size == session.size) {
+        let mut candidate = match spare {
+            Some(mut s) if s.size() == prev.size() => {
+                sync_rows(&mut s, prev, &stale);
+                s
+            }
+            _ => prev.clone(),
         };
-        let mut cache = std::mem::take(&mut client.cache);
-        let prev = client.prev.take();
-        let spare = client.spare.take();
-        let stale = std::mem::take(&mut client.spare_stale);
-        let (mode, client_size) = (client.mode, client.size);
-        let overlay = match mode {
-            Mode::Help => Overlay::Help,
-            Mode::Prefix => Overlay::Prefix,
-            Mode::Normal => Overlay::None,
-        };
-        let mut view = self.view(overlay, message);
-        view.bindings = self.bindings_of(id);
-        let mut dirty = Vec::new();
-        let mut next = None;
-        if let Some(prev) = prev.as_ref().filter(|_| client_size == self.session.size) {
-            let mut candidate = match spare {
-                Some(mut s) if s.size() == prev.size() => {
-                    sync_rows(&mut s, prev, &stale);
-                    s
-                }
-                _ => prev.clone(),
+        if ui::compose_update(&view, session.size, &mut candidate, &mut cache, &mut dirty) {
+            next = Some(candidate);
+        }
+    }
+    let (frame, bytes) = match (next, &prev) {
+        (Some(frame), Some(prev)) => {
+            let bytes = diff::encode_diff_rows(prev, &frame, &dirty);
+            (frame, bytes)
+        }
+        _ => {
+            let frame = ui::fit(ui::compose(&view, session.size, &mut cache), client_size);
+            dirty = vec![true; usize::from(client_size.1)];
+            let bytes = match &prev {
+                Some(prev) => diff::encode_diff(prev, &frame),
+                None => diff::encode_full(&frame),
             };
-            if ui::compose_update(
-                &view,
-                self.session.size,
-                &mut candidate,
-                &mut cache,
-                &mut dirty,
-            ) {
-                next = Some(candidate);
-            }
+            (frame, bytes)
         }
-        let (frame, bytes) = match (next, &prev) {
-            (Some(frame), Some(prev)) => {
-                let bytes = diff::encode_diff_rows(prev, &frame, &dirty);
-                (frame, bytes)
-            }
-            _ => {
-                let frame = ui::fit(
-                    ui::compose(&view, self.session.size, &mut cache),
-                    client_size,
-                );
-                dirty = vec![true; usize::from(client_size.1)];
-                let bytes = match &prev {
-                    Some(prev) => diff::encode_diff(prev, &frame),
-                    None => diff::encode_full(&frame),
-                };
-                (frame, bytes)
-            }
-        };
-        let Some(client) = self.clients.by_id.get_mut(&id) else {
-            return;
-        };
-        let owed = !client.owed.is_empty();
-        let bytes = match owed {
-            true => [client.owed.as_slice(), &bytes].concat(),
-            false => bytes,
-        };
-        if bytes.is_empty() || client.writer.send_output(bytes) {
-            client.owed.clear();
-            // The old frame becomes the spare; it differs from the new one in `dirty`.
-            client.spare = prev;
-            client.spare_stale = dirty;
-            client.prev = Some(frame);
-            client.cache = cache;
-            client.behind = false;
-        } else {
-            // Not sent: the client still shows `prev`, which the cache no longer
-            // describes; the next frame is composed afresh.
-            client.prev = prev;
-            cache.invalidate();
-            client.cache = cache;
-            client.behind = true;
-        }
+    };
+    let owed = !client.owed.is_empty();
+    let bytes = match owed {
+        true => [client.owed.as_slice(), &bytes].concat(),
+        false => bytes,
+    };
+    if bytes.is_empty() || client.writer.send_output(bytes) {
+        client.owed.clear();
+        // The old frame becomes the spare; it differs from the new one in `dirty`.
+        client.spare = prev;
+        client.spare_stale = dirty;
+        client.prev = Some(frame);
+        client.cache = cache;
+        client.behind = false;
+    } else {
+        // Not sent: the client still shows `prev`, which the cache no longer
+        // describes; the next frame is composed afresh.
+        client.prev = prev;
+        cache.invalidate();
+        client.cache = cache;
+        client.behind = true;
     }
 }
 

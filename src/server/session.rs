@@ -4,8 +4,10 @@
 //! sockets and no clients: the server's other parts read it to draw and to answer.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::Instant;
 
+use super::EventTx;
 use crate::bindings::Bindings;
 use crate::config::Config;
 use crate::model::ids::TerminalId;
@@ -15,6 +17,11 @@ use crate::pty::TerminalRuntimeRegistry;
 
 pub(crate) struct Session {
     pub(crate) name: SessionName,
+    /// Where the server listens: panes are told (`HERDR_SOCKET`), so `herdr` run inside
+    /// one reaches this session.
+    pub(crate) socket: PathBuf,
+    /// Where the terminals' actors report (output, exits, titles).
+    pub(crate) events: EventTx,
     pub(crate) config: Config,
     pub(crate) bindings: Bindings,
     pub(crate) state: AppState,
@@ -45,10 +52,18 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(name: SessionName, config: Config, bindings: Bindings) -> Session {
+    pub(crate) fn new(
+        name: SessionName,
+        socket: PathBuf,
+        events: EventTx,
+        config: Config,
+        bindings: Bindings,
+    ) -> Session {
         let sidebar = config.sidebar;
         Session {
             name,
+            socket,
+            events,
             config,
             bindings,
             state: AppState::default(),

@@ -382,7 +382,7 @@ impl Server {
             }
         };
         let cells = opt_u64(p, "cells")?.unwrap_or(1).min(u64::from(u16::MAX)) as u16;
-        let area = self.pane_area();
+        let area = self.session.pane_area();
         let pos = self
             .session
             .state

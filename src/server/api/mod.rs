@@ -465,7 +465,7 @@ impl Server {
             "pid": std::process::id(),
             "uptime_secs": self.life.started.elapsed().as_secs(),
             "session": self.session.name.as_str(),
-            "socket": self.listen.socket.display().to_string(),
+            "socket": self.session.socket.display().to_string(),
             "workspaces": self.session.state.workspaces.len(),
             "panes": self.session.state.pane_count(),
             "clients": self.clients.by_id.len(),

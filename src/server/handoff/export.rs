@@ -346,7 +346,7 @@ impl Server {
 
         phases.mark("restored");
         // 9. Give up the public socket; the new server binds it once it refuses here.
-        let _ = std::fs::remove_file(&self.listen.socket);
+        let _ = std::fs::remove_file(&self.session.socket);
         send(&mut sock, b"released").map_err(io)?;
         expect(&mut sock, "ready", STEP_TIMEOUT)?;
         phases.mark("ready");
@@ -397,7 +397,7 @@ impl Server {
         }
         if progress.released {
             // The new process is gone, so a socket file it may have bound is stale.
-            match crate::server::bind_socket(&self.listen.socket) {
+            match crate::server::bind_socket(&self.session.socket) {
                 Ok(listener) => {
                     match Acceptor::spawn(
                         listener,
