@@ -13,7 +13,6 @@ pub mod event;
 pub mod keys;
 pub mod mouse;
 pub mod parse;
-mod sequences;
 
 pub use keys::{Key, KeyCode, KeyParseError, Mods};
 pub use mouse::{encode_for_pane, MouseButton, MouseEvent, MouseKind};

@@ -36,6 +36,9 @@ const INPUT_QUEUE_CHUNKS: usize = 1024;
 /// 4 MiB: a few big pastes, or a script's bulk `pane.send`, fit; anything beyond is
 /// refused whole, never half written.
 pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
+// A paste reaches a pane in pieces of `PASTE_PIECE`; each must fit the queue on its own,
+// or even a pane with nothing queued would refuse it whole.
+const _: () = assert!(crate::input::parse::PASTE_PIECE <= MAX_INPUT_BYTES);
 /// Read buffer size; one read never exceeds this.
 const READ_CHUNK: usize = 64 * 1024;
 /// Bytes read in one burst before the actor services its queues again, so a flood of

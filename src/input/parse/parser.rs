@@ -1,81 +1,23 @@
-//! Tokenizer for the raw bytes typed in the user's terminal (as forwarded by the
-//! client): keys, mouse reports, bracketed pastes, focus changes, other sequences.
+//! The state machine over the input bytes, the top of `parse`: text runs, ESC
+//! decisions, incomplete sequences kept pending, bracketed paste, OSC/DCS/APC strings
+//! cut short. What a complete sequence means it asks the table below (`sequences`).
 //!
-//! Invariants:
-//! * Never panics and never buffers without bound: a pending sequence longer than
-//!   64 bytes (4 KiB for OSC/DCS/APC strings) is emitted as [`Token::Unknown`]; a paste
-//!   is emitted in pieces of at most about 1 MiB (`PASTE_PIECE`).
-//! * Costs little per byte: printable text comes out as [`Token::Text`] runs (one token
-//!   per run, not per character), a paste as a few big pieces.
-//! * `Key`, `Text` and `Unknown` tokens carry exactly the bytes that produced them, so
-//!   forwarding them in order reproduces the input byte for byte.
-//! * Chunking does not matter, except right after an ESC byte or an `ESC ]`, `ESC P`,
-//!   `ESC _` (see below), and for where a text run or a paste piece ends: a sequence,
-//!   UTF-8 character, paste or its end marker split across `feed` calls is kept pending.
-//!
-//! ESC decisions (there is no timer in here; the caller owns timing):
-//! * A lone ESC at the very end of a chunk is the Escape key, emitted at once, so Esc
-//!   in vim never waits. The price: a sequence split right after its ESC decodes as
-//!   Escape followed by plain characters (their bytes still reach the pane unchanged).
-//! * `ESC ESC` is one token, M-Escape (raw: both bytes). If the second ESC starts a
-//!   complete key sequence, the token is that key plus alt (`ESC ESC [ A` is M-Up, as
-//!   rxvt sends it); if it starts a mouse report, paste or other non-key sequence, the
-//!   first ESC is a plain Escape.
-//! * `ESC [` and `ESC O` at the end of a chunk may still become sequences and stay
-//!   pending. Call [`InputParser::flush`] when no input arrived for a short while
-//!   (tmux's escape-time, ~10-50 ms) to resolve them as M-[ / M-O.
-//! * `ESC ]` / `ESC P` / `ESC _` start a string only when the next byte looks like a
-//!   real reply (digit for OSC; digit or `$+>=|!` for DCS; `G` for APC), otherwise
-//!   (also at the end of a chunk) they are M-], M-P, M-_ at once. Any C0 control other
-//!   than BEL or `ESC \` ends a string early, so a broken reply can never swallow the
-//!   prefix key or Enter.
-//!
-//! Other decisions: 0x08 and 0x7f are both Backspace (a `C-h` binding therefore never
-//! matches); X10 mouse reports are read as three raw bytes (UTF-8 mode 1005 coordinates
-//! are not decoded: the client should enable SGR mode 1006); invalid UTF-8 bytes become
-//! one-byte `Unknown` tokens. A paste in progress is not cut by `flush`.
+//! Invariant: `pending` never holds more than `MAX_STRING` bytes, and a paste in progress
+//! less than `paste_cap` plus one chunk; everything else is emitted as soon as it is
+//! decided (the rules are in the `parse` module doc).
 
-use super::keys::{Key, KeyCode, Mods};
-use super::mouse::MouseEvent;
 use super::sequences::{parse_csi, parse_ss3, parse_string, scan_string, StrEnd};
+use super::token::{control_key, head, key, key_of, unknown, Item, Parsed, Token, ESC, PENDING};
+use crate::input::keys::{Key, KeyCode, Mods};
 
-/// One unit of terminal input.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Token {
-    /// A key; `raw` is exactly the bytes that produced it (forwarded to the pane as is).
-    Key { key: Key, raw: Vec<u8> },
-    /// A mouse report (SGR `ESC [ < b ; x ; y M/m` or X10 `ESC [ M cb cx cy`).
-    Mouse(MouseEvent),
-    /// A run of printable characters (no control bytes, no ESC), each of which is a key
-    /// without modifiers; see [`text_keys`].
-    Text(String),
-    /// Bracketed paste contents, without the `ESC [ 200~` / `ESC [ 201~` markers; a big
-    /// paste comes in pieces, the first with `start`, the last with `end`.
-    Paste {
-        text: Vec<u8>,
-        start: bool,
-        end: bool,
-    },
-    /// Focus in (`ESC [ I`, true) or out (`ESC [ O`, false).
-    Focus(bool),
-    /// A kitty keyboard report that is no key press bindings could name: a release, a
-    /// key only that protocol has (modifier, media, lock keys), text with no key. Its
-    /// bytes, for the encoder to read again (`input::event::decode`).
-    Report(Vec<u8>),
-    /// Any other complete sequence, or bytes that cannot be decoded, passed through raw.
-    Unknown(Vec<u8>),
-}
-
-pub(super) const ESC: u8 = 0x1b;
-/// The escape byte, for callers that cut input into pieces (see the module doc).
-pub const ESC_BYTE: u8 = ESC;
+/// Bytes an incomplete CSI/SS3 sequence may hold before it is given up as `Unknown`.
 const MAX_SEQ: usize = 64;
+/// The same for an OSC/DCS/APC string (a colour reply, a clipboard answer).
 const MAX_STRING: usize = 4096;
 /// A paste is handed on in pieces of about this size: a paste up to it is forwarded in one
 /// write, a bigger one costs this much memory, and a piece always fits a pane's input
-/// queue (`pty::MAX_INPUT_BYTES`), so none is refused for its size alone.
+/// queue (`pty::MAX_INPUT_BYTES`, checked there), so none is refused for its size alone.
 pub const PASTE_PIECE: usize = 1 << 20;
-const _: () = assert!(PASTE_PIECE <= crate::pty::MAX_INPUT_BYTES);
 const PASTE_END: &[u8] = b"\x1b[201~";
 
 /// Incremental tokenizer; see the module doc for the rules.
@@ -100,21 +42,6 @@ impl Default for InputParser {
         InputParser::new()
     }
 }
-
-/// What one parse step found: a token, or the start of a bracketed paste.
-pub(super) enum Item {
-    Token(Token),
-    PasteStart,
-}
-
-pub(super) enum Parsed {
-    /// An item and how many bytes it used (at least 1).
-    Done(Item, usize),
-    /// Incomplete; `string` tells which length cap applies.
-    Pending { string: bool },
-}
-
-pub(super) const PENDING: Parsed = Parsed::Pending { string: false };
 
 impl InputParser {
     pub fn new() -> Self {
@@ -142,7 +69,7 @@ impl InputParser {
 
     /// Bytes held back outside a paste (tests check the bound).
     #[cfg(test)]
-    pub(super) fn pending_len(&self) -> usize {
+    pub(in crate::input) fn pending_len(&self) -> usize {
         self.pending.len()
     }
 
@@ -246,10 +173,6 @@ impl InputParser {
     }
 }
 
-pub(super) fn head(buf: &[u8], n: usize) -> &[u8] {
-    buf.get(..n).unwrap_or(buf)
-}
-
 fn push_unknown(out: &mut Vec<Token>, raw: &[u8]) {
     if !raw.is_empty() {
         out.push(Token::Unknown(raw.to_vec()));
@@ -267,14 +190,6 @@ fn text_run(buf: &[u8]) -> Option<&str> {
         Err(e) => std::str::from_utf8(head(buf, e.valid_up_to())).unwrap_or_default(),
     };
     (!run.is_empty()).then_some(run)
-}
-
-/// The keys a [`Token::Text`] run stands for, each with its bytes.
-pub fn text_keys(text: &str) -> impl Iterator<Item = (Key, &str)> + '_ {
-    text.char_indices().map(|(i, c)| {
-        let raw = text.get(i..i + c.len_utf8()).unwrap_or_default();
-        (Key::plain(KeyCode::Char(c)), raw)
-    })
 }
 
 /// Where the paste's end marker is in `hay`.
@@ -297,44 +212,6 @@ fn marker_prefix_len(buf: &[u8], marker: &[u8]) -> usize {
         .rev()
         .find(|&k| buf.ends_with(head(marker, k)))
         .unwrap_or(0)
-}
-
-pub(super) fn key_of(key: Key, raw: &[u8]) -> Parsed {
-    Parsed::Done(
-        Item::Token(Token::Key {
-            key,
-            raw: raw.to_vec(),
-        }),
-        raw.len(),
-    )
-}
-
-pub(super) fn key(code: KeyCode, mods: Mods, raw: &[u8]) -> Parsed {
-    key_of(Key::new(code, mods), raw)
-}
-
-pub(super) fn unknown(raw: &[u8]) -> Parsed {
-    Parsed::Done(Item::Token(Token::Unknown(raw.to_vec())), raw.len())
-}
-
-/// Alt + the byte after ESC as a plain character (`ESC [` → M-[ when it is not a CSI).
-pub(super) fn alt_char(buf: &[u8]) -> Parsed {
-    let c = buf.get(1).map_or('[', |&b| char::from(b));
-    key(KeyCode::Char(c), Mods::ALT, head(buf, 2))
-}
-
-pub(super) fn control_key(b: u8) -> Key {
-    let (code, mods) = match b {
-        b'\r' => (KeyCode::Enter, Mods::NONE),
-        b'\t' => (KeyCode::Tab, Mods::NONE),
-        0x08 | 0x7f => (KeyCode::Backspace, Mods::NONE),
-        ESC => (KeyCode::Esc, Mods::NONE),
-        0 => (KeyCode::Char(' '), Mods::CTRL),
-        0x01..=0x1a => (KeyCode::Char(char::from(b + 0x60)), Mods::CTRL),
-        0x1c..=0x1f => (KeyCode::Char(char::from(b + 0x40)), Mods::CTRL),
-        _ => (KeyCode::Char(char::from(b)), Mods::NONE),
-    };
-    Key::new(code, mods)
 }
 
 fn parse_one(buf: &[u8], eof: bool) -> Parsed {
@@ -404,24 +281,9 @@ fn parse_esc(buf: &[u8], eof: bool) -> Parsed {
     }
 }
 
-/// Text runs as the keys they stand for (tests compare key by key).
-#[cfg(test)]
-pub(super) fn split_text(tokens: Vec<Token>) -> Vec<Token> {
-    let mut out = Vec::new();
-    for t in tokens {
-        match t {
-            Token::Text(text) => out.extend(text_keys(&text).map(|(key, raw)| Token::Key {
-                key,
-                raw: raw.as_bytes().to_vec(),
-            })),
-            t => out.push(t),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::{split_text, text_keys};
     use super::*;
 
     fn k(notation: &str, raw: &[u8]) -> Token {

@@ -1,17 +1,26 @@
-//! Decoders for the escape sequences that start with `ESC [` (CSI), `ESC O` (SS3) and
-//! `ESC ]`/`ESC P`/`ESC _` (OSC/DCS/APC strings); split out of `parse` to keep each
-//! file small. Every function gets the buffer starting at the ESC and answers with
-//! `Parsed::Done(item, len)` or `Pending`.
+//! The table of escape sequences: what each one the user's terminal sends means. CSI
+//! (`ESC [`): cursor and function keys by final byte and `CSI n ~` number, xterm
+//! modifiers, modifyOtherKeys, kitty keyboard reports, SGR and X10 mouse, focus, the
+//! paste start marker; SS3 (`ESC O`): application-mode keys; OSC/DCS/APC strings
+//! (`ESC ]`, `ESC P`, `ESC _`): replies, passed through whole. Every function gets the
+//! buffer starting at the ESC and answers with `Parsed::Done(item, len)` or `Pending`;
+//! the parser above decides what to do with pending bytes.
 //!
 //! Invariants: never panics (all indexing is checked); `Pending` is only returned when
 //! more bytes could complete the sequence and `eof` is false; a byte that cannot
 //! continue a CSI/SS3 turns the introducer into an alt key (`ESC [` → M-[) so that the
 //! rest is read again as ordinary input.
 
-use super::keys::{Key, KeyCode, Mods};
-use super::mouse::MouseEvent;
-use super::parse::Token;
-use super::parse::{alt_char, control_key, head, key, key_of, unknown, Item, Parsed, ESC, PENDING};
+use super::token::{control_key, head, key, key_of, unknown, Item, Parsed, Token, ESC, PENDING};
+use crate::input::event;
+use crate::input::keys::{Key, KeyCode, Mods};
+use crate::input::mouse::MouseEvent;
+
+/// Alt + the byte after ESC as a plain character (`ESC [` → M-[ when it is not a CSI).
+fn alt_char(buf: &[u8]) -> Parsed {
+    let c = buf.get(1).map_or('[', |&b| char::from(b));
+    key(KeyCode::Char(c), Mods::ALT, head(buf, 2))
+}
 
 pub(super) fn parse_csi(buf: &[u8], eof: bool) -> Parsed {
     if buf.len() == 2 {
@@ -80,7 +89,7 @@ fn csi_token(raw: &[u8], params: &[u8], fin: u8) -> Parsed {
     }
     // The kitty keyboard protocol's reports (and fixterms' `CSI code ; mod u`).
     if fin == b'u' || params.contains(&b':') {
-        return match super::event::decode(raw) {
+        return match event::decode(raw) {
             Some(ev) => match ev.key() {
                 Some(key) => key_of(key, raw),
                 None => done(Token::Report(raw.to_vec())),
@@ -200,159 +209,5 @@ pub(super) fn parse_string(buf: &[u8], eof: bool) -> Parsed {
         StrEnd::Ended(n) => unknown(head(buf, n)),
         StrEnd::Open | StrEnd::OpenEsc if eof => unknown(buf),
         StrEnd::Open | StrEnd::OpenEsc => Parsed::Pending { string: true },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::parse::split_text;
-    use super::super::{InputParser, Key, Mods, MouseButton, MouseEvent, MouseKind, Token};
-
-    fn k(notation: &str, raw: &[u8]) -> Token {
-        Token::Key {
-            key: Key::parse(notation).unwrap(),
-            raw: raw.to_vec(),
-        }
-    }
-    fn u(raw: &[u8]) -> Token {
-        Token::Unknown(raw.to_vec())
-    }
-    fn feed(bytes: &[u8]) -> Vec<Token> {
-        split_text(InputParser::new().feed(bytes))
-    }
-
-    #[test]
-    #[rustfmt::skip]
-    fn key_sequences() {
-        let cases: &[(&[u8], &str)] = &[
-            (b"\x1b[A", "Up"), (b"\x1b[B", "Down"), (b"\x1b[C", "Right"), (b"\x1b[D", "Left"),
-            (b"\x1b[H", "Home"), (b"\x1b[F", "End"), (b"\x1b[1;2A", "S-Up"), (b"\x1b[1;5D", "C-Left"),
-            (b"\x1b[1;3C", "M-Right"), (b"\x1b[1;8H", "C-M-S-Home"), (b"\x1b[1;6F", "C-S-End"),
-            (b"\x1b[1~", "Home"), (b"\x1b[7~", "Home"), (b"\x1b[2~", "Insert"), (b"\x1b[3~", "Delete"),
-            (b"\x1b[3;5~", "C-Delete"), (b"\x1b[4~", "End"), (b"\x1b[8~", "End"), (b"\x1b[5~", "PageUp"),
-            (b"\x1b[6;2~", "S-PageDown"), (b"\x1b[11~", "F1"), (b"\x1b[12~", "F2"), (b"\x1b[13~", "F3"),
-            (b"\x1b[14~", "F4"), (b"\x1b[15~", "F5"), (b"\x1b[17~", "F6"), (b"\x1b[18~", "F7"),
-            (b"\x1b[19~", "F8"), (b"\x1b[20~", "F9"), (b"\x1b[21~", "F10"), (b"\x1b[23~", "F11"),
-            (b"\x1b[24~", "F12"), (b"\x1b[24;5~", "C-F12"), (b"\x1b[1;2P", "S-F1"), (b"\x1b[Z", "BTab"),
-            (b"\x1bOA", "Up"), (b"\x1bOB", "Down"), (b"\x1bOC", "Right"), (b"\x1bOD", "Left"),
-            (b"\x1bOH", "Home"), (b"\x1bOF", "End"), (b"\x1bOP", "F1"), (b"\x1bOQ", "F2"),
-            (b"\x1bOR", "F3"), (b"\x1bOS", "F4"), (b"\x1bO5A", "C-Up"), (b"\x1bOM", "Enter"),
-            (b"\x1b[97;5u", "C-a"), (b"\x1b[13u", "Enter"), (b"\x1b[105;5u", "Tab"),
-            (b"\x1b[97;2u", "A"), (b"\x1b[27;5;98~", "C-b"), (b"\x1b[27;3;13~", "M-Enter"),
-        ];
-        for (bytes, name) in cases {
-            assert_eq!(feed(bytes), [k(name, bytes)], "{name}");
-            // Every split point after the ESC gives the same token.
-            for i in 2..bytes.len() {
-                let mut p = InputParser::new();
-                let mut got = p.feed(&bytes[..i]);
-                got.extend(p.feed(&bytes[i..]));
-                assert_eq!(got, [k(name, bytes)], "{name} split at {i}");
-            }
-        }
-    }
-
-    #[test]
-    fn unknown_sequences_pass_through() {
-        let cases: [&[u8]; 14] = [
-            b"\x1b[?1;2c",
-            b"\x1b[>0;276;0c",
-            b"\x1b[2J",
-            b"\x1b[1;2;3A",
-            b"\x1b[2A",
-            b"\x1b[99~",
-            b"\x1b[201~",
-            b"\x1b[1 q",
-            b"\x1b[u",
-            b"\x1bOx",
-            b"\x1b]11;rgb:0000/0000/0000\x07",
-            b"\x1b]11;rgb:ffff/ffff/ffff\x1b\\",
-            b"\x1bP1$r0m\x1b\\",
-            b"\x1b_Gi=1;OK\x1b\\",
-        ];
-        for bytes in cases {
-            assert_eq!(feed(bytes), [u(bytes)], "{bytes:?}");
-        }
-        assert_eq!(feed(b"\x1b]x"), [k("M-]", b"\x1b]"), k("x", b"x")]);
-        assert_eq!(feed(b"\x1b]"), [k("M-]", b"\x1b]")]);
-        assert_eq!(feed(b"\x1bP"), [k("M-P", b"\x1bP")]);
-        assert_eq!(feed(b"\x1bPa"), [k("M-P", b"\x1bP"), k("a", b"a")]);
-        assert_eq!(feed(b"\x1b_x"), [k("M-_", b"\x1b_"), k("x", b"x")]);
-        assert_eq!(feed(b"\x1bO\r"), [k("M-O", b"\x1bO"), k("Enter", b"\r")]);
-        let st_cut = feed(b"\x1b]11;a\x1bx");
-        assert_eq!(st_cut, [u(b"\x1b]11;a"), k("M-x", b"\x1bx")]);
-    }
-
-    #[test]
-    fn mouse_and_focus() {
-        let ev = |kind, button, x, y, mods| {
-            Token::Mouse(MouseEvent {
-                kind,
-                button,
-                x,
-                y,
-                mods,
-            })
-        };
-        use MouseButton as B;
-        use MouseKind as K;
-        let n = Mods::NONE;
-        assert_eq!(feed(b"\x1b[<0;12;5M"), [ev(K::Press, B::Left, 11, 4, n)]);
-        assert_eq!(feed(b"\x1b[<0;12;5m"), [ev(K::Release, B::Left, 11, 4, n)]);
-        assert_eq!(feed(b"\x1b[<34;1;1M"), [ev(K::Drag, B::Right, 0, 0, n)]);
-        assert_eq!(
-            feed(b"\x1b[<35;300;2M"),
-            [ev(K::Motion, B::None, 299, 1, n)]
-        );
-        assert_eq!(
-            feed(b"\x1b[<65;3;4M"),
-            [ev(K::Press, B::WheelDown, 2, 3, n)]
-        );
-        assert_eq!(
-            feed(b"\x1b[<20;3;4M"),
-            [ev(K::Press, B::Left, 2, 3, Mods::SHIFT | Mods::CTRL)]
-        );
-        assert_eq!(feed(b"\x1b[<128;1;1M"), [u(b"\x1b[<128;1;1M")]);
-        assert_eq!(feed(b"\x1b[<0;1M"), [u(b"\x1b[<0;1M")]);
-        assert_eq!(feed(b"\x1b[M !!"), [ev(K::Press, B::Left, 0, 0, n)]);
-        assert_eq!(
-            feed(&[0x1b, b'[', b'M', 32 + 3, 33 + 10, 33 + 5]),
-            [ev(K::Release, B::None, 10, 5, n)]
-        );
-        assert_eq!(
-            feed(&[0x1b, b'[', b'M', 32 + 64, 0x1b, 0xff]),
-            [ev(K::Press, B::WheelUp, 0, 222, n)]
-        );
-        let mut p = InputParser::new();
-        assert_eq!(p.feed(b"\x1b[M"), []);
-        assert_eq!(p.feed(b" !"), []);
-        assert_eq!(
-            split_text(p.feed(b"!x")),
-            [ev(K::Press, B::Left, 0, 0, n), k("x", b"x")]
-        );
-        assert_eq!(
-            feed(b"\x1b[I\x1b[O"),
-            [Token::Focus(true), Token::Focus(false)]
-        );
-    }
-
-    #[test]
-    fn flush_resolves_pending_introducers() {
-        let cases: [(&[u8], Token); 6] = [
-            (b"\x1b[", k("M-[", b"\x1b[")),
-            (b"\x1bO", k("M-O", b"\x1bO")),
-            (b"\x1b[<0;1", u(b"\x1b[<0;1")),
-            (b"\x1bO5", u(b"\x1bO5")),
-            (b"\x1b[1;5", u(b"\x1b[1;5")),
-            (b"\x1b]11;rgb", u(b"\x1b]11;rgb")),
-        ];
-        for (bytes, want) in cases {
-            let mut p = InputParser::new();
-            assert_eq!(p.feed(bytes), [], "{bytes:?}");
-            assert!(p.has_pending());
-            assert_eq!(p.flush(), [want], "{bytes:?}");
-            assert!(!p.has_pending());
-            assert_eq!(split_text(p.feed(b"x")), [k("x", b"x")]);
-        }
     }
 }
