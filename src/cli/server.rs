@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::api_client::ApiClient;
 use super::ServerCommand;
 use crate::paths::SessionName;
+use crate::protocol::api::{LiveHandoff, NoParams, Request};
 use crate::protocol::Role;
 
 /// How long `server stop` waits for the server process to be gone.
@@ -122,17 +123,11 @@ pub(crate) fn hand_off(
     let Some(mut api) = ApiClient::connect(session)? else {
         return Ok(HandedOff::NoServer);
     };
-    let mut params = json!({});
-    if let Some(b) = binary {
-        params["binary"] = json!(b);
-    }
-    if let Some(v) = expected_version {
-        params["expected_version"] = json!(v);
-    }
-    if let Some(p) = expected_protocol {
-        params["expected_protocol"] = json!(p);
-    }
-    let done = api.call("server.live_handoff", params)?;
+    let done = api.request(&Request::LiveHandoff(LiveHandoff {
+        binary: binary.map(Into::into),
+        expected_version,
+        expected_protocol,
+    }))?;
     let report = format!(
         "handed session {session} to herdr {} (pid {}): {} pane(s) in {} ms; no-return window {} ms",
         done["version"].as_str().unwrap_or("?"),
@@ -145,7 +140,7 @@ pub(crate) fn hand_off(
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(Some(mut api)) = ApiClient::connect(session) {
-            if let Ok(st) = api.call("server.status", json!({})) {
+            if let Ok(st) = api.request(&Request::ServerStatus(NoParams {})) {
                 let serving = format!(
                     "herdr {} (protocol {}, pid {})",
                     st["version"].as_str().unwrap_or("?"),
@@ -180,7 +175,7 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
         }
         return Ok(3);
     };
-    let mut st = api.call("server.status", json!({}))?;
+    let mut st = api.request(&Request::ServerStatus(NoParams {}))?;
     if as_json {
         if let Value::Object(m) = &mut st {
             m.insert("running".into(), Value::Bool(true));
@@ -228,9 +223,9 @@ fn stop(session: &SessionName) -> anyhow::Result<i32> {
         crate::say!("no herdr server is running for session {session}");
         return Ok(0);
     };
-    let st = api.call("server.status", json!({}))?;
+    let st = api.request(&Request::ServerStatus(NoParams {}))?;
     let pid = st.get("pid").and_then(|p| p.as_i64()).unwrap_or(0) as i32;
-    api.call("server.stop", json!({}))?;
+    api.request(&Request::ServerStop(NoParams {}))?;
     // Wait until the process is gone: its panes are hung up and reaped before it exits.
     // Its main thread turns zombie before the others have closed their descriptors, so
     // "gone" also means the session lock is free (a new server could start now).
