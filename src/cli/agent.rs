@@ -2,11 +2,12 @@
 //! tell herdr what they are doing (see docs/agents.md).
 
 use clap::Subcommand;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::control::{call, nothing, rows, s, target, Output, Target};
 use crate::client::api::ApiClient;
 use crate::paths::SessionName;
+use crate::protocol::api::{AgentList, AgentReport, Request};
 use crate::protocol::exit;
 
 #[derive(Debug, Subcommand)]
@@ -95,13 +96,12 @@ pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
 
 pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
     match cmd {
-        AgentCommand::List { state, out } => {
-            let mut p = serde_json::Map::new();
-            if let Some(state) = state {
-                p.insert("state".into(), json!(state));
-            }
-            call(session, "agent.list", p, out.json, |v| rows(v, agent_row))
-        }
+        AgentCommand::List { state, out } => call(
+            session,
+            Request::AgentList(AgentList { state }),
+            out.json,
+            |v| rows(v, agent_row),
+        ),
         AgentCommand::Report {
             target: t,
             source,
@@ -112,23 +112,19 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
             error,
             seq,
         } => {
-            let mut p = target(&t);
-            p.insert("source".into(), json!(source));
-            p.insert("agent".into(), json!(agent));
-            for (k, v) in [
-                ("session_id", session_id),
-                ("session_path", session_path),
-                ("state", state),
-                ("error", error),
-            ] {
-                if let Some(v) = v {
-                    p.insert(k.into(), json!(v));
-                }
-            }
-            if let Some(n) = seq {
-                p.insert("seq".into(), json!(n));
-            }
-            call(session, "agent.report", p, false, nothing)
+            let report = AgentReport {
+                pane: target(&t)?,
+                source,
+                agent,
+                session_id,
+                session_path,
+                state,
+                error,
+                seq,
+                cwd: None,
+                prompt: None,
+            };
+            call(session, Request::AgentReport(report), false, nothing)
         }
         AgentCommand::Hook { agent, event, rest } => {
             // Outside a herdr pane, or on any problem: stay silent and let the agent go on.
@@ -209,30 +205,30 @@ fn duration(secs: u64) -> String {
 
 /// Reports what a hook said, quietly: a hook never fails its agent.
 fn send_hook_report(session: &SessionName, agent: &str, report: crate::agent::HookReport) {
-    let mut p = target(&Target { pane: None });
-    p.insert("source".into(), json!(format!("herdr:{agent}")));
-    p.insert("agent".into(), json!(agent));
-    if let Some(state) = report.state {
-        p.insert("state".into(), json!(state));
-    }
-    if let Some(id) = report.session {
-        p.insert("session_id".into(), json!(id));
-    }
-    if let Some(error) = report.error {
-        p.insert("error".into(), json!(error));
-    }
-    if let Some(route) = report.route {
-        p.insert("cwd".into(), json!(route.cwd));
-        p.insert("prompt".into(), json!(route.prompt));
-    }
+    // A $HERDR_PANE that names no pane: the server could not take the report either.
+    let Ok(pane) = target(&Target { pane: None }) else {
+        return;
+    };
     // Hooks of one agent run one after another: wall-clock nanoseconds order them.
     let seq = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    p.insert("seq".into(), json!(seq));
+    let (cwd, prompt) = report.route.map(|r| (r.cwd, r.prompt)).unzip();
+    let request = Request::AgentReport(AgentReport {
+        pane,
+        source: format!("herdr:{agent}"),
+        agent: agent.to_string(),
+        session_id: report.session,
+        session_path: None,
+        state: report.state.map(str::to_string),
+        error: report.error,
+        seq: Some(seq),
+        cwd,
+        prompt,
+    });
     if let Ok(Ok(mut api)) = connect_quiet(session) {
-        let _ = api.call("agent.report", Value::Object(p));
+        let _ = api.request(&request);
     }
 }
 
@@ -253,6 +249,7 @@ fn connect_quiet(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn durations_read_as_people_say_them() {

@@ -7,10 +7,12 @@
 use std::io::{BufRead, Write};
 
 use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::client::api::{ApiClient, RemoteError};
+use crate::model::ids::PaneNo;
 use crate::paths::SessionName;
+use crate::protocol::api::{self as req, NoParams, PublicId, Request, Strings};
 use crate::protocol::exit;
 
 #[derive(Debug, Args)]
@@ -217,30 +219,29 @@ fn connect(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
     }
 }
 
-/// Puts optional string fields into a params object.
-fn params(fields: &[(&str, Option<&str>)]) -> Map<String, Value> {
-    let mut m = Map::new();
-    for (k, v) in fields {
-        if let Some(v) = v {
-            m.insert((*k).into(), Value::String((*v).into()));
-        }
-    }
-    m
+/// The id a user typed (`p3`, `3`); one that is no such id stops the command here.
+fn id<T: PublicId>(text: &str) -> anyhow::Result<T> {
+    T::parse(text).ok_or_else(|| anyhow::anyhow!("{text:?} is not {}", T::WHAT))
 }
 
-pub(super) fn target(t: &Target) -> Map<String, Value> {
+fn opt_id<T: PublicId>(text: Option<String>) -> anyhow::Result<Option<T>> {
+    text.as_deref().map(id).transpose()
+}
+
+/// The pane of `--pane`, else the one this command runs in (`$HERDR_PANE`), else none
+/// (the server takes the focused one).
+pub(super) fn target(t: &Target) -> anyhow::Result<Option<PaneNo>> {
     let pane = t
         .pane
         .clone()
         .or_else(|| std::env::var("HERDR_PANE").ok().filter(|p| !p.is_empty()));
-    params(&[("pane", pane.as_deref())])
+    opt_id(pane)
 }
 
-/// Calls one method and prints its result with `human`.
+/// Sends one request and prints its result with `human`.
 pub(super) fn call(
     session: &SessionName,
-    method: &str,
-    p: Map<String, Value>,
+    request: Request,
     json_out: bool,
     human: fn(&Value) -> String,
 ) -> anyhow::Result<i32> {
@@ -248,7 +249,7 @@ pub(super) fn call(
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
-    match api.call(method, Value::Object(p)) {
+    match api.request(&request) {
         Ok(v) => {
             let text = if json_out {
                 serde_json::to_string_pretty(&v)?
@@ -306,8 +307,8 @@ fn star(v: &Value) -> &'static str {
 }
 
 pub fn workspace(session: &SessionName, cmd: WorkspaceCommand) -> anyhow::Result<i32> {
-    match cmd {
-        WorkspaceCommand::List(o) => call(session, "workspace.list", Map::new(), o.json, |v| {
+    let (request, json_out, human): (_, _, fn(&Value) -> String) = match cmd {
+        WorkspaceCommand::List(o) => (Request::WorkspaceList(NoParams {}), o.json, |v| {
             rows(v, |w| {
                 format!(
                     "{}{} {:<20} {} tab(s), {} pane(s)",
@@ -319,43 +320,46 @@ pub fn workspace(session: &SessionName, cmd: WorkspaceCommand) -> anyhow::Result
                 )
             })
         }),
-        WorkspaceCommand::Create { cwd, name, out } => call(
-            session,
-            "workspace.create",
-            params(&[("cwd", abs(cwd).as_deref()), ("name", name.as_deref())]),
+        WorkspaceCommand::Create { cwd, name, out } => (
+            Request::WorkspaceCreate(req::WorkspaceCreate {
+                name,
+                cwd: abs(cwd).map(Into::into),
+            }),
             out.json,
             id_only,
         ),
-        WorkspaceCommand::Close { workspace } => call(
-            session,
-            "workspace.close",
-            params(&[("workspace", workspace.as_deref())]),
+        WorkspaceCommand::Close { workspace } => (
+            Request::WorkspaceClose(req::WorkspaceTarget {
+                workspace: opt_id(workspace)?,
+            }),
             false,
             nothing,
         ),
-        WorkspaceCommand::Rename { workspace, name } => call(
-            session,
-            "workspace.rename",
-            params(&[("workspace", workspace.as_deref()), ("name", Some(&name))]),
+        WorkspaceCommand::Rename { workspace, name } => (
+            Request::WorkspaceRename(req::WorkspaceRename {
+                workspace: opt_id(workspace)?,
+                name,
+            }),
             false,
             nothing,
         ),
-        WorkspaceCommand::Focus { workspace } => call(
-            session,
-            "workspace.focus",
-            params(&[("workspace", Some(&workspace))]),
+        WorkspaceCommand::Focus { workspace } => (
+            Request::WorkspaceFocus(req::WorkspaceTarget {
+                workspace: Some(id(&workspace)?),
+            }),
             false,
             nothing,
         ),
-    }
+    };
+    call(session, request, json_out, human)
 }
 
 pub fn tab(session: &SessionName, cmd: TabCommand) -> anyhow::Result<i32> {
-    match cmd {
-        TabCommand::List { workspace, out } => call(
-            session,
-            "tab.list",
-            params(&[("workspace", workspace.as_deref())]),
+    let (request, json_out, human): (_, _, fn(&Value) -> String) = match cmd {
+        TabCommand::List { workspace, out } => (
+            Request::TabList(req::TabList {
+                workspace: opt_id(workspace)?,
+            }),
             out.json,
             |v| {
                 rows(v, |t| {
@@ -375,39 +379,42 @@ pub fn tab(session: &SessionName, cmd: TabCommand) -> anyhow::Result<i32> {
             cwd,
             name,
             out,
-        } => call(
-            session,
-            "tab.create",
-            params(&[
-                ("workspace", workspace.as_deref()),
-                ("cwd", abs(cwd).as_deref()),
-                ("name", name.as_deref()),
-            ]),
+        } => (
+            Request::TabCreate(req::TabCreate {
+                workspace: opt_id(workspace)?,
+                cwd: abs(cwd).map(Into::into),
+                name,
+            }),
             out.json,
             id_only,
         ),
-        TabCommand::Close { tab } => call(
-            session,
-            "tab.close",
-            params(&[("tab", tab.as_deref())]),
+        TabCommand::Close { tab } => (
+            Request::TabClose(req::TabTarget {
+                tab: opt_id(tab)?,
+                workspace: None,
+            }),
             false,
             nothing,
         ),
-        TabCommand::Rename { tab, name } => call(
-            session,
-            "tab.rename",
-            params(&[("tab", tab.as_deref()), ("name", Some(&name))]),
+        TabCommand::Rename { tab, name } => (
+            Request::TabRename(req::TabRename {
+                tab: opt_id(tab)?,
+                workspace: None,
+                name,
+            }),
             false,
             nothing,
         ),
-        TabCommand::Focus { tab } => call(
-            session,
-            "tab.focus",
-            params(&[("tab", Some(&tab))]),
+        TabCommand::Focus { tab } => (
+            Request::TabFocus(req::TabTarget {
+                tab: Some(id(&tab)?),
+                workspace: None,
+            }),
             false,
             nothing,
         ),
-    }
+    };
+    call(session, request, json_out, human)
 }
 
 /// Relative folders are taken relative to where the command runs, not the server.
@@ -438,111 +445,130 @@ fn pane_row(p: &Value) -> String {
 }
 
 pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
-    match cmd {
+    let (request, json_out, human): (_, _, fn(&Value) -> String) = match cmd {
         PaneCommand::List {
             workspace,
             tab,
             out,
-        } => call(
-            session,
-            "pane.list",
-            params(&[("workspace", workspace.as_deref()), ("tab", tab.as_deref())]),
+        } => (
+            Request::PaneList(req::PaneList {
+                workspace: opt_id(workspace)?,
+                tab: opt_id(tab)?,
+            }),
             out.json,
             |v| rows(v, pane_row),
         ),
-        PaneCommand::Get { target: t, out } => {
-            call(session, "pane.get", target(&t), out.json, pane_row)
-        }
+        PaneCommand::Get { target: t, out } => (
+            Request::PaneGet(req::PaneTarget { pane: target(&t)? }),
+            out.json,
+            pane_row,
+        ),
         PaneCommand::Split {
             target: t,
             direction,
             cwd,
             out,
             command,
-        } => {
-            let mut p = target(&t);
-            p.insert(
-                "direction".into(),
-                json!(match direction {
-                    SplitDirection::Right => "right",
-                    SplitDirection::Down => "down",
+        } => (
+            Request::PaneSplit(req::PaneSplit {
+                pane: target(&t)?,
+                direction: Some(match direction {
+                    SplitDirection::Right => req::SplitDirection::Right,
+                    SplitDirection::Down => req::SplitDirection::Down,
                 }),
-            );
-            if let Some(c) = abs(cwd) {
-                p.insert("cwd".into(), json!(c));
-            }
-            if !command.is_empty() {
-                p.insert("command".into(), json!(command));
-            }
-            call(session, "pane.split", p, out.json, id_only)
-        }
-        PaneCommand::Close { target: t } => call(session, "pane.close", target(&t), false, nothing),
-        PaneCommand::Focus { target: t } => call(session, "pane.focus", target(&t), false, nothing),
-        PaneCommand::Zoom { target: t, on, off } => {
-            let mut p = target(&t);
-            if on || off {
-                p.insert("zoom".into(), json!(on));
-            }
-            call(session, "pane.zoom", p, false, nothing)
-        }
+                cwd: abs(cwd).map(Into::into),
+                command: (!command.is_empty()).then_some(Strings(command)),
+            }),
+            out.json,
+            id_only,
+        ),
+        PaneCommand::Close { target: t } => (
+            Request::PaneClose(req::PaneTarget { pane: target(&t)? }),
+            false,
+            nothing,
+        ),
+        PaneCommand::Focus { target: t } => (
+            Request::PaneFocus(req::PaneTarget { pane: target(&t)? }),
+            false,
+            nothing,
+        ),
+        PaneCommand::Zoom { target: t, on, off } => (
+            Request::PaneZoom(req::PaneZoom {
+                pane: target(&t)?,
+                zoom: (on || off).then_some(on),
+            }),
+            false,
+            nothing,
+        ),
         PaneCommand::Resize {
             target: t,
             direction,
             cells,
-        } => {
-            let mut p = target(&t);
-            let d = match direction {
-                Edge::Left => "left",
-                Edge::Right => "right",
-                Edge::Up => "up",
-                Edge::Down => "down",
-            };
-            p.insert("direction".into(), json!(d));
-            p.insert("cells".into(), json!(cells));
-            call(session, "pane.resize", p, false, nothing)
-        }
-        PaneCommand::Rename { target: t, name } => {
-            let mut p = target(&t);
-            p.insert("name".into(), json!(name));
-            call(session, "pane.rename", p, false, nothing)
-        }
-        PaneCommand::Send { target: t, text } => {
-            let mut p = target(&t);
-            p.insert("text".into(), json!(text));
-            call(session, "pane.send", p, false, nothing)
-        }
-        PaneCommand::Keys { target: t, keys } => {
-            let mut p = target(&t);
-            p.insert("keys".into(), json!(keys));
-            call(session, "pane.keys", p, false, nothing)
-        }
+        } => (
+            Request::PaneResize(req::PaneResize {
+                pane: target(&t)?,
+                direction: match direction {
+                    Edge::Left => req::Edge::Left,
+                    Edge::Right => req::Edge::Right,
+                    Edge::Up => req::Edge::Up,
+                    Edge::Down => req::Edge::Down,
+                },
+                cells: Some(cells.into()),
+            }),
+            false,
+            nothing,
+        ),
+        PaneCommand::Rename { target: t, name } => (
+            Request::PaneRename(req::PaneRename {
+                pane: target(&t)?,
+                name,
+            }),
+            false,
+            nothing,
+        ),
+        PaneCommand::Send { target: t, text } => (
+            Request::PaneSend(req::PaneSend {
+                pane: target(&t)?,
+                text,
+            }),
+            false,
+            nothing,
+        ),
+        PaneCommand::Keys { target: t, keys } => (
+            Request::PaneKeys(req::PaneKeys {
+                pane: target(&t)?,
+                keys: Strings(keys),
+            }),
+            false,
+            nothing,
+        ),
         PaneCommand::Submit {
             target: t,
             delay_ms,
             text,
-        } => {
-            let mut p = target(&t);
-            p.insert("text".into(), json!(text));
-            if let Some(d) = delay_ms {
-                p.insert("delay_ms".into(), json!(d));
-            }
-            call(session, "pane.submit", p, false, nothing)
-        }
+        } => (
+            Request::PaneSubmit(req::PaneSubmit {
+                pane: target(&t)?,
+                text,
+                delay_ms,
+            }),
+            false,
+            nothing,
+        ),
         PaneCommand::Read {
             target: t,
             lines,
             ansi,
             out,
-        } => {
-            let mut p = target(&t);
-            if let Some(n) = lines {
-                p.insert("lines".into(), json!(n));
-            }
-            p.insert("ansi".into(), json!(ansi));
-            call(session, "pane.read", p, out.json, |v| {
-                s(v, "text").trim_end_matches('\n').to_string()
-            })
-        }
+        } => (
+            Request::PaneRead(req::PaneRead {
+                pane: target(&t)?,
+                lines,
+                ansi,
+            }),
+            out.json,
+            |v| s(v, "text").trim_end_matches('\n').to_string(),
+        ),
         PaneCommand::Wait {
             target: t,
             output,
@@ -551,35 +577,37 @@ pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
             timeout,
             out,
         } => {
-            let mut p = target(&t);
-            if let Some(re) = output {
-                p.insert("output".into(), json!(re));
-            }
-            if exit {
-                p.insert("exit".into(), json!(true));
-            }
-            if let Some(st) = agent_state {
-                p.insert("agent_state".into(), json!(st));
-            }
-            if let Some(secs) = timeout {
-                if !(secs.is_finite() && secs >= 0.0) {
-                    anyhow::bail!("--timeout must be a number of seconds, got {secs}");
+            let timeout_ms = match timeout {
+                Some(secs) if !(secs.is_finite() && secs >= 0.0) => {
+                    anyhow::bail!("--timeout must be a number of seconds, got {secs}")
                 }
-                p.insert("timeout_ms".into(), json!((secs * 1000.0) as u64));
-            }
-            call(session, "pane.wait", p, out.json, |v| {
-                if v.get("exited").is_some() {
-                    match v.get("status").and_then(Value::as_i64) {
-                        Some(code) => format!("exited with status {code}"),
-                        None => "exited (ended by a signal)".to_string(),
-                    }
-                } else if v.get("agent_state").is_some() {
-                    s(v, "agent_state")
-                } else {
-                    s(v, "line")
-                }
-            })
+                Some(secs) => Some((secs * 1000.0) as u64),
+                None => None,
+            };
+            let wait = req::PaneWait {
+                pane: target(&t)?,
+                output,
+                exit,
+                agent_state,
+                timeout_ms,
+            };
+            (Request::PaneWait(wait), out.json, wait_row)
         }
+    };
+    call(session, request, json_out, human)
+}
+
+/// What `pane wait` prints: the line that matched, the exit status or the agent's state.
+fn wait_row(v: &Value) -> String {
+    if v.get("exited").is_some() {
+        match v.get("status").and_then(Value::as_i64) {
+            Some(code) => format!("exited with status {code}"),
+            None => "exited (ended by a signal)".to_string(),
+        }
+    } else if v.get("agent_state").is_some() {
+        s(v, "agent_state")
+    } else {
+        s(v, "line")
     }
 }
 
@@ -589,7 +617,7 @@ pub fn events(session: &SessionName, json_out: bool) -> anyhow::Result<i32> {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
-    api.call("events.subscribe", json!({}))?;
+    api.request(&Request::EventsSubscribe(NoParams {}))?;
     let mut stdout = std::io::stdout();
     for line in api.lines() {
         let line = line?;
@@ -619,5 +647,23 @@ impl ApiClient {
     /// The remaining lines of the connection (events after a subscribe).
     pub fn lines(self) -> impl Iterator<Item = std::io::Result<String>> {
         self.into_reader().lines()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ids::WorkspaceNo;
+
+    #[test]
+    fn a_typed_id_is_parsed_before_anything_is_sent() {
+        assert_eq!(id::<PaneNo>("p3").unwrap(), PaneNo(3));
+        assert_eq!(
+            opt_id::<WorkspaceNo>(Some("2".into())).unwrap(),
+            Some(WorkspaceNo(2))
+        );
+        assert_eq!(opt_id::<WorkspaceNo>(None).unwrap(), None);
+        let e = id::<PaneNo>("t3").unwrap_err().to_string();
+        assert_eq!(e, "\"t3\" is not a pane id like p3");
     }
 }

@@ -8,6 +8,7 @@ use super::ServerCommand;
 use crate::client::api::ApiClient;
 use crate::client::handoff::{hand_off, HandedOff};
 use crate::paths::SessionName;
+use crate::protocol::api::{NoParams, Request};
 use crate::protocol::Role;
 
 /// How long `server stop` waits for the server process to be gone.
@@ -115,7 +116,7 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
         }
         return Ok(crate::protocol::exit::NO_SERVER);
     };
-    let mut st = api.call("server.status", json!({}))?;
+    let mut st = api.request(&Request::ServerStatus(NoParams {}))?;
     if as_json {
         if let Value::Object(m) = &mut st {
             m.insert("running".into(), Value::Bool(true));
@@ -163,9 +164,9 @@ fn stop(session: &SessionName) -> anyhow::Result<i32> {
         crate::say!("no herdr server is running for session {session}");
         return Ok(0);
     };
-    let st = api.call("server.status", json!({}))?;
+    let st = api.request(&Request::ServerStatus(NoParams {}))?;
     let pid = st.get("pid").and_then(|p| p.as_i64()).unwrap_or(0) as i32;
-    api.call("server.stop", json!({}))?;
+    api.request(&Request::ServerStop(NoParams {}))?;
     // Wait until the process is gone: its panes are hung up and reaped before it exits.
     // Its main thread turns zombie before the others have closed their descriptors, so
     // "gone" also means the session lock is free (a new server could start now).

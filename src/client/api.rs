@@ -1,12 +1,14 @@
-//! A minimal synchronous API client for the CLI: one connection, one request, one reply.
+//! A minimal synchronous API client for the CLI: one connection, requests one at a time,
+//! each a typed [`Request`] (the values the server decodes), each answered before the next.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 
 use anyhow::Context;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::paths::SessionName;
+use crate::protocol::api::{self, Request};
 use crate::protocol::Role;
 
 pub struct ApiClient {
@@ -44,17 +46,21 @@ impl ApiClient {
         self.reader
     }
 
-    pub fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+    /// Sends one request and waits for its reply: the result, or the server's error as a
+    /// [`RemoteError`].
+    pub fn request(&mut self, request: &Request) -> anyhow::Result<Value> {
         self.next_id += 1;
-        let mut line =
-            json!({ "id": self.next_id, "method": method, "params": params }).to_string();
+        let mut line = api::encode(self.next_id, request).context("cannot encode the request")?;
         line.push('\n');
         self.writer
             .write_all(line.as_bytes())
             .context("the server connection closed")?;
         let mut answer = String::new();
         if self.reader.read_line(&mut answer)? == 0 {
-            anyhow::bail!("the server closed the connection before answering {method}");
+            anyhow::bail!(
+                "the server closed the connection before answering {}",
+                request.method()
+            );
         }
         let v: Value =
             serde_json::from_str(&answer).context("the server sent a malformed reply")?;

@@ -3,10 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::api::ApiClient;
 use crate::paths::SessionName;
+use crate::protocol::api::{LiveHandoff, NoParams, Request};
 
 pub enum HandedOff {
     NoServer,
@@ -28,17 +27,11 @@ pub fn hand_off(
     let Some(mut api) = ApiClient::connect(session)? else {
         return Ok(HandedOff::NoServer);
     };
-    let mut params = json!({});
-    if let Some(b) = binary {
-        params["binary"] = json!(b);
-    }
-    if let Some(v) = expected_version {
-        params["expected_version"] = json!(v);
-    }
-    if let Some(p) = expected_protocol {
-        params["expected_protocol"] = json!(p);
-    }
-    let done = api.call("server.live_handoff", params)?;
+    let done = api.request(&Request::LiveHandoff(LiveHandoff {
+        binary: binary.map(Into::into),
+        expected_version,
+        expected_protocol,
+    }))?;
     let report = format!(
         "handed session {session} to herdr {} (pid {}): {} pane(s) in {} ms; no-return window {} ms",
         done["version"].as_str().unwrap_or("?"),
@@ -51,7 +44,7 @@ pub fn hand_off(
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(Some(mut api)) = ApiClient::connect(session) {
-            if let Ok(st) = api.call("server.status", json!({})) {
+            if let Ok(st) = api.request(&Request::ServerStatus(NoParams {})) {
                 let serving = format!(
                     "herdr {} (protocol {}, pid {})",
                     st["version"].as_str().unwrap_or("?"),

@@ -4,10 +4,12 @@
 //! protocol version and its role, answered by one JSON line (accepted, or an error that
 //! says what to do). After that the role decides the framing:
 //! * `client` (interactive): length-prefixed binary frames, see [`frame`];
-//! * `api`: one JSON object per line (requests with ids, replies, events).
+//! * `api`: one JSON object per line (requests with ids, replies, events); the requests
+//!   are typed in [`api`].
 //!
 //! A peer of another protocol version gets one clear sentence, never a hang or garbage.
 
+pub mod api;
 pub mod exit;
 pub mod frame;
 pub mod terminal;

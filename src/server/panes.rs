@@ -464,6 +464,21 @@ mod tests {
             None,
         )
         .unwrap();
+        // Each pane's I/O thread applies its new size in its own time: wait for all of
+        // them, or a late resize would change a screen between two frames.
+        let area = s.session.pane_area();
+        let tab = s.session.state.active_tab().unwrap().clone();
+        for (pane, rect) in view::tab_geometry(&tab, area) {
+            let tid = s.session.state.panes[&pane].terminal;
+            let emulator = s.session.runtimes.get(tid).unwrap().emulator.clone();
+            while crate::pty::lock(&emulator).size() != (rect.height, rect.width) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "a pane never took its size"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
         let size = s.session.size;
         let mut cache = ComposeCache::default();
         let mut frame = ui::compose(

@@ -11,11 +11,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::client::api::ApiClient;
 use crate::client::handoff::{hand_off, HandedOff};
 use crate::paths::SessionName;
+use crate::protocol::api::{NoParams, Request};
 use crate::protocol::version;
 use download::Http;
 use install::Staged;
@@ -253,7 +252,7 @@ fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
         let Ok(Some(mut api)) = ApiClient::connect(&session) else {
             continue;
         };
-        let Ok(st) = api.call("server.status", json!({})) else {
+        let Ok(st) = api.request(&Request::ServerStatus(NoParams {})) else {
             continue;
         };
         drop(api);

@@ -2,13 +2,13 @@
 //! routed by thread from an agent's shared server: `agent_route`), then applied to the
 //! pane's agent: its state, its session, the error that ended its turn.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::agent_route;
 use super::agents::STATES;
-use super::targets::{opt_str, opt_u64, req_str};
 use super::{now, ApiError, ApiResult};
 use crate::agent::{self, SessionRef};
+use crate::protocol::api::AgentReport;
 use crate::pty::proc;
 use crate::server::Server;
 
@@ -21,8 +21,8 @@ const MAX_ROUTE_PARAM: usize = 4096;
 
 /// A report's `cwd` and `prompt`: the turn it is about, for a report from an agent's
 /// shared server (both, or neither).
-fn route_param(p: &Value) -> Result<Option<agent::Route>, ApiError> {
-    let (cwd, prompt) = (opt_str(p, "cwd")?, opt_str(p, "prompt")?);
+fn route_param(p: &AgentReport) -> Result<Option<agent::Route>, ApiError> {
+    let (cwd, prompt) = (p.cwd.as_deref(), p.prompt.as_deref());
     for (name, v) in [("cwd", cwd), ("prompt", prompt)] {
         if v.is_some_and(|v| v.len() > MAX_ROUTE_PARAM) {
             return Err(ApiError::params(format!(
@@ -57,13 +57,13 @@ fn descends_from(mut pid: i32, ancestor: i32) -> bool {
 }
 
 impl Server {
-    pub(crate) fn agent_report(&mut self, peer_pid: i32, p: &Value) -> ApiResult {
-        let source = req_str(p, "source")?.to_string();
-        let name = req_str(p, "agent")?;
+    pub(crate) fn agent_report(&mut self, peer_pid: i32, p: AgentReport) -> ApiResult {
+        let source = p.source.clone();
+        let name = p.agent.as_str();
         let def = agent::by_name(name).ok_or_else(|| {
             ApiError::params(format!("unknown agent {name:?}; see docs/agents.md"))
         })?;
-        let state = opt_str(p, "state")?;
+        let state = p.state.as_deref();
         if let Some(s) = state {
             if !STATES.contains(&s) {
                 return Err(ApiError::params(format!(
@@ -72,7 +72,7 @@ impl Server {
                 )));
             }
         }
-        let session = match (opt_str(p, "session_id")?, opt_str(p, "session_path")?) {
+        let session = match (p.session_id.as_deref(), p.session_path.as_deref()) {
             (Some(_), Some(_)) => {
                 return Err(ApiError::params(
                     "give session_id or session_path, not both",
@@ -90,7 +90,9 @@ impl Server {
             ),
             (None, None) => None,
         };
-        let error = opt_str(p, "error")?
+        let error = p
+            .error
+            .as_deref()
             .map(|e| {
                 if e.len() > MAX_ERROR_PARAM {
                     Err(ApiError::params(format!(
@@ -101,15 +103,15 @@ impl Server {
                 }
             })
             .transpose()?;
-        let seq = opt_u64(p, "seq")?;
-        let route = route_param(p)?;
+        let seq = p.seq;
+        let route = route_param(&p)?;
         // Only from inside the pane (or, from an agent's shared server, about the pane
         // whose agent showed the turn), and only about the agent running there now.
         let tid = if agent_route::under_shared_server(peer_pid) {
             let thread = session.as_ref().map(SessionRef::value);
             self.route_shared(def.name, thread, route.as_ref())?
         } else {
-            let target = self.target_pane(p)?;
+            let target = self.target_pane(p.pane)?;
             let tid = self
                 .session
                 .state

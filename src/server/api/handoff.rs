@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{reply_line, ApiError, ApiResult, Outcome};
+use crate::protocol::api::LiveHandoff;
 use crate::server::{ClientId, Server};
 
 /// How long a live handoff waits for clients' input that the server has read to reach
@@ -13,27 +14,22 @@ use crate::server::{ClientId, Server};
 const HANDOFF_INPUT_WAIT: Duration = Duration::from_secs(2);
 
 impl Server {
-    pub(super) fn api_live_handoff(&mut self, conn: ClientId, id: &Value, p: &Value) -> ApiResult {
+    pub(super) fn api_live_handoff(
+        &mut self,
+        conn: ClientId,
+        id: &Value,
+        p: LiveHandoff,
+    ) -> ApiResult {
         use crate::paths::own_binary;
         use crate::server::handoff::export::Request;
-        let binary = match p.get("binary") {
-            Some(Value::String(b)) => std::path::PathBuf::from(b),
-            Some(_) => return Err(ApiError::new("bad_params", "binary must be a path")),
+        let binary = match p.binary {
+            Some(b) => b,
             None => own_binary().map_err(|e| ApiError::new("handoff_failed", e))?,
         };
-        let expected_protocol =
-            match p.get("expected_protocol") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
-                    || ApiError::new("bad_params", "expected_protocol must be a number"),
-                )?),
-            };
+        let expected_protocol = p.expected_protocol;
         let req = Request {
             binary,
-            expected_version: p
-                .get("expected_version")
-                .and_then(Value::as_str)
-                .map(String::from),
+            expected_version: p.expected_version,
             expected_protocol,
         };
         if self.input_waiting() {

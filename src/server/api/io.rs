@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::targets::{opt_bool, opt_str_list, opt_u64, req_str};
 use super::{now, ApiError, ApiResult};
 use crate::input::keys::Key;
-use crate::model::ids::TerminalId;
+use crate::model::ids::{PaneNo, TerminalId};
+use crate::protocol::api::{PaneKeys, PaneRead, PaneSend, PaneSubmit};
 use crate::pty::{lock, WriteError};
 use crate::server::Server;
 
@@ -23,8 +23,8 @@ fn write_err(e: WriteError) -> ApiError {
 }
 
 impl Server {
-    pub(super) fn target_terminal(&self, p: &Value) -> Result<TerminalId, ApiError> {
-        let pane = self.target_pane(p)?;
+    pub(super) fn target_terminal(&self, pane: Option<PaneNo>) -> Result<TerminalId, ApiError> {
+        let pane = self.target_pane(pane)?;
         self.session
             .state
             .panes
@@ -42,18 +42,16 @@ impl Server {
         rt.handle.try_write(bytes).map_err(write_err)
     }
 
-    pub(crate) fn pane_send(&mut self, p: &Value) -> ApiResult {
-        let tid = self.target_terminal(p)?;
-        let text = req_str(p, "text")?;
+    pub(crate) fn pane_send(&mut self, p: PaneSend) -> ApiResult {
+        let tid = self.target_terminal(p.pane)?;
+        let text = p.text;
         self.send_bytes(tid, text.as_bytes().to_vec())?;
         now(json!({ "sent": text.len() }))
     }
 
-    pub(crate) fn pane_keys(&mut self, p: &Value) -> ApiResult {
-        let tid = self.target_terminal(p)?;
-        let names = opt_str_list(p, "keys")?.ok_or_else(|| {
-            ApiError::params("missing \"keys\" (a list like [\"C-c\", \"Up\", \"Enter\"])")
-        })?;
+    pub(crate) fn pane_keys(&mut self, p: PaneKeys) -> ApiResult {
+        let tid = self.target_terminal(p.pane)?;
+        let names = p.keys.0;
         // Encoded as the pane asked (kitty keys, modifyOtherKeys, cursor key mode).
         let mode = self
             .session
@@ -73,10 +71,11 @@ impl Server {
         now(json!({ "sent": names.len() }))
     }
 
-    pub(crate) fn pane_submit(&mut self, p: &Value) -> ApiResult {
-        let tid = self.target_terminal(p)?;
-        let text = req_str(p, "text")?;
-        let delay = opt_u64(p, "delay_ms")?
+    pub(crate) fn pane_submit(&mut self, p: PaneSubmit) -> ApiResult {
+        let tid = self.target_terminal(p.pane)?;
+        let text = p.text;
+        let delay = p
+            .delay_ms
             .map(Duration::from_millis)
             .unwrap_or(SUBMIT_DELAY)
             .min(Duration::from_secs(10));
@@ -91,11 +90,11 @@ impl Server {
         now(json!({ "submitted": true }))
     }
 
-    pub(crate) fn pane_read(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
-        let tid = self.target_terminal(p)?;
-        let ansi = opt_bool(p, "ansi")?.unwrap_or(false);
-        let lines = opt_u64(p, "lines")?;
+    pub(crate) fn pane_read(&mut self, p: PaneRead) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
+        let tid = self.target_terminal(p.pane)?;
+        let ansi = p.ansi;
+        let lines = p.lines;
         let rt = self
             .session
             .runtimes

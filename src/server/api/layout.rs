@@ -1,23 +1,28 @@
 //! API methods that read or change the structure: workspaces, tabs, panes.
 
+use std::path::PathBuf;
+
 use serde_json::{json, Value};
 
-use super::targets::{opt_bool, opt_str, opt_str_list, opt_u64, req_str};
 use super::{now, ApiError, ApiResult};
 use crate::model::ids::PaneId;
 use crate::model::layout::{Side, SplitDir};
 use crate::model::state::PanePos;
+use crate::protocol::api::{
+    AgentList, Edge, PaneList, PaneRename, PaneResize, PaneSplit, PaneTarget, PaneZoom,
+    SplitDirection, TabCreate, TabList, TabRename, TabTarget, WorkspaceCreate, WorkspaceRename,
+    WorkspaceTarget,
+};
 use crate::render::view;
 use crate::server::Server;
 
-fn cwd_param(p: &Value) -> Result<Option<std::path::PathBuf>, ApiError> {
-    match opt_str(p, "cwd")? {
+fn cwd_param(cwd: Option<PathBuf>) -> Result<Option<PathBuf>, ApiError> {
+    match cwd {
         None => Ok(None),
-        Some(dir) => {
-            let path = std::path::PathBuf::from(dir);
+        Some(path) => {
             if !path.is_absolute() || !path.is_dir() {
                 return Err(ApiError::params(format!(
-                    "\"cwd\" must be an existing absolute folder, got {dir:?}"
+                    "\"cwd\" must be an existing absolute folder, got {path:?}"
                 )));
             }
             Ok(Some(path))
@@ -50,9 +55,9 @@ impl Server {
         Value::Array(items)
     }
 
-    pub(crate) fn workspace_create(&mut self, p: &Value) -> ApiResult {
-        let name = opt_str(p, "name")?.map(str::to_string);
-        let cwd = cwd_param(p)?;
+    pub(crate) fn workspace_create(&mut self, p: WorkspaceCreate) -> ApiResult {
+        let name = p.name;
+        let cwd = cwd_param(p.cwd)?;
         let pane = self.create_workspace(name, cwd).map_err(spawn_err)?;
         let ws = &self.session.state.workspaces[self.session.state.active];
         now(
@@ -60,8 +65,8 @@ impl Server {
         )
     }
 
-    pub(crate) fn workspace_close(&mut self, p: &Value) -> ApiResult {
-        let w = self.target_workspace(p)?;
+    pub(crate) fn workspace_close(&mut self, p: WorkspaceTarget) -> ApiResult {
+        let w = self.target_workspace(p.workspace)?;
         let id = self.session.state.workspaces[w].no.to_string();
         let panes: Vec<PaneId> = self.session.state.workspaces[w]
             .tabs
@@ -74,9 +79,9 @@ impl Server {
         now(json!({ "closed": id }))
     }
 
-    pub(crate) fn workspace_rename(&mut self, p: &Value) -> ApiResult {
-        let w = self.target_workspace(p)?;
-        let name = req_str(p, "name")?.trim().to_string();
+    pub(crate) fn workspace_rename(&mut self, p: WorkspaceRename) -> ApiResult {
+        let w = self.target_workspace(p.workspace)?;
+        let name = p.name.trim().to_string();
         if name.is_empty() {
             return Err(ApiError::params("\"name\" must not be empty"));
         }
@@ -85,8 +90,8 @@ impl Server {
         now(json!({ "id": self.session.state.workspaces[w].no.to_string() }))
     }
 
-    pub(crate) fn workspace_focus(&mut self, p: &Value) -> ApiResult {
-        let w = self.target_workspace(p)?;
+    pub(crate) fn workspace_focus(&mut self, p: WorkspaceTarget) -> ApiResult {
+        let w = self.target_workspace(p.workspace)?;
         self.session.state.select_workspace(w);
         self.request_render();
         now(json!({ "id": self.session.state.workspaces[w].no.to_string() }))
@@ -106,10 +111,10 @@ impl Server {
         })
     }
 
-    pub(crate) fn tab_list(&mut self, p: &Value) -> ApiResult {
-        let only = match p.get("workspace") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(self.target_workspace(p)?),
+    pub(crate) fn tab_list(&mut self, p: TabList) -> ApiResult {
+        let only = match p.workspace {
+            None => None,
+            Some(w) => Some(self.target_workspace(Some(w))?),
         };
         let mut out = Vec::new();
         for (wi, ws) in self.session.state.workspaces.iter().enumerate() {
@@ -126,10 +131,10 @@ impl Server {
         now(Value::Array(out))
     }
 
-    pub(crate) fn tab_create(&mut self, p: &Value) -> ApiResult {
-        let w = self.target_workspace(p)?;
-        let cwd = cwd_param(p)?;
-        let name = opt_str(p, "name")?.map(str::to_string);
+    pub(crate) fn tab_create(&mut self, p: TabCreate) -> ApiResult {
+        let w = self.target_workspace(p.workspace)?;
+        let cwd = cwd_param(p.cwd)?;
+        let name = p.name;
         self.session.state.select_workspace(w);
         let pane = self.create_tab(cwd).map_err(spawn_err)?;
         let pos = self
@@ -146,8 +151,8 @@ impl Server {
         now(json!({ "id": id, "pane": self.pane_no(pane) }))
     }
 
-    pub(crate) fn tab_close(&mut self, p: &Value) -> ApiResult {
-        let pos = self.target_tab(p)?;
+    pub(crate) fn tab_close(&mut self, p: TabTarget) -> ApiResult {
+        let pos = self.target_tab(p.tab, p.workspace)?;
         let tab = &self.session.state.workspaces[pos.workspace].tabs[pos.tab];
         let id = tab.no.to_string();
         for pane in tab.layout.panes() {
@@ -156,9 +161,9 @@ impl Server {
         now(json!({ "closed": id }))
     }
 
-    pub(crate) fn tab_rename(&mut self, p: &Value) -> ApiResult {
-        let pos = self.target_tab(p)?;
-        let name = req_str(p, "name")?.trim().to_string();
+    pub(crate) fn tab_rename(&mut self, p: TabRename) -> ApiResult {
+        let pos = self.target_tab(p.tab, p.workspace)?;
+        let name = p.name.trim().to_string();
         let tab = self
             .session
             .state
@@ -170,8 +175,8 @@ impl Server {
         now(json!({ "id": id }))
     }
 
-    pub(crate) fn tab_focus(&mut self, p: &Value) -> ApiResult {
-        let pos = self.target_tab(p)?;
+    pub(crate) fn tab_focus(&mut self, p: TabTarget) -> ApiResult {
+        let pos = self.target_tab(p.tab, p.workspace)?;
         self.session.state.select_workspace(pos.workspace);
         self.session.state.select_tab(pos.tab);
         self.request_render();
@@ -220,15 +225,15 @@ impl Server {
         }))
     }
 
-    pub(crate) fn pane_list(&mut self, p: &Value) -> ApiResult {
+    pub(crate) fn pane_list(&mut self, p: PaneList) -> ApiResult {
         self.refresh_agents();
-        let tab_filter = match p.get("tab") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(self.target_tab(p)?),
+        let tab_filter = match p.tab {
+            None => None,
+            Some(t) => Some(self.target_tab(Some(t), p.workspace)?),
         };
-        let ws_filter = match p.get("workspace") {
-            None | Some(Value::Null) => None,
-            Some(_) => Some(self.target_workspace(p)?),
+        let ws_filter = match p.workspace {
+            None => None,
+            Some(w) => Some(self.target_workspace(Some(w))?),
         };
         let items: Vec<Value> = self
             .session
@@ -245,8 +250,8 @@ impl Server {
 
     /// `agent.list`: every pane an agent runs in, in layout order, with what a script (or
     /// another agent) needs to find the one waiting; `state` keeps only those in it.
-    pub(crate) fn agent_list(&mut self, p: &Value) -> ApiResult {
-        let want = opt_str(p, "state")?;
+    pub(crate) fn agent_list(&mut self, p: AgentList) -> ApiResult {
+        let want = p.state.as_deref();
         if let Some(w) = want.filter(|w| !super::agents::STATES.contains(w)) {
             return Err(ApiError::params(format!(
                 "\"state\" must be one of {}, got {w:?}",
@@ -304,8 +309,8 @@ impl Server {
         }))
     }
 
-    pub(crate) fn pane_get(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
+    pub(crate) fn pane_get(&mut self, p: PaneTarget) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
         if let Some(tid) = self.session.state.panes.get(&pane).map(|ps| ps.terminal) {
             self.refresh_agent(tid);
         }
@@ -314,19 +319,14 @@ impl Server {
             .ok_or_else(|| ApiError::new("not_found", "no such pane"))
     }
 
-    pub(crate) fn pane_split(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
-        let dir = match opt_str(p, "direction")?.unwrap_or("right") {
-            "right" => SplitDir::Right,
-            "down" => SplitDir::Down,
-            other => {
-                return Err(ApiError::params(format!(
-                    "\"direction\" must be right or down, got {other:?}"
-                )))
-            }
+    pub(crate) fn pane_split(&mut self, p: PaneSplit) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
+        let dir = match p.direction.unwrap_or_default() {
+            SplitDirection::Right => SplitDir::Right,
+            SplitDirection::Down => SplitDir::Down,
         };
-        let argv = opt_str_list(p, "command")?.unwrap_or_default();
-        let cwd = match cwd_param(p)? {
+        let argv = p.command.unwrap_or_default().0;
+        let cwd = match cwd_param(p.cwd)? {
             Some(c) => Some(c),
             None => self.pane_cwd(pane),
         };
@@ -339,23 +339,23 @@ impl Server {
         self.session.runtimes.get(tid)?.foreground()?.cwd
     }
 
-    pub(crate) fn pane_close(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
+    pub(crate) fn pane_close(&mut self, p: PaneTarget) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
         let id = self.pane_no(pane);
         self.close_pane(pane);
         now(json!({ "closed": id }))
     }
 
-    pub(crate) fn pane_focus(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
+    pub(crate) fn pane_focus(&mut self, p: PaneTarget) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
         self.session.state.focus_pane(pane);
         self.request_render();
         now(json!({ "id": self.pane_no(pane) }))
     }
 
-    pub(crate) fn pane_zoom(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
-        let want = opt_bool(p, "zoom")?;
+    pub(crate) fn pane_zoom(&mut self, p: PaneZoom) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
+        let want = p.zoom;
         self.session.state.focus_pane(pane);
         let tab = self
             .session
@@ -368,20 +368,15 @@ impl Server {
         now(json!({ "id": self.pane_no(pane), "zoomed": z }))
     }
 
-    pub(crate) fn pane_resize(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
-        let side = match req_str(p, "direction")? {
-            "left" => Side::Left,
-            "right" => Side::Right,
-            "up" => Side::Up,
-            "down" => Side::Down,
-            other => {
-                return Err(ApiError::params(format!(
-                    "\"direction\" must be left, right, up or down, got {other:?}"
-                )))
-            }
+    pub(crate) fn pane_resize(&mut self, p: PaneResize) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
+        let side = match p.direction {
+            Edge::Left => Side::Left,
+            Edge::Right => Side::Right,
+            Edge::Up => Side::Up,
+            Edge::Down => Side::Down,
         };
-        let cells = opt_u64(p, "cells")?.unwrap_or(1).min(u64::from(u16::MAX)) as u16;
+        let cells = p.cells.unwrap_or(1).min(u64::from(u16::MAX)) as u16;
         let area = self.session.pane_area();
         let pos = self
             .session
@@ -397,9 +392,9 @@ impl Server {
         now(json!({ "id": self.pane_no(pane), "resized": moved }))
     }
 
-    pub(crate) fn pane_rename(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
-        let name = req_str(p, "name")?.trim().to_string();
+    pub(crate) fn pane_rename(&mut self, p: PaneRename) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
+        let name = p.name.trim().to_string();
         if let Some(ps) = self.session.state.panes.get_mut(&pane) {
             ps.label = (!name.is_empty()).then_some(name);
         }

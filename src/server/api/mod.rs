@@ -1,8 +1,9 @@
 //! The JSON API served to connections whose hello says `"role":"api"`: one request object
 //! per line (`{"id":…, "method":…, "params":{…}}`), one reply per line with the same id and
 //! either `result` or `error: {code, message}`; subscribers also receive event lines
-//! (`{"event":…, …}`). A malformed request gets an error reply; it never affects another
-//! connection. A peer that stops reading is disconnected once its queue is full, so
+//! (`{"event":…, …}`). Each line is decoded once into its id and a typed request
+//! (`protocol::api`), which `dispatch` matches once; a malformed request gets an error
+//! reply and never affects another connection. A peer that stops reading is disconnected once its queue is full, so
 //! server memory stays bounded.
 
 mod agent_report;
@@ -25,7 +26,10 @@ use serde_json::{json, Value};
 use super::conn::{ApiWriter, Refused, API_QUEUE_TOTAL_BYTES, MAX_API_REPLY};
 use super::{ClientId, Server};
 use crate::model::ids::TerminalId;
+use crate::protocol::api::Request;
 use crate::protocol::{version, PROTOCOL_VERSION};
+
+pub use crate::protocol::api::ApiError;
 
 pub(crate) use agents::Activity;
 pub use events::Summary;
@@ -34,26 +38,6 @@ pub(crate) use waits::PendingWait;
 
 /// `pane.output` is announced at most this often per pane (leading and trailing edge).
 const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
-
-/// An API error: a stable machine-readable code and a sentence for people.
-#[derive(Debug)]
-pub struct ApiError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl ApiError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub fn params(message: impl Into<String>) -> ApiError {
-        ApiError::new("invalid_params", message)
-    }
-}
 
 /// What a method produced: a result now, or a reply that will be sent later (a wait).
 pub enum Outcome {
@@ -93,36 +77,6 @@ impl ApiState {
     pub fn has_subscribers(&self) -> bool {
         self.conns.values().any(|c| c.subscribed)
     }
-}
-
-/// Splits a request line into (id, method, params); on failure, the id to answer (if one
-/// could be read) and the error. Never panics, whatever the input.
-pub fn parse_request(line: &str) -> Result<(Value, String, Value), (Value, ApiError)> {
-    let request: Value = serde_json::from_str(line).map_err(|e| {
-        (
-            Value::Null,
-            ApiError::new("parse_error", format!("request is not JSON: {e}")),
-        )
-    })?;
-    if !request.is_object() {
-        return Err((
-            Value::Null,
-            ApiError::new("invalid_request", "a request must be a JSON object"),
-        ));
-    }
-    let id = request.get("id").cloned().unwrap_or(Value::Null);
-    let Some(method) = request.get("method").and_then(|m| m.as_str()) else {
-        return Err((
-            id,
-            ApiError::new("invalid_request", "missing \"method\" (a string)"),
-        ));
-    };
-    let params = match request.get("params") {
-        None | Some(Value::Null) => json!({}),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => return Err((id, ApiError::params("\"params\" must be an object"))),
-    };
-    Ok((id, method.to_string(), params))
 }
 
 /// The error for a reply that finds the budget of queued replies in all spent.
@@ -388,14 +342,14 @@ impl Server {
     }
 
     pub(crate) fn api_request(&mut self, conn: ClientId, line: &str) {
-        let (id, method, params) = match parse_request(line) {
+        let (id, request) = match crate::protocol::api::decode(line) {
             Ok(r) => r,
             Err((id, err)) => return self.api_send(conn, reply_line(&id, Err(err))),
         };
-        if method == "pane.read" && !self.api_room_for_big_reply(conn) {
+        if matches!(request, Request::PaneRead(_)) && !self.api_room_for_big_reply(conn) {
             return self.api_reply(conn, &id, Err(budget_spent()));
         }
-        match self.dispatch(conn, &id, &method, &params) {
+        match self.dispatch(conn, &id, request) {
             Ok(Outcome::Now(v)) => self.api_reply(conn, &id, Ok(v)),
             Ok(Outcome::Later) => {}
             Err(e) => self.api_reply(conn, &id, Err(e)),
@@ -403,18 +357,18 @@ impl Server {
         self.publish_structure();
     }
 
-    fn dispatch(&mut self, conn: ClientId, id: &Value, method: &str, p: &Value) -> ApiResult {
-        match method {
-            "ping" => {
+    fn dispatch(&mut self, conn: ClientId, id: &Value, request: Request) -> ApiResult {
+        match request {
+            Request::Ping(_) => {
                 now(json!({ "pong": true, "protocol": PROTOCOL_VERSION, "version": version() }))
             }
-            "server.status" => now(self.status()),
-            "server.stop" => {
+            Request::ServerStatus(_) => now(self.status()),
+            Request::ServerStop(_) => {
                 self.stop("server stopped");
                 now(json!({ "stopping": true }))
             }
-            "server.live_handoff" => self.api_live_handoff(conn, id, p),
-            "events.subscribe" => {
+            Request::LiveHandoff(p) => self.api_live_handoff(conn, id, p),
+            Request::EventsSubscribe(_) => {
                 if let Some(c) = self.api.conns.get_mut(&conn) {
                     c.subscribed = true;
                 }
@@ -422,39 +376,35 @@ impl Server {
                 self.api.last = Some(self.summary());
                 now(json!({ "subscribed": true }))
             }
-            "workspace.list" => now(self.workspace_list()),
-            "workspace.create" => self.workspace_create(p),
-            "workspace.close" => self.workspace_close(p),
-            "workspace.rename" => self.workspace_rename(p),
-            "workspace.focus" => self.workspace_focus(p),
-            "tab.list" => self.tab_list(p),
-            "tab.create" => self.tab_create(p),
-            "tab.close" => self.tab_close(p),
-            "tab.rename" => self.tab_rename(p),
-            "tab.focus" => self.tab_focus(p),
-            "pane.list" => self.pane_list(p),
-            "pane.get" => self.pane_get(p),
-            "pane.split" => self.pane_split(p),
-            "pane.close" => self.pane_close(p),
-            "pane.focus" => self.pane_focus(p),
-            "pane.zoom" => self.pane_zoom(p),
-            "pane.resize" => self.pane_resize(p),
-            "pane.rename" => self.pane_rename(p),
-            "pane.send" => self.pane_send(p),
-            "pane.keys" => self.pane_keys(p),
-            "pane.submit" => self.pane_submit(p),
-            "pane.read" => self.pane_read(p),
-            "pane.signals" => self.pane_signals_api(p),
-            "pane.wait" => self.pane_wait(conn, id, p),
-            "agent.list" => self.agent_list(p),
-            "agent.report" => {
+            Request::WorkspaceList(_) => now(self.workspace_list()),
+            Request::WorkspaceCreate(p) => self.workspace_create(p),
+            Request::WorkspaceClose(p) => self.workspace_close(p),
+            Request::WorkspaceRename(p) => self.workspace_rename(p),
+            Request::WorkspaceFocus(p) => self.workspace_focus(p),
+            Request::TabList(p) => self.tab_list(p),
+            Request::TabCreate(p) => self.tab_create(p),
+            Request::TabClose(p) => self.tab_close(p),
+            Request::TabRename(p) => self.tab_rename(p),
+            Request::TabFocus(p) => self.tab_focus(p),
+            Request::PaneList(p) => self.pane_list(p),
+            Request::PaneGet(p) => self.pane_get(p),
+            Request::PaneSplit(p) => self.pane_split(p),
+            Request::PaneClose(p) => self.pane_close(p),
+            Request::PaneFocus(p) => self.pane_focus(p),
+            Request::PaneZoom(p) => self.pane_zoom(p),
+            Request::PaneResize(p) => self.pane_resize(p),
+            Request::PaneRename(p) => self.pane_rename(p),
+            Request::PaneSend(p) => self.pane_send(p),
+            Request::PaneKeys(p) => self.pane_keys(p),
+            Request::PaneSubmit(p) => self.pane_submit(p),
+            Request::PaneRead(p) => self.pane_read(p),
+            Request::PaneSignals(p) => self.pane_signals_api(p),
+            Request::PaneWait(p) => self.pane_wait(conn, id, p),
+            Request::AgentList(p) => self.agent_list(p),
+            Request::AgentReport(p) => {
                 let peer = self.api.conns.get(&conn).map_or(0, |c| c.peer_pid);
                 self.agent_report(peer, p)
             }
-            other => Err(ApiError::new(
-                "unknown_method",
-                format!("unknown method {other:?}; see docs/api.md for the list"),
-            )),
         }
     }
 
@@ -554,7 +504,6 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     #[test]
     fn text_lengths_match_what_serde_writes() {
@@ -578,66 +527,5 @@ mod tests {
         assert!(too_large_reply(MAX_API_REPLY, None)
             .message
             .contains("ask for less"));
-    }
-
-    #[test]
-    fn requests_parse_or_say_why() {
-        let (id, m, p) = parse_request(r#"{"id":3,"method":"ping"}"#).unwrap();
-        assert_eq!((id, m.as_str(), p), (json!(3), "ping", json!({})));
-        assert_eq!(
-            parse_request("[1,2]").unwrap_err().1.code,
-            "invalid_request"
-        );
-        assert_eq!(parse_request("{").unwrap_err().1.code, "parse_error");
-        let (id, e) = parse_request(r#"{"id":"a","method":"x","params":[1]}"#).unwrap_err();
-        assert_eq!((id, e.code), (json!("a"), "invalid_params"));
-        let (id, e) = parse_request(r#"{"id":9,"method":7}"#).unwrap_err();
-        assert_eq!((id, e.code), (json!(9), "invalid_request"));
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
-
-        #[test]
-        fn any_line_parses_or_errors_without_panicking(line in "\\PC{0,200}") {
-            let _ = parse_request(&line);
-        }
-
-        #[test]
-        fn any_json_value_parses_or_errors(v in arb_json()) {
-            let line = v.to_string();
-            match parse_request(&line) {
-                Ok((_, m, p)) => {
-                    prop_assert!(p.is_object());
-                    prop_assert_eq!(Some(m.as_str()), v.get("method").and_then(|m| m.as_str()));
-                }
-                Err((_, e)) => prop_assert!(!e.message.is_empty()),
-            }
-        }
-    }
-
-    fn arb_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| json!(n)),
-            "[a-z.]{0,12}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map(
-                    prop_oneof![
-                        Just("id".to_string()),
-                        Just("method".to_string()),
-                        Just("params".to_string()),
-                        "[a-z]{1,5}"
-                    ],
-                    inner,
-                    0..4
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::{now, ApiError, ApiResult};
 use crate::agent::activity::{Classifier, Proc, Reading, Sampler, Verdict};
 use crate::model::ids::TerminalId;
+use crate::protocol::api::PaneTarget;
 use crate::pty::proc;
 use crate::server::Server;
 
@@ -233,8 +234,8 @@ impl Server {
     }
 
     /// `pane.signals`: [`Server::pane_signals`] for the pane asked for.
-    pub(crate) fn pane_signals_api(&mut self, p: &Value) -> ApiResult {
-        let pane = self.target_pane(p)?;
+    pub(crate) fn pane_signals_api(&mut self, p: PaneTarget) -> ApiResult {
+        let pane = self.target_pane(p.pane)?;
         let tid = self.session.state.panes.get(&pane).map(|ps| ps.terminal);
         let signals = tid
             .and_then(|t| self.pane_signals(t))

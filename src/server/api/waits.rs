@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 use serde_json::{json, Value};
 
-use super::targets::{opt_bool, opt_str, opt_u64};
 use super::{now, ApiError, ApiResult, Outcome};
 use crate::model::ids::TerminalId;
+use crate::protocol::api::PaneWait;
 use crate::pty::lock;
 use crate::server::{ClientId, Server};
 
@@ -184,11 +184,11 @@ fn spans(hir: &Hir) -> bool {
 }
 
 impl Server {
-    pub(crate) fn pane_wait(&mut self, conn: ClientId, id: &Value, p: &Value) -> ApiResult {
-        let tid = self.target_terminal(p)?;
-        let output = opt_str(p, "output")?;
-        let exit = opt_bool(p, "exit")?.unwrap_or(false);
-        let agent = opt_str(p, "agent_state")?;
+    pub(crate) fn pane_wait(&mut self, conn: ClientId, id: &Value, p: PaneWait) -> ApiResult {
+        let tid = self.target_terminal(p.pane)?;
+        let output = p.output.as_deref();
+        let exit = p.exit;
+        let agent = p.agent_state.as_deref();
         let kind = match (output, exit, agent) {
             // ^ and $ anchor at line boundaries: people think of output as lines.
             (Some(re), false, None) => WaitKind::Output(OutputWait {
@@ -217,7 +217,8 @@ impl Server {
                 ))
             }
         };
-        let deadline = opt_u64(p, "timeout_ms")?
+        let deadline = p
+            .timeout_ms
             .map(|ms| Instant::now() + Duration::from_millis(ms).min(MAX_WAIT));
         let wait = PendingWait {
             conn,
