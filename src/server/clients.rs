@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::conn::{ClientId, ClientWriter};
-use super::{input, keys, lend};
+use super::{input, keys, lend, FRAME_BURST, FRAME_INTERVAL};
 use crate::bindings::Bindings;
 use crate::input::parse::InputParser;
 use crate::model::ids::TerminalId;
@@ -107,5 +107,51 @@ impl Default for Clients {
             lending_off: false,
             lend_after: None,
         }
+    }
+}
+
+impl Clients {
+    /// Asks for a frame, paced: if the last ones were a while ago it is drawn at once (at
+    /// the end of this loop turn), else when the bucket of `FRAME_BURST` has a token.
+    pub(crate) fn request_frame(&mut self) {
+        if self.frame_due.is_none() {
+            let ahead = FRAME_INTERVAL * (FRAME_BURST - 1);
+            let earliest = self
+                .frame_clock
+                .checked_sub(ahead)
+                .unwrap_or(self.frame_clock);
+            self.frame_due = Some(earliest.max(Instant::now()));
+        }
+    }
+
+    /// Shows `text` on every client's status line for a while.
+    pub(crate) fn say(&mut self, text: String) {
+        self.message = Some((text, Instant::now()));
+        self.request_frame();
+    }
+
+    pub(crate) fn broadcast_raw(&mut self, bytes: &[u8]) {
+        for c in self.by_id.values() {
+            c.writer.send_output(bytes.to_vec());
+        }
+    }
+
+    /// `id` becomes the active client; its size, if the session should take it now.
+    pub(crate) fn make_active(&mut self, id: ClientId) -> Option<(u16, u16)> {
+        if self.active == Some(id) {
+            return None;
+        }
+        self.active = Some(id);
+        self.by_id.get(&id).map(|c| c.size)
+    }
+
+    /// After `id` left: if it was the active one, the most recent remaining client is, and
+    /// its size is returned for the session.
+    pub(crate) fn left(&mut self, id: ClientId) -> Option<(u16, u16)> {
+        if self.active != Some(id) {
+            return None;
+        }
+        self.active = self.by_id.keys().next_back().copied();
+        self.active.and_then(|c| self.by_id.get(&c)).map(|c| c.size)
     }
 }

@@ -376,11 +376,8 @@ impl Server {
 
     /// The most recently active client decides the session size.
     fn make_active(&mut self, id: ClientId) {
-        if self.clients.active != Some(id) {
-            self.clients.active = Some(id);
-            if let Some(size) = self.clients.by_id.get(&id).map(|c| c.size) {
-                self.set_size(size);
-            }
+        if let Some(size) = self.clients.make_active(id) {
+            self.set_size(size);
         }
     }
 
@@ -396,28 +393,17 @@ impl Server {
     /// After a client left: if it set the session size, the most recent remaining client
     /// does now.
     fn client_left(&mut self, id: ClientId) {
-        if self.clients.active == Some(id) {
-            self.clients.active = self.clients.by_id.keys().next_back().copied();
-            if let Some(size) = self
-                .clients
-                .active
-                .and_then(|c| self.clients.by_id.get(&c))
-                .map(|c| c.size)
-            {
-                self.set_size(size);
-            }
+        if let Some(size) = self.clients.left(id) {
+            self.set_size(size);
         }
     }
 
     pub(crate) fn broadcast_raw(&mut self, bytes: &[u8]) {
-        for c in self.clients.by_id.values() {
-            c.writer.send_output(bytes.to_vec());
-        }
+        self.clients.broadcast_raw(bytes);
     }
 
     pub(crate) fn say(&mut self, text: impl Into<String>) {
-        self.clients.message = Some((text.into(), Instant::now()));
-        self.request_render();
+        self.clients.say(text.into());
     }
 
     pub(crate) fn stop(&mut self, why: &str) {
@@ -425,16 +411,7 @@ impl Server {
     }
 
     pub(crate) fn request_render(&mut self) {
-        if self.clients.frame_due.is_none() {
-            // Leading edge: if we have been quiet, draw now (the end of this loop turn).
-            let ahead = FRAME_INTERVAL * (FRAME_BURST - 1);
-            let earliest = self
-                .clients
-                .frame_clock
-                .checked_sub(ahead)
-                .unwrap_or(self.clients.frame_clock);
-            self.clients.frame_due = Some(earliest.max(Instant::now()));
-        }
+        self.clients.request_frame();
     }
 
     /// Timers can run key bindings (a held escape sequence) and draw frames: they get the
