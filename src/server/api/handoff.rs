@@ -19,7 +19,7 @@ impl Server {
         let binary = match p.get("binary") {
             Some(Value::String(b)) => std::path::PathBuf::from(b),
             Some(_) => return Err(ApiError::new("bad_params", "binary must be a path")),
-            None => own_binary().map_err(|e| ApiError::new("handoff_failed", e))?,
+            None => own_binary().map_err(|e| ApiError::new("handoff_failed", e.to_string()))?,
         };
         let expected_protocol =
             match p.get("expected_protocol") {
