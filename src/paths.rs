@@ -194,12 +194,17 @@ pub fn ensure_state_dir(session: &SessionName) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// This process cannot name the file it was started from.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot find this herdr's binary: {0}")]
+pub struct NoBinary(std::io::Error);
+
 /// The file this process was started from, as it is named now: after an update replaced
 /// it, the running inode shows as "(deleted)" and the path names the new file.
-pub fn own_binary() -> Result<PathBuf, String> {
+pub fn own_binary() -> Result<PathBuf, NoBinary> {
     let exe = std::fs::read_link("/proc/self/exe")
         .or_else(|_| std::env::current_exe())
-        .map_err(|e| format!("cannot find this herdr's binary: {e}"))?;
+        .map_err(NoBinary)?;
     let text = exe.to_string_lossy();
     Ok(match text.strip_suffix(" (deleted)") {
         Some(p) => PathBuf::from(p),

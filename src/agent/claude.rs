@@ -27,10 +27,15 @@ pub const EVENTS: &[&str] = &[
 /// An error kept for `pane get` is at most this long (a line, not a transcript).
 pub const MAX_ERROR: usize = 300;
 
+/// A hook run for an event herdr does not install a hook for.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown Claude Code hook event {0:?}")]
+pub struct UnknownEvent(pub String);
+
 /// The state and session a hook run reports.
-pub fn hook_report(event: &str, input: &str) -> anyhow::Result<HookReport> {
+pub fn hook_report(event: &str, input: &str) -> Result<HookReport, UnknownEvent> {
     if !EVENTS.contains(&event) {
-        anyhow::bail!("unknown Claude Code hook event {event:?}");
+        return Err(UnknownEvent(event.into()));
     }
     let v: Value = serde_json::from_str(input).unwrap_or(Value::Null);
     let text = |key: &str| v.get(key).and_then(Value::as_str);

@@ -12,10 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::Deserialize;
 
-use super::integration::{backup, read_file, write_file};
+use super::error::IntegrationError;
+use super::integration::{backup, read_text, write_file};
 
 /// The marker lines around everything herdr adds (matched without their line ending, so
 /// a file an editor turned to CRLF is still recognised).
@@ -51,14 +51,14 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-fn check(text: &str, path: &Path) -> anyhow::Result<Doc> {
-    toml::from_str::<toml::Table>(text)
-        .with_context(|| format!("{} is not valid TOML; fix it first", path.display()))?;
-    toml::from_str::<Doc>(text).with_context(|| {
-        format!(
-            "\"notify\" in {} is not a list of strings; fix it first",
-            path.display()
-        )
+fn check(text: &str, path: &Path) -> Result<Doc, IntegrationError> {
+    toml::from_str::<toml::Table>(text).map_err(|source| IntegrationError::NotToml {
+        path: path.into(),
+        source,
+    })?;
+    toml::from_str::<Doc>(text).map_err(|source| IntegrationError::NotifyNotStrings {
+        path: path.into(),
+        source,
     })
 }
 
@@ -86,7 +86,7 @@ fn block(text: &str) -> Option<(usize, usize)> {
 }
 
 /// The text with herdr's hook in it (unchanged if it is there already).
-pub fn add_hook(text: &str, path: &Path) -> anyhow::Result<String> {
+pub fn add_hook(text: &str, path: &Path) -> Result<String, IntegrationError> {
     let doc = check(text, path)?;
     if block(text).is_some() {
         return Ok(text.to_string());
@@ -105,10 +105,7 @@ pub fn add_hook(text: &str, path: &Path) -> anyhow::Result<String> {
             if notify.get_ref().len() >= HOOK.len()
                 && notify.get_ref().iter().zip(HOOK).all(|(a, b)| a == b) =>
         {
-            anyhow::bail!(
-                "{} already sets notify to herdr's hook (without herdr's markers); remove that line and install again",
-                path.display()
-            )
+            return Err(IntegrationError::HookByHand(path.into()));
         }
         Some(notify) => {
             // The user's own notify: the whole lines it spans move into the block,
@@ -130,11 +127,9 @@ pub fn add_hook(text: &str, path: &Path) -> anyhow::Result<String> {
             format!("{}{block}{}", &text[..start], &text[end..])
         }
     };
-    toml::from_str::<toml::Table>(&new).with_context(|| {
-        format!(
-            "adding herdr's hook would break {}; it was left as it was",
-            path.display()
-        )
+    toml::from_str::<toml::Table>(&new).map_err(|source| IntegrationError::WouldBreak {
+        path: path.into(),
+        source,
     })?;
     Ok(new)
 }
@@ -169,17 +164,8 @@ pub fn installed(text: &str) -> bool {
     block(text).is_some()
 }
 
-fn read(path: &Path) -> anyhow::Result<Option<String>> {
-    read_file(path)?
-        .map(|bytes| {
-            String::from_utf8(bytes)
-                .with_context(|| format!("{} is not UTF-8 text; fix it first", path.display()))
-        })
-        .transpose()
-}
-
-pub fn install(path: &Path) -> anyhow::Result<String> {
-    let old = read(path)?;
+pub fn install(path: &Path) -> Result<String, IntegrationError> {
+    let old = read_text(path)?;
     let text = old.clone().unwrap_or_default();
     let new = add_hook(&text, path)?;
     if new == text {
@@ -192,8 +178,8 @@ pub fn install(path: &Path) -> anyhow::Result<String> {
     Ok(format!("installed herdr's hook in {}", path.display()))
 }
 
-pub fn uninstall(path: &Path) -> anyhow::Result<String> {
-    let Some(text) = read(path)? else {
+pub fn uninstall(path: &Path) -> Result<String, IntegrationError> {
+    let Some(text) = read_text(path)? else {
         return Ok(format!(
             "{} does not exist; nothing to remove",
             path.display()
@@ -207,8 +193,8 @@ pub fn uninstall(path: &Path) -> anyhow::Result<String> {
     Ok(format!("removed herdr's hook from {}", path.display()))
 }
 
-pub fn status(path: &Path) -> anyhow::Result<String> {
-    Ok(match read(path)? {
+pub fn status(path: &Path) -> Result<String, IntegrationError> {
+    Ok(match read_text(path)? {
         Some(t) if installed(&t) => format!("codex: installed ({})", path.display()),
         Some(_) => format!("codex: not installed ({})", path.display()),
         None => format!("codex: not installed ({} does not exist)", path.display()),
@@ -401,9 +387,11 @@ command = "docs-mcp"
     #[test]
     fn files_herdr_cannot_read_are_left_alone() {
         let e = add_hook("model = [", &p()).unwrap_err();
-        assert!(format!("{e:#}").contains("not valid TOML"), "{e:#}");
+        let e = crate::agent::error::chain(&e);
+        assert!(e.contains("not valid TOML"), "{e}");
         let e = add_hook("notify = \"say\"\n", &p()).unwrap_err();
-        assert!(format!("{e:#}").contains("notify"), "{e:#}");
+        let e = crate::agent::error::chain(&e);
+        assert!(e.contains("notify"), "{e}");
     }
 
     #[test]

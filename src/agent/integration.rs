@@ -12,10 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde_json::{json, Value};
 
 use super::claude::EVENTS as CLAUDE_EVENTS;
+use super::error::IntegrationError;
 use super::json_text::{self, Items, Node};
 
 /// The command herdr installs for an event (recognised again by its prefix).
@@ -52,20 +52,19 @@ fn our_entry(event: &str) -> Value {
     json!({ "hooks": [ { "type": "command", "command": hook_command(event) } ] })
 }
 
-fn parse(text: &str, path: &Path) -> anyhow::Result<Node> {
-    let root = json_text::parse(text)
-        .with_context(|| format!("{} is not valid JSON; fix it first", path.display()))?;
+fn parse(text: &str, path: &Path) -> Result<Node, IntegrationError> {
+    let root = json_text::parse(text).map_err(|source| IntegrationError::NotJson {
+        path: path.into(),
+        source,
+    })?;
     if root.members().is_none() {
-        anyhow::bail!(
-            "{} does not hold a JSON object (Claude Code's settings are one); fix it first",
-            path.display()
-        );
+        return Err(IntegrationError::NotAnObject(path.into()));
     }
     Ok(root)
 }
 
 /// The text with herdr's hooks added (unchanged if they are there already).
-pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
+pub fn add_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
     let root = parse(text, path)?;
     let Some(hooks) = root.get("hooks") else {
         let all: serde_json::Map<String, Value> = CLAUDE_EVENTS
@@ -77,10 +76,7 @@ pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
         return Ok(json_text::apply(text, vec![edit]));
     };
     if hooks.members().is_none() {
-        anyhow::bail!(
-            "\"hooks\" in {} is not an object; fix it first",
-            path.display()
-        );
+        return Err(IntegrationError::HooksNotAnObject(path.into()));
     }
     let mut edits = Vec::new();
     let mut missing = Vec::new();
@@ -89,12 +85,12 @@ pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
             missing.push((*event, json!([our_entry(event)])));
             continue;
         };
-        let entries = list.elements().with_context(|| {
-            format!(
-                "\"hooks.{event}\" in {} is not a list; fix it first",
-                path.display()
-            )
-        })?;
+        let entries = list
+            .elements()
+            .ok_or_else(|| IntegrationError::EventNotAList {
+                event,
+                path: path.into(),
+            })?;
         if !entries.iter().any(holds_ours) {
             let entry = [our_entry(event)];
             edits.push(json_text::append(
@@ -119,7 +115,7 @@ pub fn add_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
 /// The text without herdr's hook commands. An entry, an event's list and the "hooks"
 /// object that this leaves empty are removed too (they only held herdr's); whatever was
 /// empty before stays.
-pub fn remove_hooks(text: &str, path: &Path) -> anyhow::Result<String> {
+pub fn remove_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
     let root = parse(text, path)?;
     let (Some(at), Some(hooks)) = (root.position("hooks"), root.get("hooks")) else {
         return Ok(text.to_string());
@@ -195,22 +191,27 @@ pub fn missing(root: &Node) -> Vec<&'static str> {
 }
 
 /// An agent's config file as it is; `None` if it does not exist yet.
-pub(super) fn read_file(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+pub(super) fn read_file(path: &Path) -> Result<Option<Vec<u8>>, IntegrationError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(source) => Err(IntegrationError::Read {
+            path: path.into(),
+            source,
+        }),
     }
 }
 
 /// Replaces an agent's config file in one step (its folder made if missing), keeping the
 /// file's mode, and the file a link stays pointing at if it is one.
-pub(super) fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(super) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), IntegrationError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| IntegrationError::CreateDir {
+            dir: dir.into(),
+            source,
+        })?;
     }
-    crate::persist::files::write_atomic_keeping_mode(path, bytes)
-        .map_err(|e| anyhow::anyhow!("{e}"))
+    crate::persist::files::write_atomic_keeping_mode(path, bytes).map_err(IntegrationError::Write)
 }
 
 /// Where `backup` keeps a config file's previous content: `<name>.herdr-backup` beside it.
@@ -222,28 +223,29 @@ pub(super) fn backup_path(path: &Path) -> PathBuf {
 
 /// Keeps `old`, the file's content right before herdr changes it, as its backup (replacing
 /// the one before: the backup is always of the last change).
-pub(super) fn backup(path: &Path, old: &[u8]) -> anyhow::Result<()> {
+pub(super) fn backup(path: &Path, old: &[u8]) -> Result<(), IntegrationError> {
     let backup = backup_path(path);
-    crate::persist::files::write_atomic(&backup, old).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot back up {} to {}: {e}",
-            path.display(),
-            backup.display()
-        )
+    crate::persist::files::write_atomic(&backup, old).map_err(|error| IntegrationError::Backup {
+        path: path.into(),
+        backup,
+        error,
     })
 }
 
-fn read(path: &Path) -> anyhow::Result<Option<String>> {
+/// An agent's config file as text; `None` if it does not exist yet.
+pub(super) fn read_text(path: &Path) -> Result<Option<String>, IntegrationError> {
     read_file(path)?
         .map(|bytes| {
-            String::from_utf8(bytes)
-                .with_context(|| format!("{} is not UTF-8 text; fix it first", path.display()))
+            String::from_utf8(bytes).map_err(|source| IntegrationError::NotUtf8 {
+                path: path.into(),
+                source,
+            })
         })
         .transpose()
 }
 
-pub fn install(path: &Path) -> anyhow::Result<String> {
-    let old = read(path)?;
+pub fn install(path: &Path) -> Result<String, IntegrationError> {
+    let old = read_text(path)?;
     // Claude Code writes its settings pretty-printed with two spaces and a final newline.
     let text = old.clone().unwrap_or_else(|| "{}\n".to_string());
     let new = add_hooks(&text, path)?;
@@ -257,8 +259,8 @@ pub fn install(path: &Path) -> anyhow::Result<String> {
     Ok(format!("installed herdr's hooks in {}", path.display()))
 }
 
-pub fn uninstall(path: &Path) -> anyhow::Result<String> {
-    let Some(text) = read(path)? else {
+pub fn uninstall(path: &Path) -> Result<String, IntegrationError> {
+    let Some(text) = read_text(path)? else {
         return Ok(format!(
             "{} does not exist; nothing to remove",
             path.display()
@@ -273,8 +275,8 @@ pub fn uninstall(path: &Path) -> anyhow::Result<String> {
     Ok(format!("removed herdr's hooks from {}", path.display()))
 }
 
-pub fn status(path: &Path) -> anyhow::Result<String> {
-    let Some(text) = read(path)? else {
+pub fn status(path: &Path) -> Result<String, IntegrationError> {
+    let Some(text) = read_text(path)? else {
         return Ok(format!(
             "claude: not installed ({} does not exist)",
             path.display()
@@ -562,7 +564,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("settings.json");
             std::fs::write(&path, bytes).unwrap();
-            let e = format!("{:#}", install(&path).unwrap_err());
+            let e = crate::agent::error::chain(&install(&path).unwrap_err());
             assert!(
                 e.contains(what) && e.contains(&path.display().to_string()),
                 "{e}"

@@ -7,9 +7,12 @@
 pub mod activity;
 pub mod claude;
 pub mod codex;
+mod error;
 pub mod integration;
 mod json_text;
 pub mod rules;
+
+pub use error::IntegrationError;
 
 /// What one run of an agent's hook tells herdr: the state it means (none for an event
 /// that changes nothing), the agent's session, and the error that ended a turn.
@@ -303,6 +306,17 @@ pub fn detect(argv: &[String]) -> Option<&'static Agent> {
     None
 }
 
+/// Why a reported session reference was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadSessionRef {
+    #[error(
+        "a session id must be 1 to 512 bytes without control characters, not starting with '-'"
+    )]
+    Id,
+    #[error("a session path must be absolute, at most 4096 bytes, without control characters")]
+    Path,
+}
+
 /// A reference to an agent's session, as its hooks report it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionRef {
@@ -313,7 +327,7 @@ pub enum SessionRef {
 impl SessionRef {
     /// Checks a reported reference: an id is non-empty, at most 512 bytes, without control
     /// characters; a path is absolute and at most 4096 bytes.
-    pub fn validate(self) -> Result<SessionRef, String> {
+    pub fn validate(self) -> Result<SessionRef, BadSessionRef> {
         match &self {
             SessionRef::Id(id) => {
                 // Typed after the agent's resume flag: never an option of its own.
@@ -322,16 +336,12 @@ impl SessionRef {
                     || id.chars().any(char::is_control)
                     || id.starts_with('-')
                 {
-                    return Err(
-                        "a session id must be 1 to 512 bytes without control characters, \
-                         not starting with '-'"
-                            .into(),
-                    );
+                    return Err(BadSessionRef::Id);
                 }
             }
             SessionRef::Path(p) => {
                 if !p.starts_with('/') || p.len() > 4096 || p.chars().any(char::is_control) {
-                    return Err("a session path must be absolute, at most 4096 bytes, without control characters".into());
+                    return Err(BadSessionRef::Path);
                 }
             }
         }

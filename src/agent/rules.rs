@@ -65,9 +65,27 @@ struct RawRule {
     lines: Option<usize>,
 }
 
+/// What is wrong in a rule file, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    /// The TOML parser's own message (which ends in a newline, trimmed here).
+    #[error("{}", .0.to_string().trim_end())]
+    Toml(toml::de::Error),
+    #[error("rule {rule}: state must be working, blocked or idle, got {got:?}")]
+    State { rule: usize, got: String },
+    #[error("rule {rule}: bad pattern {pattern:?}: {error}")]
+    Pattern {
+        rule: usize,
+        pattern: String,
+        error: regex_lite::Error,
+    },
+    #[error("rule {0}: lines must be at least 1")]
+    NoLines(usize),
+}
+
 /// Parses one rule file; the error names what is wrong and where.
-pub fn parse(text: &str) -> Result<Rules, String> {
-    let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+pub fn parse(text: &str) -> Result<Rules, RuleError> {
+    let file: File = toml::from_str(text).map_err(RuleError::Toml)?;
     let mut rules = Vec::new();
     for (i, raw) in file.rule.into_iter().enumerate() {
         let state = match raw.state.as_str() {
@@ -75,16 +93,19 @@ pub fn parse(text: &str) -> Result<Rules, String> {
             "blocked" => "blocked",
             "idle" => "idle",
             other => {
-                return Err(format!(
-                    "rule {}: state must be working, blocked or idle, got {other:?}",
-                    i + 1
-                ))
+                return Err(RuleError::State {
+                    rule: i + 1,
+                    got: other.into(),
+                })
             }
         };
-        let pattern = regex_lite::Regex::new(&raw.pattern)
-            .map_err(|e| format!("rule {}: bad pattern {:?}: {e}", i + 1, raw.pattern))?;
+        let pattern = regex_lite::Regex::new(&raw.pattern).map_err(|error| RuleError::Pattern {
+            rule: i + 1,
+            pattern: raw.pattern.clone(),
+            error,
+        })?;
         let lines = match raw.lines {
-            Some(0) => return Err(format!("rule {}: lines must be at least 1", i + 1)),
+            Some(0) => return Err(RuleError::NoLines(i + 1)),
             Some(n) => n,
             None => ALL_LINES,
         };
@@ -107,7 +128,10 @@ pub fn load(dir: Option<&Path>) -> (BTreeMap<String, Rules>, Vec<(PathBuf, Strin
             Ok(r) => {
                 set.insert(agent.to_string(), r);
             }
-            Err(e) => problems.push((PathBuf::from(format!("(built-in) {agent}.toml")), e)),
+            Err(e) => problems.push((
+                PathBuf::from(format!("(built-in) {agent}.toml")),
+                e.to_string(),
+            )),
         }
     }
     let Some(entries) = dir.and_then(|d| std::fs::read_dir(d).ok()) else {
@@ -130,7 +154,7 @@ pub fn load(dir: Option<&Path>) -> (BTreeMap<String, Rules>, Vec<(PathBuf, Strin
         };
         match std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
-            .and_then(|t| parse(&t))
+            .and_then(|t| parse(&t).map_err(|e| e.to_string()))
         {
             Ok(r) => {
                 set.insert(agent.name.to_string(), r);
@@ -214,11 +238,17 @@ mod tests {
 
     #[test]
     fn broken_files_are_explained() {
-        let e = parse("[[rule]]\nstate = \"sleepy\"\npattern = 'x'\n").unwrap_err();
+        let e = parse("[[rule]]\nstate = \"sleepy\"\npattern = 'x'\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sleepy"), "{e}");
-        let e = parse("[[rule]]\nstate = \"idle\"\npattern = '('\n").unwrap_err();
+        let e = parse("[[rule]]\nstate = \"idle\"\npattern = '('\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bad pattern"), "{e}");
-        let e = parse("[[rule]]\nstate = \"idle\"\npatern = 'x'\n").unwrap_err();
+        let e = parse("[[rule]]\nstate = \"idle\"\npatern = 'x'\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("patern"), "{e}");
     }
 

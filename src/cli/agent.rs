@@ -69,7 +69,7 @@ pub enum IntegrationCommand {
     Status { agent: String },
 }
 
-type Action = fn(&std::path::Path) -> anyhow::Result<String>;
+type Action = fn(&std::path::Path) -> Result<String, crate::agent::IntegrationError>;
 
 pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
     use crate::agent::{codex, integration as claude};

@@ -212,16 +212,16 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             check,
             yes,
             rollback,
-        }) => crate::update::run(crate::update::UpdateArgs {
+        }) => Ok(crate::update::run(crate::update::UpdateArgs {
             handoff,
             check,
             yes,
             rollback,
-        }),
-        Some(Command::Channel { command }) => match command {
+        })?),
+        Some(Command::Channel { command }) => Ok(match command {
             ChannelCommand::Show => crate::update::channel_show(),
             ChannelCommand::Set { channel } => crate::update::channel_set(&channel),
-        },
+        }?),
         Some(Command::Completion { shell }) => {
             use clap::CommandFactory;
             use std::io::Write;

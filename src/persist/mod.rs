@@ -114,7 +114,7 @@ pub struct SaveReport {
     pub bytes: usize,
     /// How long writing (both files, fsynced) took.
     pub took: std::time::Duration,
-    pub result: Result<(), String>,
+    pub result: Result<(), files::FileError>,
 }
 
 /// Writes a job: history first, then the structure (see the module doc for why).
@@ -125,13 +125,11 @@ pub fn write(paths: &Paths, job: &SaveJob) -> SaveReport {
         match &job.history {
             HistoryAction::Write(h) => {
                 bytes += h.len();
-                files::write_atomic(&paths.history, h).map_err(|e| e.to_string())?;
+                files::write_atomic(&paths.history, h)?;
             }
-            HistoryAction::Delete => {
-                files::remove_if_exists(&paths.history).map_err(|e| e.to_string())?
-            }
+            HistoryAction::Delete => files::remove_if_exists(&paths.history)?,
         }
-        files::write_atomic(&paths.session, &job.session).map_err(|e| e.to_string())
+        files::write_atomic(&paths.session, &job.session)
     })();
     SaveReport {
         generation: job.generation,

@@ -166,36 +166,47 @@ impl HelloReply {
     }
 }
 
-/// Checks a hello line as the server sees it; the error text is sent to the peer as is.
-pub fn check_hello(line: &str) -> Result<Hello, String> {
-    let value: serde_json::Value = serde_json::from_str(line).map_err(|_| {
-        "this socket speaks the herdr protocol; expected a JSON hello line \
-         (see docs/api.md)"
-            .to_string()
-    })?;
+/// Why a hello was refused; the message is sent to the peer as is, so it says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum HelloError {
+    #[error("this socket speaks the herdr protocol; expected a JSON hello line (see docs/api.md)")]
+    NotJson,
+    #[error("not a herdr hello: the first line must be a JSON object with \"herdr\":\"herdr\"")]
+    NotHerdr,
+    #[error(
+        "protocol mismatch: this server (herdr {ours}) speaks protocol {PROTOCOL_VERSION}, \
+         the client (herdr {theirs}) speaks {}; use the same herdr version for both, \
+         or restart the server with `herdr server stop` (running programs will end)",
+        .protocol.map(|p| p.to_string()).unwrap_or_else(|| "none".into())
+    )]
+    Mismatch {
+        ours: &'static str,
+        theirs: String,
+        protocol: Option<u64>,
+    },
+    #[error("malformed hello: {0}")]
+    Malformed(serde_json::Error),
+}
+
+/// Checks a hello line as the server sees it.
+pub fn check_hello(line: &str) -> Result<Hello, HelloError> {
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|_| HelloError::NotJson)?;
     let protocol = value.get("protocol").and_then(|p| p.as_u64());
     if value.get("herdr").and_then(|h| h.as_str()) != Some("herdr") {
-        return Err(
-            "not a herdr hello: the first line must be a JSON object with \"herdr\":\"herdr\""
-                .into(),
-        );
+        return Err(HelloError::NotHerdr);
     }
     if protocol != Some(u64::from(PROTOCOL_VERSION)) {
         let theirs = value
             .get("version")
             .and_then(|v| v.as_str())
             .unwrap_or("unknown");
-        return Err(format!(
-            "protocol mismatch: this server (herdr {}) speaks protocol {PROTOCOL_VERSION}, \
-             the client (herdr {theirs}) speaks {}; use the same herdr version for both, \
-             or restart the server with `herdr server stop` (running programs will end)",
-            version(),
-            protocol
-                .map(|p| p.to_string())
-                .unwrap_or_else(|| "none".into())
-        ));
+        return Err(HelloError::Mismatch {
+            ours: version(),
+            theirs: theirs.into(),
+            protocol,
+        });
     }
-    serde_json::from_value(value).map_err(|e| format!("malformed hello: {e}"))
+    serde_json::from_value(value).map_err(HelloError::Malformed)
 }
 
 #[cfg(test)]
@@ -226,7 +237,8 @@ mod tests {
     fn other_protocol_gets_actionable_error() {
         let err =
             check_hello(r#"{"herdr":"herdr","protocol":99,"version":"9.0.0","role":"client"}"#)
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("protocol mismatch"), "{err}");
         assert!(err.contains("9.0.0"), "{err}");
         assert!(check_hello("GET / HTTP/1.1").is_err());

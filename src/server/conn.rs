@@ -339,7 +339,7 @@ fn handle_connection(
     let hello = match check_hello(text.trim()) {
         Ok(h) => h,
         Err(msg) => {
-            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
+            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg.to_string()));
             return;
         }
     };
@@ -352,7 +352,7 @@ fn handle_connection(
                     "the server has too many API connections open ({MAX_API_CONNECTIONS}); \
                      close some (`herdr events`, scripts that keep a connection), then retry"
                 );
-                let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
+                let _ = write_line(reader.get_ref(), &HelloReply::reject(msg.to_string()));
                 return;
             }
         },
@@ -376,7 +376,7 @@ fn handle_connection(
                 true => crate::sys::nofile::exhausted_message(),
                 false => format!("the server cannot open this connection: {e}"),
             };
-            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg));
+            let _ = write_line(reader.get_ref(), &HelloReply::reject(msg.to_string()));
             return;
         }
     };

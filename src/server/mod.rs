@@ -202,8 +202,9 @@ impl Server {
         }
     }
 
-    /// Serves until stopped or until the last pane is gone.
-    pub fn run(mut self, listener: UnixListener) -> anyhow::Result<()> {
+    /// Serves until stopped or until the last pane is gone. Fails only if the acceptor
+    /// thread cannot start; after that every error is handled inside the loop.
+    pub fn run(mut self, listener: UnixListener) -> std::io::Result<()> {
         self.listen.acceptor = Some(Acceptor::spawn(listener, self.events.tx.clone(), None)?);
         // Events left queued by the last turn (their wake-ups are already drained).
         let mut backlog = false;

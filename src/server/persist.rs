@@ -403,7 +403,7 @@ impl Server {
 
     pub(crate) fn persist_saved(&mut self, report: SaveReport) {
         let now = Instant::now();
-        let failed = report.result.as_ref().err().cloned();
+        let failed = report.result.as_ref().err().map(ToString::to_string);
         if let Some(p) = self.persist.as_mut() {
             p.schedule.finished(failed.is_none(), now);
             p.last_report = Some(report);

@@ -80,11 +80,16 @@ impl SessionLock {
 
     /// A lock received from the server that held it: the same open file, so locking it
     /// again succeeds at once; it stays locked as long as either process holds it.
-    pub fn adopt(fd: std::os::fd::OwnedFd) -> anyhow::Result<SessionLock> {
-        SessionLock::take(fd)
-            .map_err(|e| anyhow::anyhow!("the handed-over session lock is not ours: {e}"))
+    pub fn adopt(fd: std::os::fd::OwnedFd) -> Result<SessionLock, NotOurLock> {
+        SessionLock::take(fd).map_err(NotOurLock)
     }
 }
+
+/// A lock handed over by the old server that cannot be locked again: another process
+/// holds the session, so this one must not serve it.
+#[derive(Debug, thiserror::Error)]
+#[error("the handed-over session lock is not ours: {0}")]
+pub struct NotOurLock(std::io::Error);
 
 /// Turns SIGTERM and SIGINT into a clean stop; SIGHUP is ignored (a daemon has no
 /// terminal to lose).
@@ -221,5 +226,5 @@ pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow
         server.session.name,
         socket.display()
     );
-    server.run(listener)
+    Ok(server.run(listener)?)
 }

@@ -17,15 +17,52 @@ pub struct Http {
     client: reqwest::blocking::Client,
 }
 
+/// Why a download failed. Every message is whole (its cause included): the last attempt's
+/// is wrapped in how many were made, so none is left to a `source()`.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    #[error("cannot set up HTTP: {0}")]
+    Setup(reqwest::Error),
+    #[error("cannot reach {url}: {why}")]
+    Unreachable { url: String, why: String },
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("reading {url}: {error}")]
+    Read { url: String, error: std::io::Error },
+    #[error("{url} is larger than a manifest can be")]
+    TooLarge { url: String },
+    #[error("cannot write the download: {0}")]
+    Write(std::io::Error),
+    #[error("downloading {url}: {why} after {got} of {size} bytes")]
+    Broken {
+        url: String,
+        why: String,
+        got: u64,
+        size: u64,
+    },
+    #[error("{url} sent more than the {size} bytes the manifest announced")]
+    TooMuch { url: String, size: u64 },
+    #[error("downloading {url}: the server closed the connection after {got} of {size} bytes")]
+    Closed { url: String, got: u64, size: u64 },
+    #[error("{last} (tried {attempts} times)")]
+    GaveUp {
+        last: Box<DownloadError>,
+        attempts: u32,
+    },
+}
+
 /// Whether an error may go away on another attempt.
 enum Failure {
-    Retry(String),
-    Final(String),
+    Retry(DownloadError),
+    Final(DownloadError),
 }
 
 impl Http {
     /// `stall`: how long a transfer may go without progress.
-    pub fn new(stall: Duration) -> Result<Http, String> {
+    pub fn new(stall: Duration) -> Result<Http, DownloadError> {
         // rustls needs its crypto provider chosen once per process (ring: no OpenSSL).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::blocking::Client::builder()
@@ -33,21 +70,24 @@ impl Http {
             .timeout(stall)
             .user_agent(format!("herdr/{}", crate::protocol::version()))
             .build()
-            .map_err(|e| format!("cannot set up HTTP: {e}"))?;
+            .map_err(DownloadError::Setup)?;
         Ok(Http { client })
     }
 
     /// A small document (the manifest), whole.
-    pub fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+    pub fn fetch(&self, url: &str) -> Result<Vec<u8>, DownloadError> {
         self.with_retries(url, |resp| {
             let mut body = Vec::new();
             resp.take(MAX_MANIFEST + 1)
                 .read_to_end(&mut body)
-                .map_err(|e| Failure::Retry(format!("reading {url}: {e}")))?;
+                .map_err(|error| {
+                    Failure::Retry(DownloadError::Read {
+                        url: url.into(),
+                        error,
+                    })
+                })?;
             if body.len() as u64 > MAX_MANIFEST {
-                return Err(Failure::Final(format!(
-                    "{url} is larger than a manifest can be"
-                )));
+                return Err(Failure::Final(DownloadError::TooLarge { url: url.into() }));
             }
             Ok(body)
         })
@@ -61,12 +101,12 @@ impl Http {
         size: u64,
         file: &mut std::fs::File,
         label: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, DownloadError> {
         let show = std::io::stderr().is_terminal();
         self.with_retries(url, |mut resp| {
             file.set_len(0)
                 .and_then(|_| file.rewind())
-                .map_err(|e| Failure::Final(format!("cannot write the download: {e}")))?;
+                .map_err(|e| Failure::Final(DownloadError::Write(e)))?;
             let mut hasher = Sha256::new();
             let mut got: u64 = 0;
             let mut buf = vec![0u8; 256 * 1024];
@@ -77,37 +117,42 @@ impl Http {
                     Ok(0) => break,
                     Ok(n) => n,
                     Err(e) => {
-                        return Err(Failure::Retry(format!(
-                            "downloading {url}: {} after {got} of {size} bytes",
-                            describe_io(&e)
-                        )))
+                        return Err(Failure::Retry(DownloadError::Broken {
+                            url: url.into(),
+                            why: describe_io(&e),
+                            got,
+                            size,
+                        }))
                     }
                 };
                 got += n as u64;
                 if got > size {
-                    return Err(Failure::Final(format!(
-                        "{url} sent more than the {size} bytes the manifest announced"
-                    )));
+                    return Err(Failure::Final(DownloadError::TooMuch {
+                        url: url.into(),
+                        size,
+                    }));
                 }
                 hasher.update(&buf[..n]);
                 file.write_all(&buf[..n])
-                    .map_err(|e| Failure::Final(format!("cannot write the download: {e}")))?;
+                    .map_err(|e| Failure::Final(DownloadError::Write(e)))?;
                 if show && shown.elapsed() >= Duration::from_millis(100) {
                     shown = Instant::now();
                     progress(label, got, size, started.elapsed());
                 }
             }
             if got < size {
-                return Err(Failure::Retry(format!(
-                    "downloading {url}: the server closed the connection after {got} of {size} bytes"
-                )));
+                return Err(Failure::Retry(DownloadError::Closed {
+                    url: url.into(),
+                    got,
+                    size,
+                }));
             }
             if show {
                 progress(label, got, size, started.elapsed());
                 eprintln!();
             }
             file.sync_all()
-                .map_err(|e| Failure::Final(format!("cannot write the download: {e}")))?;
+                .map_err(|e| Failure::Final(DownloadError::Write(e)))?;
             Ok(hex(&hasher.finalize()))
         })
     }
@@ -116,20 +161,24 @@ impl Http {
         &self,
         url: &str,
         mut body: impl FnMut(reqwest::blocking::Response) -> Result<T, Failure>,
-    ) -> Result<T, String> {
-        let mut last = String::new();
-        for attempt in 1..=ATTEMPTS {
-            if attempt > 1 {
-                std::thread::sleep(Duration::from_millis(500 * u64::from(attempt - 1)));
-            }
+    ) -> Result<T, DownloadError> {
+        let mut attempt = 1;
+        loop {
             let outcome = match self.client.get(url).send() {
-                Err(e) => Failure::Retry(format!("cannot reach {url}: {}", describe(&e))),
+                Err(e) => Failure::Retry(DownloadError::Unreachable {
+                    url: url.into(),
+                    why: describe(&e),
+                }),
                 Ok(resp) if resp.status().is_server_error() => {
-                    Failure::Retry(format!("{url} answered HTTP {}", resp.status()))
+                    Failure::Retry(DownloadError::Status {
+                        url: url.into(),
+                        status: resp.status(),
+                    })
                 }
-                Ok(resp) if !resp.status().is_success() => {
-                    Failure::Final(format!("{url} answered HTTP {}", resp.status()))
-                }
+                Ok(resp) if !resp.status().is_success() => Failure::Final(DownloadError::Status {
+                    url: url.into(),
+                    status: resp.status(),
+                }),
                 Ok(resp) => match body(resp) {
                     Ok(v) => return Ok(v),
                     Err(f) => f,
@@ -137,10 +186,17 @@ impl Http {
             };
             match outcome {
                 Failure::Final(e) => return Err(e),
-                Failure::Retry(e) => last = e,
+                Failure::Retry(last) if attempt >= ATTEMPTS => {
+                    return Err(DownloadError::GaveUp {
+                        last: Box::new(last),
+                        attempts: ATTEMPTS,
+                    })
+                }
+                Failure::Retry(_) => {}
             }
+            std::thread::sleep(Duration::from_millis(500 * u64::from(attempt)));
+            attempt += 1;
         }
-        Err(format!("{last} (tried {ATTEMPTS} times)"))
     }
 }
 

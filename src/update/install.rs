@@ -1,6 +1,7 @@
 //! Replacing the herdr binary on disk: never half-written, never unverified, the previous
 //! one kept for `--rollback`.
 
+use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,32 @@ pub fn previous_of(binary: &Path) -> PathBuf {
     binary.with_file_name(format!("{name}.previous"))
 }
 
+/// Why the binary could not be staged, replaced or rolled back. Each message says which
+/// step failed and, with its cause, why.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("{0} has no folder")]
+    NoFolder(PathBuf),
+    #[error("cannot write in {dir} ({error}); herdr updates itself in its own folder")]
+    Unwritable { dir: PathBuf, error: io::Error },
+    #[error("the download is already closed")]
+    Closed,
+    #[error("cannot make the new binary executable: {0}")]
+    NotExecutable(io::Error),
+    #[error("cannot put the new binary in place: {0}")]
+    Replace(io::Error),
+    #[error("cannot keep the current binary for rollback: {0}")]
+    KeepPrevious(io::Error),
+    #[error("there is no previous binary to go back to ({} does not exist)", .0.display())]
+    NoPrevious(PathBuf),
+    #[error("cannot keep the current binary: {0}")]
+    KeepCurrent(io::Error),
+    #[error("cannot put the previous binary back: {0}")]
+    RestorePrevious(io::Error),
+    #[error("cannot keep the replaced binary: {0}")]
+    KeepReplaced(io::Error),
+}
+
 /// A download in progress beside the binary it will replace (same folder, so the final
 /// rename is atomic). Removed when dropped unless installed.
 pub struct Staged {
@@ -62,10 +89,10 @@ pub struct Staged {
 }
 
 impl Staged {
-    pub fn create(binary: &Path) -> Result<Staged, String> {
+    pub fn create(binary: &Path) -> Result<Staged, InstallError> {
         let dir = binary
             .parent()
-            .ok_or_else(|| format!("{} has no folder", binary.display()))?;
+            .ok_or_else(|| InstallError::NoFolder(binary.into()))?;
         let path = dir.join(format!(".herdr-update-{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&path);
         remove_abandoned(dir);
@@ -76,11 +103,9 @@ impl Staged {
             // Not executable until verified.
             .mode(0o600)
             .open(&path)
-            .map_err(|e| {
-                format!(
-                    "cannot write in {} ({e}); herdr updates itself in its own folder",
-                    dir.display()
-                )
+            .map_err(|error| InstallError::Unwritable {
+                dir: dir.into(),
+                error,
             })?;
         Ok(Staged {
             path,
@@ -94,10 +119,8 @@ impl Staged {
     }
 
     /// The file to download into (until [`Staged::close`]).
-    pub fn file(&mut self) -> Result<&mut std::fs::File, String> {
-        self.file
-            .as_mut()
-            .ok_or_else(|| "the download is already closed".to_string())
+    pub fn file(&mut self) -> Result<&mut std::fs::File, InstallError> {
+        self.file.as_mut().ok_or(InstallError::Closed)
     }
 
     pub fn close(&mut self) {
@@ -106,13 +129,12 @@ impl Staged {
 
     /// After the checksum matched: executable, then atomically in place of `binary`, the
     /// old one kept as `<binary>.previous`.
-    pub fn install(mut self, binary: &Path) -> Result<(), String> {
+    pub fn install(mut self, binary: &Path) -> Result<(), InstallError> {
         self.close();
         std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| format!("cannot make the new binary executable: {e}"))?;
+            .map_err(InstallError::NotExecutable)?;
         keep_previous(binary)?;
-        std::fs::rename(&self.path, binary)
-            .map_err(|e| format!("cannot put the new binary in place: {e}"))?;
+        std::fs::rename(&self.path, binary).map_err(InstallError::Replace)?;
         self.installed = true;
         Ok(())
     }
@@ -146,39 +168,35 @@ fn remove_abandoned(dir: &Path) {
 }
 
 /// Hard-links (or copies) the current binary to `<binary>.previous`, atomically.
-fn keep_previous(binary: &Path) -> Result<(), String> {
+fn keep_previous(binary: &Path) -> Result<(), InstallError> {
     let previous = previous_of(binary);
     let tmp = previous.with_extension(format!("previous.{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     if std::fs::hard_link(binary, &tmp).is_err() {
-        std::fs::copy(binary, &tmp)
-            .map_err(|e| format!("cannot keep the current binary for rollback: {e}"))?;
+        std::fs::copy(binary, &tmp).map_err(InstallError::KeepPrevious)?;
     }
     std::fs::rename(&tmp, &previous).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot keep the current binary for rollback: {e}")
+        InstallError::KeepPrevious(e)
     })
 }
 
 /// `herdr update --rollback`: the previous binary back in place; the replaced one becomes
 /// the previous (so a second rollback undoes the first).
-pub fn rollback(binary: &Path) -> Result<(), String> {
+pub fn rollback(binary: &Path) -> Result<(), InstallError> {
     let previous = previous_of(binary);
     if !previous.exists() {
-        return Err(format!(
-            "there is no previous binary to go back to ({} does not exist)",
-            previous.display()
-        ));
+        return Err(InstallError::NoPrevious(previous));
     }
     let swap = binary.with_extension(format!("rollback.{}.tmp", std::process::id()));
     std::fs::hard_link(binary, &swap)
         .or_else(|_| std::fs::copy(binary, &swap).map(|_| ()))
-        .map_err(|e| format!("cannot keep the current binary: {e}"))?;
+        .map_err(InstallError::KeepCurrent)?;
     std::fs::rename(&previous, binary).map_err(|e| {
         let _ = std::fs::remove_file(&swap);
-        format!("cannot put the previous binary back: {e}")
+        InstallError::RestorePrevious(e)
     })?;
-    std::fs::rename(&swap, &previous).map_err(|e| format!("cannot keep the replaced binary: {e}"))
+    std::fs::rename(&swap, &previous).map_err(InstallError::KeepReplaced)
 }
 
 #[cfg(test)]

@@ -34,6 +34,29 @@ impl fmt::Display for Channel {
     }
 }
 
+/// Why a manifest, or its entry for this machine, cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("the release manifest is not valid: {0}")]
+    Invalid(serde_json::Error),
+    #[error("the release manifest names version {0:?}, which is not a herdr version")]
+    BadVersion(String),
+    #[error("the {want} manifest says it is for channel {said:?}")]
+    WrongChannel { want: Channel, said: String },
+    #[error("herdr {version} has no build for {platform} (it has: {known})")]
+    NoBuild {
+        version: String,
+        platform: String,
+        known: String,
+    },
+    #[error("the manifest gives no SHA-256 for the {0} build; refusing to install an unverifiable binary")]
+    NoChecksum(String),
+    #[error("the manifest's SHA-256 for the {platform} build is malformed ({sha256:?}: want 64 hex characters); refusing to install")]
+    BadChecksum { platform: String, sha256: String },
+    #[error("the {platform} build's URL {url:?} is not http(s)")]
+    BadUrl { platform: String, url: String },
+}
+
 /// One channel's current release.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -55,51 +78,50 @@ pub struct Artifact {
 
 impl Manifest {
     /// Parses and checks a manifest; the error names what is wrong.
-    pub fn parse(bytes: &[u8], channel: Channel) -> Result<Manifest, String> {
-        let m: Manifest = serde_json::from_slice(bytes)
-            .map_err(|e| format!("the release manifest is not valid: {e}"))?;
+    pub fn parse(bytes: &[u8], channel: Channel) -> Result<Manifest, ManifestError> {
+        let m: Manifest = serde_json::from_slice(bytes).map_err(ManifestError::Invalid)?;
         if Version::parse(&m.version).is_none() {
-            return Err(format!(
-                "the release manifest names version {:?}, which is not a herdr version",
-                m.version
-            ));
+            return Err(ManifestError::BadVersion(m.version));
         }
         if m.channel != channel.as_str() {
-            return Err(format!(
-                "the {channel} manifest says it is for channel {:?}",
-                m.channel
-            ));
+            return Err(ManifestError::WrongChannel {
+                want: channel,
+                said: m.channel,
+            });
         }
         Ok(m)
     }
 
     /// This machine's artifact, with its checksum checked for form before anything is
     /// downloaded.
-    pub fn artifact(&self, platform: &str) -> Result<&Artifact, String> {
-        let a = self.platforms.get(platform).ok_or_else(|| {
-            let known: Vec<&str> = self.platforms.keys().map(String::as_str).collect();
-            format!(
-                "herdr {} has no build for {platform} (it has: {})",
-                self.version,
-                known.join(", ")
-            )
-        })?;
+    pub fn artifact(&self, platform: &str) -> Result<&Artifact, ManifestError> {
+        let a = self
+            .platforms
+            .get(platform)
+            .ok_or_else(|| ManifestError::NoBuild {
+                version: self.version.clone(),
+                platform: platform.into(),
+                known: self
+                    .platforms
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
         if a.sha256.is_empty() {
-            return Err(format!(
-                "the manifest gives no SHA-256 for the {platform} build; refusing to install an unverifiable binary"
-            ));
+            return Err(ManifestError::NoChecksum(platform.into()));
         }
         if a.sha256.len() != 64 || !a.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!(
-                "the manifest's SHA-256 for the {platform} build is malformed ({:?}: want 64 hex characters); refusing to install",
-                a.sha256
-            ));
+            return Err(ManifestError::BadChecksum {
+                platform: platform.into(),
+                sha256: a.sha256.clone(),
+            });
         }
         if !(a.url.starts_with("https://") || a.url.starts_with("http://")) {
-            return Err(format!(
-                "the {platform} build's URL {:?} is not http(s)",
-                a.url
-            ));
+            return Err(ManifestError::BadUrl {
+                platform: platform.into(),
+                url: a.url.clone(),
+            });
         }
         Ok(a)
     }
@@ -211,19 +233,23 @@ mod tests {
         assert!(m
             .artifact("macos-aarch64")
             .unwrap_err()
+            .to_string()
             .contains("no build"));
         let m = Manifest::parse(&manifest(""), Channel::Stable).unwrap();
         assert!(m
             .artifact("linux-x86_64")
             .unwrap_err()
+            .to_string()
             .contains("no SHA-256"));
         let m = Manifest::parse(&manifest(&"g".repeat(64)), Channel::Stable).unwrap();
         assert!(m
             .artifact("linux-x86_64")
             .unwrap_err()
+            .to_string()
             .contains("malformed"));
         assert!(Manifest::parse(&manifest(&good), Channel::Preview)
             .unwrap_err()
+            .to_string()
             .contains("for channel"));
         assert!(Manifest::parse(b"{", Channel::Stable).is_err());
     }

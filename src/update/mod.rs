@@ -16,9 +16,55 @@ use crate::client::handoff::{hand_off, HandedOff};
 use crate::paths::SessionName;
 use crate::protocol::api::{NoParams, Request};
 use crate::protocol::version;
-use download::Http;
-use install::Staged;
-use manifest::{Channel, Manifest, Version};
+use download::{DownloadError, Http};
+use install::{InstallError, Staged};
+use manifest::{Channel, Manifest, ManifestError, Version};
+
+/// Why `herdr update` or `herdr channel` did nothing. Each message is whole: it says what
+/// was refused or failed, why, and what was (not) changed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown channel {0:?}; the channels are stable and preview")]
+    UnknownChannel(String),
+    #[error("cannot find the config folder (set HOME or XDG_CONFIG_HOME)")]
+    NoConfigFolder,
+    #[error("cannot save the channel in {}: {error}", .file.display())]
+    SaveChannel {
+        file: PathBuf,
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    NoBinary(#[from] crate::paths::NoBinary),
+    #[error(
+        "you are inside a herdr pane; updating from here would replace the server under your feet. \
+         Detach first (prefix + d), then run `herdr update` in a plain terminal"
+    )]
+    InsidePane,
+    #[error("{} is managed by a package manager, not by herdr update. {advice}", .binary.display())]
+    PackageManaged { binary: PathBuf, advice: String },
+    #[error(transparent)]
+    Download(#[from] DownloadError),
+    #[error(transparent)]
+    Install(#[from] InstallError),
+    #[error("{url}: {error}")]
+    Manifest { url: String, error: ManifestError },
+    #[error(transparent)]
+    Artifact(ManifestError),
+    #[error("bad version")]
+    BadVersion,
+    #[error("herdr {offered} is available (installed: {installed}); not asking without a terminal: run `herdr update --yes`")]
+    NotAsking { offered: String, installed: String },
+    #[error("the download's SHA-256 is {got}, the manifest says {want}; refusing it (nothing was changed)")]
+    Checksum { got: String, want: String },
+    #[error("cannot make the download executable to check it: {0}")]
+    NotExecutable(std::io::Error),
+    #[error("the downloaded binary does not run here ({0}); nothing was changed")]
+    DoesNotRun(std::io::Error),
+    #[error(
+        "the downloaded binary says {said:?}, not herdr {want}; refusing it (nothing was changed)"
+    )]
+    WrongBinary { said: String, want: String },
+}
 
 pub struct UpdateArgs {
     pub handoff: bool,
@@ -63,7 +109,7 @@ fn config() -> crate::config::Config {
     crate::config::current()
 }
 
-pub fn channel_show() -> anyhow::Result<i32> {
+pub fn channel_show() -> Result<i32, Error> {
     let channel = current_channel();
     crate::say!("channel:  {channel}");
     crate::say!("version:  {}", version());
@@ -71,17 +117,19 @@ pub fn channel_show() -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn channel_set(name: &str) -> anyhow::Result<i32> {
+pub fn channel_set(name: &str) -> Result<i32, Error> {
     let Some(channel) = Channel::parse(name) else {
-        anyhow::bail!("unknown channel {name:?}; the channels are stable and preview");
+        return Err(Error::UnknownChannel(name.into()));
     };
-    let file = channel_file().ok_or_else(|| {
-        anyhow::anyhow!("cannot find the config folder (set HOME or XDG_CONFIG_HOME)")
-    })?;
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+    let file = channel_file().ok_or(Error::NoConfigFolder)?;
+    let written = match file.parent() {
+        Some(dir) => std::fs::create_dir_all(dir),
+        None => Ok(()),
     }
-    std::fs::write(&file, format!("{channel}\n"))?;
+    .and_then(|_| std::fs::write(&file, format!("{channel}\n")));
+    if let Err(error) = written {
+        return Err(Error::SaveChannel { file, error });
+    }
     crate::say!(
         "channel set to {channel}; `herdr update` now follows {}",
         manifest_url(&config(), channel)
@@ -89,25 +137,19 @@ pub fn channel_set(name: &str) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
+pub fn run(args: UpdateArgs) -> Result<i32, Error> {
     // The file itself, not a link to it: a package manager's link is recognised by where
     // it points, and a link must not be replaced by a copy.
-    let binary = crate::paths::own_binary().map_err(anyhow::Error::msg)?;
+    let binary = crate::paths::own_binary()?;
     let binary = std::fs::canonicalize(&binary).unwrap_or(binary);
     if std::env::var_os("HERDR_PANE").is_some() {
-        anyhow::bail!(
-            "you are inside a herdr pane; updating from here would replace the server under your feet. \
-             Detach first (prefix + d), then run `herdr update` in a plain terminal"
-        );
+        return Err(Error::InsidePane);
     }
     if let Some(advice) = install::package_manager(&binary) {
-        anyhow::bail!(
-            "{} is managed by a package manager, not by herdr update. {advice}",
-            binary.display()
-        );
+        return Err(Error::PackageManaged { binary, advice });
     }
     if args.rollback {
-        install::rollback(&binary).map_err(anyhow::Error::msg)?;
+        install::rollback(&binary)?;
         let now = std::process::Command::new(&binary)
             .arg("--version")
             .output();
@@ -124,13 +166,14 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
     let config = config();
     let channel = current_channel();
     let url = manifest_url(&config, channel);
-    let http =
-        Http::new(Duration::from_secs(config.download_timeout_secs)).map_err(anyhow::Error::msg)?;
-    let manifest = Manifest::parse(&http.fetch(&url).map_err(anyhow::Error::msg)?, channel)
-        .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+    let http = Http::new(Duration::from_secs(config.download_timeout_secs))?;
+    let manifest =
+        Manifest::parse(&http.fetch(&url)?, channel).map_err(|error| Error::Manifest {
+            url: url.clone(),
+            error,
+        })?;
     let installed = Version::parse(version());
-    let offered =
-        Version::parse(&manifest.version).ok_or_else(|| anyhow::anyhow!("bad version"))?;
+    let offered = Version::parse(&manifest.version).ok_or(Error::BadVersion)?;
     let newer = installed.is_none_or(|i| offered.newer_than(&i));
     if !newer {
         crate::say!(
@@ -141,7 +184,7 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let platform = manifest::platform();
-    let artifact = manifest.artifact(&platform).map_err(anyhow::Error::msg)?;
+    let artifact = manifest.artifact(&platform).map_err(Error::Artifact)?;
     if args.check {
         crate::say!(
             "herdr {} is available on the {channel} channel (installed: {}); run `herdr update` to install it",
@@ -155,11 +198,10 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
     }
     if !args.yes {
         if !std::io::stdin().is_terminal() {
-            anyhow::bail!(
-                "herdr {} is available (installed: {}); not asking without a terminal: run `herdr update --yes`",
-                manifest.version,
-                version()
-            );
+            return Err(Error::NotAsking {
+                offered: manifest.version,
+                installed: version().into(),
+            });
         }
         if !confirm(&format!(
             "Update herdr {} to {}?",
@@ -172,23 +214,21 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
     }
 
     // Download beside the binary, verify, check it runs as the version it claims, install.
-    let mut staged = Staged::create(&binary).map_err(anyhow::Error::msg)?;
+    let mut staged = Staged::create(&binary)?;
     let label = format!("herdr {}", manifest.version);
     let started = std::time::Instant::now();
-    let file = staged.file().map_err(anyhow::Error::msg)?;
-    let sha = http
-        .download(&artifact.url, artifact.size, file, &label)
-        .map_err(anyhow::Error::msg)?;
+    let file = staged.file()?;
+    let sha = http.download(&artifact.url, artifact.size, file, &label)?;
     staged.close();
     if !sha.eq_ignore_ascii_case(&artifact.sha256) {
-        anyhow::bail!(
-            "the download's SHA-256 is {sha}, the manifest says {}; refusing it (nothing was changed)",
-            artifact.sha256
-        );
+        return Err(Error::Checksum {
+            got: sha,
+            want: artifact.sha256.clone(),
+        });
     }
     let took = started.elapsed();
     check_runs(staged.path(), &manifest.version)?;
-    staged.install(&binary).map_err(anyhow::Error::msg)?;
+    staged.install(&binary)?;
     crate::say!(
         "updated {} from {} to {} ({:.1} MB in {:.1} s); the previous binary is kept for `herdr update --rollback`",
         binary.display(),
@@ -202,20 +242,20 @@ pub fn run(args: UpdateArgs) -> anyhow::Result<i32> {
 
 /// Runs the verified download once, to be sure it is a herdr of the promised version
 /// (only after its checksum matched).
-fn check_runs(path: &Path, want: &str) -> anyhow::Result<()> {
-    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+fn check_runs(path: &Path, want: &str) -> Result<(), Error> {
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .map_err(Error::NotExecutable)?;
     let out = std::process::Command::new(path)
         .arg("--version")
         .env_remove("HERDR_PANE")
         .output()
-        .map_err(|e| {
-            anyhow::anyhow!("the downloaded binary does not run here ({e}); nothing was changed")
-        })?;
+        .map_err(Error::DoesNotRun)?;
     let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if said != format!("herdr {want}") {
-        anyhow::bail!(
-            "the downloaded binary says {said:?}, not herdr {want}; refusing it (nothing was changed)"
-        );
+        return Err(Error::WrongBinary {
+            said,
+            want: want.into(),
+        });
     }
     Ok(())
 }

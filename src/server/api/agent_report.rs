@@ -81,12 +81,12 @@ impl Server {
             (Some(id), None) => Some(
                 SessionRef::Id(id.to_string())
                     .validate()
-                    .map_err(ApiError::params)?,
+                    .map_err(|e| ApiError::params(e.to_string()))?,
             ),
             (None, Some(path)) => Some(
                 SessionRef::Path(path.to_string())
                     .validate()
-                    .map_err(ApiError::params)?,
+                    .map_err(|e| ApiError::params(e.to_string()))?,
             ),
             (None, None) => None,
         };

@@ -24,7 +24,7 @@ impl Server {
         use crate::server::handoff::export::Request;
         let binary = match p.binary {
             Some(b) => b,
-            None => own_binary().map_err(|e| ApiError::new("handoff_failed", e))?,
+            None => own_binary().map_err(|e| ApiError::new("handoff_failed", e.to_string()))?,
         };
         let expected_protocol = p.expected_protocol;
         let req = Request {

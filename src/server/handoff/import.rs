@@ -258,7 +258,7 @@ fn serve(
         imported,
         socket.display()
     );
-    server.run(listener)
+    Ok(server.run(listener)?)
 }
 
 /// A terminal from the old server: its emulator rebuilt from the image, an actor that

@@ -106,8 +106,20 @@ pub fn recv(sock: &mut UnixStream, timeout: Duration) -> std::io::Result<Vec<u8>
     Ok(buf)
 }
 
+/// Why a step message did not come: the other side was silent, went away, or the socket
+/// failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecvError {
+    #[error("no answer within {} s", .0.as_secs_f32())]
+    Silent(Duration),
+    #[error("the other side closed the connection")]
+    Closed,
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
 /// Receives a one-word (or one-line) step message.
-pub fn recv_word(sock: &mut UnixStream, timeout: Duration) -> Result<String, String> {
+pub fn recv_word(sock: &mut UnixStream, timeout: Duration) -> Result<String, RecvError> {
     match recv(sock, timeout) {
         Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
         Err(e)
@@ -116,12 +128,10 @@ pub fn recv_word(sock: &mut UnixStream, timeout: Duration) -> Result<String, Str
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ) =>
         {
-            Err(format!("no answer within {} s", timeout.as_secs_f32()))
+            Err(RecvError::Silent(timeout))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-            Err("the other side closed the connection".into())
-        }
-        Err(e) => Err(e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(RecvError::Closed),
+        Err(e) => Err(RecvError::Io(e)),
     }
 }
 
@@ -173,7 +183,8 @@ mod tests {
         let (mut a, mut b) = UnixStream::pair().unwrap();
         let _ = &mut a;
         let err = recv_word(&mut b, Duration::from_millis(50)).unwrap_err();
-        assert!(err.contains("no answer"), "{err}");
+        assert!(matches!(err, RecvError::Silent(_)), "{err}");
+        assert!(err.to_string().contains("no answer"), "{err}");
     }
 
     #[test]
