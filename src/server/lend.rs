@@ -1,18 +1,22 @@
 //! The pane being typed in is read by the server thread itself: its actor lends it the
-//! reading (`PtyHandle::lend_reads`), so a keystroke's echo is read, fed to the emulator
-//! and drawn in one wake-up of this thread — one hand-off fewer than through the pane's
-//! I/O thread, the same path tmux's single loop takes.
+//! reading (`PtyHandle::lend_reads`, a `pty::Lent`), so a keystroke's echo is read, fed to
+//! the emulator and drawn in one wake-up of this thread — one hand-off fewer than through
+//! the pane's I/O thread, the same path tmux's single loop takes. Here is only the policy:
+//! which terminal is lent, when lending starts, stops and backs off, and how much one turn
+//! may read; why a lent read keeps every byte in order is `pty::master`'s to say.
 //!
 //! Invariants: at most one terminal is lent, and only while a client is attached and no
-//! handoff runs; the duplicate we read from is dropped when the lending ends (so a closed
-//! terminal is really closed); a terminal that hung up is given back and never lent again
-//! (its actor sees the end and reports the exit).
+//! handoff runs; the `pty::Lent` is dropped when the lending ends, which gives the reading
+//! back and closes its descriptor (so a closed terminal is really closed); a terminal that
+//! hung up is given back and never lent again (its actor sees the end and reports the
+//! exit).
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use super::{Event, Server};
 use crate::model::ids::TerminalId;
+use crate::pty::LentRead;
 
 /// How long the actor may take to stop reading. It is normally asleep in `poll` and
 /// answers at once; one busy with a burst of output is left alone for `LEND_BACKOFF`.
@@ -20,10 +24,6 @@ const LEND_TIMEOUT: Duration = Duration::from_millis(5);
 /// No lending for this long after an actor did not answer, or after the lent terminal
 /// poured out bulk output (its actor takes that, in parallel with this thread).
 const LEND_BACKOFF: Duration = Duration::from_secs(1);
-/// Bytes taken per read at most: what the line discipline holds, and (with the pane's
-/// emulator pieces, `feed_piece`: four of them) little enough that the costliest output
-/// takes a few ms at most before `TURN_BUDGET` is checked.
-const LENT_READ: usize = 4096;
 /// Bytes read per turn before other work (other clients' keys, frames) gets its go.
 const READ_BURST: usize = 16 * 1024;
 /// Turns in a row that read a whole `READ_BURST`: bulk output, given back to the actor.
@@ -35,7 +35,7 @@ const TURN_BUDGET: Duration = Duration::from_millis(2);
 
 pub(crate) struct Lent {
     pub tid: TerminalId,
-    fd: OwnedFd,
+    reads: crate::pty::Lent,
     /// Turns in a row that read a whole `READ_BURST`.
     full_turns: u8,
 }
@@ -63,10 +63,10 @@ impl Server {
             .get(tid)
             .and_then(|rt| rt.handle.lend_reads(LEND_TIMEOUT))
         {
-            Some(fd) => {
+            Some(reads) => {
                 self.lent = Some(Lent {
                     tid,
-                    fd,
+                    reads,
                     full_turns: 0,
                 })
             }
@@ -105,18 +105,14 @@ impl Server {
         self.shown_count = self.runtimes.len();
     }
 
-    /// Gives the lent terminal's reads back to its actor.
+    /// Gives the lent terminal's reads back to its actor (dropping the `pty::Lent` does).
     pub(crate) fn unlend(&mut self) {
-        if let Some(l) = self.lent.take() {
-            if let Some(rt) = self.runtimes.get(l.tid) {
-                rt.handle.return_reads();
-            }
-        }
+        self.lent = None;
     }
 
     /// The lent terminal's descriptor, for the server's poll.
     pub(crate) fn lent_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.lent.as_ref().map(|l| l.fd.as_fd())
+        self.lent.as_ref().map(|l| l.reads.as_fd())
     }
 
     /// Reads what the lent terminal's program wrote and handles it as its actor would.
@@ -125,29 +121,25 @@ impl Server {
             return;
         };
         let tid = lent.tid;
-        let Some(rt) = self.runtimes.get(tid) else {
+        if self.runtimes.get(tid).is_none() {
             return;
-        };
+        }
         let mut events = Vec::new();
         let mut ended = false;
         let mut total = 0;
         let start = Instant::now();
         let mut slow = false;
         while total < READ_BURST && !slow {
-            let (rows, cols) = rt.size;
-            let n = LENT_READ.min(4 * crate::pty::actor::feed_piece(rows, cols));
-            let buf = &mut self.read_buf[..n];
-            match crate::sys::read_nb(lent.fd.as_fd(), buf) {
-                Ok(Some(0)) | Err(_) => {
+            match lent.reads.read(&mut events) {
+                LentRead::Ended => {
                     ended = true;
                     break;
                 }
-                Ok(Some(n)) => {
+                LentRead::Took(n) => {
                     total += n;
-                    events.extend(rt.handle.absorb(&rt.emulator, &buf[..n]));
                     slow = start.elapsed() > TURN_BUDGET;
                 }
-                Ok(None) => break,
+                LentRead::Nothing => break,
             }
         }
         lent.full_turns = if total >= READ_BURST {
