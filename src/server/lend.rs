@@ -11,7 +11,7 @@
 //! hung up is given back and never lent again (its actor sees the end and reports the
 //! exit).
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use super::{Event, Server};
@@ -33,28 +33,69 @@ const BULK_TURNS: u8 = 4;
 /// every client and must not spend its turns on one program's output.
 const TURN_BUDGET: Duration = Duration::from_millis(2);
 
-pub(crate) struct Lent {
-    pub tid: TerminalId,
+/// The server's lending: one field of `Server`, so it moves as one.
+#[derive(Default)]
+pub(crate) struct Lending {
+    /// The terminal whose output this thread reads itself (the pane being typed in).
+    loan: Option<Loan>,
+    /// A terminal that hung up while lent: never lent again.
+    refused: Option<TerminalId>,
+    /// No lending while a handoff moves the terminals.
+    off: bool,
+    /// No lending before then (an actor that did not answer, bulk output).
+    after: Option<Instant>,
+}
+
+struct Loan {
+    tid: TerminalId,
     reads: crate::pty::Lent,
     /// Turns in a row that read a whole `READ_BURST`.
     full_turns: u8,
+}
+
+impl Lending {
+    pub(crate) fn is_lent(&self) -> bool {
+        self.loan.is_some()
+    }
+
+    /// The lent terminal's descriptor, for the server's poll.
+    pub(crate) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.loan.as_ref().map(|l| l.reads.as_fd())
+    }
+
+    /// Gives the lent terminal's reads back to its actor (dropping the `pty::Lent` does).
+    pub(crate) fn unlend(&mut self) {
+        self.loan = None;
+    }
+
+    /// No lending until [`Lending::resume`] (a handoff moves the terminals: their actors
+    /// read them again before they are paused).
+    pub(crate) fn suspend(&mut self) {
+        self.off = true;
+        self.unlend();
+    }
+
+    pub(crate) fn resume(&mut self) {
+        self.off = false;
+    }
 }
 
 impl Server {
     /// Lends the focused terminal's reads to this thread (and gives back the previous
     /// one's) when that changed.
     pub(crate) fn update_lending(&mut self) {
-        let want = if self.clients.is_empty() || self.lending_off {
+        let lend = &self.lend;
+        let want = if self.clients.is_empty() || lend.off {
             None
         } else {
             self.state.focused_terminal()
         }
-        .filter(|t| Some(*t) != self.lend_refused && self.runtimes.get(*t).is_some())
-        .filter(|_| self.lend_after.is_none_or(|t| Instant::now() >= t));
-        if want == self.lent.as_ref().map(|l| l.tid) {
+        .filter(|t| Some(*t) != lend.refused && self.runtimes.get(*t).is_some())
+        .filter(|_| lend.after.is_none_or(|t| Instant::now() >= t));
+        if want == lend.loan.as_ref().map(|l| l.tid) {
             return;
         }
-        self.unlend();
+        self.lend.unlend();
         let Some(tid) = want else {
             return;
         };
@@ -64,13 +105,13 @@ impl Server {
             .and_then(|rt| rt.handle.lend_reads(LEND_TIMEOUT))
         {
             Some(reads) => {
-                self.lent = Some(Lent {
+                self.lend.loan = Some(Loan {
                     tid,
                     reads,
                     full_turns: 0,
                 })
             }
-            None => self.lend_after = Some(Instant::now() + LEND_BACKOFF),
+            None => self.lend.after = Some(Instant::now() + LEND_BACKOFF),
         }
     }
 
@@ -105,22 +146,12 @@ impl Server {
         self.shown_count = self.runtimes.len();
     }
 
-    /// Gives the lent terminal's reads back to its actor (dropping the `pty::Lent` does).
-    pub(crate) fn unlend(&mut self) {
-        self.lent = None;
-    }
-
-    /// The lent terminal's descriptor, for the server's poll.
-    pub(crate) fn lent_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.lent.as_ref().map(|l| l.reads.as_fd())
-    }
-
     /// Reads what the lent terminal's program wrote and handles it as its actor would.
     pub(crate) fn read_lent(&mut self) {
-        let Some(lent) = self.lent.as_mut() else {
+        let Some(loan) = self.lend.loan.as_mut() else {
             return;
         };
-        let tid = lent.tid;
+        let tid = loan.tid;
         if self.runtimes.get(tid).is_none() {
             return;
         }
@@ -130,7 +161,7 @@ impl Server {
         let start = Instant::now();
         let mut slow = false;
         while total < READ_BURST && !slow {
-            match lent.reads.read(&mut events) {
+            match loan.reads.read(&mut events) {
                 LentRead::Ended => {
                     ended = true;
                     break;
@@ -142,19 +173,19 @@ impl Server {
                 LentRead::Nothing => break,
             }
         }
-        lent.full_turns = if total >= READ_BURST {
-            lent.full_turns.saturating_add(1)
+        loan.full_turns = if total >= READ_BURST {
+            loan.full_turns.saturating_add(1)
         } else {
             0
         };
-        let bulk = lent.full_turns >= BULK_TURNS || slow;
+        let bulk = loan.full_turns >= BULK_TURNS || slow;
         if ended {
             // The program is gone (or going): its actor sees the end and reports it.
-            self.unlend();
-            self.lend_refused = Some(tid);
+            self.lend.unlend();
+            self.lend.refused = Some(tid);
         } else if bulk {
-            self.unlend();
-            self.lend_after = Some(Instant::now() + LEND_BACKOFF);
+            self.lend.unlend();
+            self.lend.after = Some(Instant::now() + LEND_BACKOFF);
         }
         for ev in events {
             self.handle_guarded(Event::Pty(tid, ev));

@@ -195,15 +195,9 @@ pub struct Server {
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
-    /// The terminal whose output this thread reads itself (the pane being typed in), so
-    /// its echo is drawn in the same wake-up; see `lend.rs`.
-    pub(crate) lent: Option<lend::Lent>,
-    /// A terminal that hung up while lent: never lent again.
-    pub(crate) lend_refused: Option<TerminalId>,
-    /// No lending while a handoff moves the terminals.
-    pub(crate) lending_off: bool,
-    /// No lending before then (an actor that did not answer, bulk output).
-    pub(crate) lend_after: Option<Instant>,
+    /// The lending of the pane being typed in to this thread, which reads its output
+    /// itself so the echo is drawn in the same wake-up; see `lend.rs`.
+    pub(crate) lend: lend::Lending,
     /// Output was taken in since the last timer turn (it may have changed agent states,
     /// so the structure is looked at after it).
     output_taken: bool,
@@ -279,10 +273,7 @@ impl Server {
             notify: Default::default(),
             sampling: Default::default(),
             attach_env: None,
-            lent: None,
-            lend_refused: None,
-            lending_off: false,
-            lend_after: None,
+            lend: lend::Lending::default(),
             output_taken: false,
             shown: Vec::new(),
             shown_count: 0,
@@ -655,7 +646,7 @@ impl Server {
         eprintln!("herdr server: stopping: {why}");
         self.notify.stop();
         // Our copy of a lent terminal must not keep it open while its program is hung up.
-        self.unlend();
+        self.lend.unlend();
         if self.handed_off {
             // The socket, the files and every program belong to the new server now; the
             // runtimes are set to preserve, so dropping them only closes our copies.
