@@ -30,7 +30,9 @@
 //!    lent; the reads come back when the [`Lent`] is dropped, which closes the borrower's
 //!    duplicate in the same step, so every lent read is in the emulator before the actor
 //!    reads again. A lend the caller stopped waiting for is taken back at once (the return
-//!    is queued behind the lend).
+//!    is queued behind the lend). A hangup while lent is the borrower's to see
+//!    ([`LentRead::Ended`]); once it gives the reading back, the actor reads the end
+//!    itself and reports the exit.
 //! 5. *Closed means closed.* A terminal hangs up only when the last descriptor of its
 //!    master goes, so every duplicate has an end: the direct writes' one is taken away when
 //!    the actor ends ([`Master::end_direct_writes`]); a lent one lives exactly as long as
