@@ -1,12 +1,16 @@
-//! The PTY subsystem, in three layers: the fd layer (`crate::sys`), one I/O actor per
-//! terminal (`actor`), and the spawn backend (`spawn`). A [`TerminalRuntime`] ties them
-//! together for the server; the registry maps `TerminalId → TerminalRuntime`.
+//! The PTY subsystem, in layers: the fd layer (`crate::sys`), the master of each PTY and
+//! the order kept between its users (`master`), one I/O actor per terminal (`actor`), and
+//! the spawn backend (`spawn`). A [`TerminalRuntime`] ties them together for the server;
+//! the registry maps `TerminalId → TerminalRuntime`.
 //!
-//! Ownership: the actor thread owns the PTY master fd; the runtime owns the actor handle;
-//! the registry owns the runtimes. Dropping a runtime shuts its actor down, which closes
-//! the master and ends the child (unless released for a handoff in a later step).
+//! Ownership: the actor thread holds the PTY master, and `master` makes and ends every
+//! duplicate of it (direct writes, a [`Lent`] reader, a handoff's copy); the runtime owns
+//! the actor handle; the registry owns the runtimes. Dropping a runtime shuts its actor
+//! down, which closes the master and ends the child (unless the program is preserved for
+//! a live handoff).
 
 pub mod actor;
+mod master;
 pub mod proc;
 pub mod spawn;
 
@@ -19,6 +23,7 @@ use crate::model::ids::TerminalId;
 use crate::term::Emulator;
 
 pub use actor::{Paused, Program, PtyEvent, PtyHandle, WriteError, MAX_INPUT_BYTES};
+pub use master::{Lent, LentRead};
 
 /// The shared emulator of one terminal: the actor feeds it, renderers read it. A
 /// `parking_lot` mutex, so a feeder that held it long can hand it straight to a waiting

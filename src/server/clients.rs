@@ -10,7 +10,6 @@ use super::conn::{ClientId, ClientWriter};
 use super::{input, keys, lend, FRAME_BURST, FRAME_INTERVAL};
 use crate::bindings::Bindings;
 use crate::input::parse::InputParser;
-use crate::model::ids::TerminalId;
 use crate::render::diff::Frame;
 use crate::render::ui;
 
@@ -81,15 +80,9 @@ pub(crate) struct Clients {
     /// A pane on screen shows a finished frame under synchronized output until then; a
     /// frame is drawn at that time (see `term::vt::sync`).
     pub(crate) sync_due: Option<Instant>,
-    /// The terminal whose output this thread reads itself (the pane being typed in), so
-    /// its echo is drawn in the same wake-up; see `lend.rs`.
-    pub(crate) lent: Option<lend::Lent>,
-    /// A terminal that hung up while lent: never lent again.
-    pub(crate) lend_refused: Option<TerminalId>,
-    /// No lending while a handoff moves the terminals.
-    pub(crate) lending_off: bool,
-    /// No lending before then (an actor that did not answer, bulk output).
-    pub(crate) lend_after: Option<Instant>,
+    /// The lending of the pane being typed in to this thread, which reads its output
+    /// itself so the echo is drawn in the same wake-up; see `lend.rs`.
+    pub(crate) lend: lend::Lending,
 }
 
 impl Default for Clients {
@@ -102,10 +95,7 @@ impl Default for Clients {
             frame_clock: Instant::now(),
             frame_due: None,
             sync_due: None,
-            lent: None,
-            lend_refused: None,
-            lending_off: false,
-            lend_after: None,
+            lend: lend::Lending::default(),
         }
     }
 }

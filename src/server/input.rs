@@ -166,7 +166,7 @@ impl Server {
         // Each client's connection, and its terminal when it handed that over; then the
         // terminal lent to this thread, if any.
         let mut sources: Vec<(ClientId, bool)> = Vec::new();
-        let lent = self.clients.lent.is_some();
+        let lent = self.clients.lend.is_lent();
         let ready = {
             use std::os::fd::AsFd;
             let mut fds = vec![self.events.wake.fd()];
@@ -183,7 +183,7 @@ impl Server {
                     sources.push((*id, true));
                 }
             }
-            fds.extend(self.lent_fd());
+            fds.extend(self.clients.lend.fd());
             match crate::sys::poll_readable(&fds, timeout) {
                 Ok(r) => r,
                 Err(e) => {

@@ -519,7 +519,7 @@ impl Server {
         eprintln!("herdr server: stopping: {why}");
         self.agents.notify.stop();
         // Our copy of a lent terminal must not keep it open while its program is hung up.
-        self.unlend();
+        self.clients.lend.unlend();
         if self.life.handed_off {
             // The socket, the files and every program belong to the new server now; the
             // runtimes are set to preserve, so dropping them only closes our copies.

@@ -1,8 +1,9 @@
-//! The per-terminal I/O actor: one thread owns the PTY master and serialises every read,
-//! write, resize and shutdown of it. Callers never block: input goes through a queue
-//! bounded in bytes and in entries (`try_write` → `WouldBlock` when full, and then none of
-//! that write is taken), and a wake pipe interrupts the actor's `poll`. An idle terminal
-//! costs nothing: the thread sleeps in `poll` with no timeout.
+//! The per-terminal I/O actor: one thread holds the PTY master (`pty::master`, where the
+//! order between it, direct writes and lent reads is kept) and serialises every read,
+//! queued write, resize and shutdown of it. Callers never block: input goes through a
+//! queue bounded in bytes and in entries (`try_write` → `WouldBlock` when full, and then
+//! none of that write is taken), and a wake pipe interrupts the actor's `poll`. An idle
+//! terminal costs nothing: the thread sleeps in `poll` with no timeout.
 //!
 //! Writes are resumed at an offset after a partial write, so large pastes arrive intact
 //! and in order while output keeps being read (a program that does not read its input
@@ -11,9 +12,9 @@
 //! Here: the handle and the messages; `run.rs`: the thread's loop.
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -22,11 +23,12 @@ mod program;
 mod run;
 
 pub use program::Program;
-pub use run::feed_piece;
-use run::{absorb, Actor};
+use run::Actor;
+pub(super) use run::{absorb, feed_piece};
 
+use super::master::{Lent, Master, Shared};
 use super::SharedEmulator;
-use crate::sys::{self, WakePipe, Waker};
+use crate::sys::{WakePipe, Waker};
 
 /// Queued input entries per terminal before `try_write` reports `WouldBlock`; the actor
 /// also holds at most this many not yet written (so tiny writes cannot pile up either).
@@ -87,7 +89,7 @@ pub enum WriteError {
 }
 
 /// One entry of a terminal's input queue.
-enum Input {
+pub(super) enum Input {
     Bytes(Vec<u8>),
     /// Text, then — once the program has shown something since (it read the text), or
     /// `ECHO_WAIT` at most — a pause, then Enter: the Enter lands after the text and
@@ -114,7 +116,7 @@ enum Chunk {
 /// that does not echo, reading a password, gets it then).
 const ECHO_WAIT: Duration = Duration::from_secs(1);
 
-enum Control {
+pub(super) enum Control {
     Resize {
         rows: u16,
         cols: u16,
@@ -125,9 +127,9 @@ enum Control {
     Pause(SyncSender<Result<Paused, String>>),
     Resume,
     /// Stop reading the terminal (after what was read is processed) and answer with a
-    /// duplicate of the master for the borrower to read from; `None` while paused.
+    /// duplicate of the master for a [`Lent`] to read from; `None` while paused.
     Lend(SyncSender<Option<OwnedFd>>),
-    /// Read it again.
+    /// Read it again (a [`Lent`] was dropped, or a lend not waited for).
     Return,
 }
 
@@ -140,29 +142,13 @@ pub struct Paused {
 
 pub type Notify = Box<dyn Fn(PtyEvent) + Send + 'static>;
 
-/// Lets the caller's thread write input straight into the PTY when nothing is queued
-/// ahead of it, so a keystroke costs no hop to the actor thread. Whoever writes holds the
-/// lock (the actor too), so bytes never interleave.
-struct Direct {
-    /// A duplicate of the master; taken away when the actor ends, so a closed terminal is
-    /// really closed (its hangup depends on the last descriptor going).
-    fd: std::sync::Mutex<Option<OwnedFd>>,
-    /// Inputs (and query answers) not yet completely written by the actor.
-    busy: std::sync::atomic::AtomicUsize,
-    /// Bytes accepted and not yet written (queued, or pending in the actor): reserved
-    /// before a write is taken, released as the actor writes them.
-    queued: std::sync::atomic::AtomicUsize,
-    /// Bytes of input taken, all told (the echo of what was typed is not the program's
-    /// own work: `agent::activity`).
-    typed: std::sync::atomic::AtomicU64,
-}
-
 pub struct PtyHandle {
-    direct: Arc<Direct>,
-    input: SyncSender<Input>,
+    /// The direct writes, the input queue and the counters (`pty::master`).
+    shared: Arc<Shared>,
     control: mpsc::Sender<Control>,
     waker: Waker,
-    dirty: Arc<AtomicBool>,
+    /// For a [`Lent`] to take its reads into.
+    emulator: SharedEmulator,
     /// Set: closing the terminal leaves its program running (another server owns it).
     preserve: Arc<AtomicBool>,
     /// Set while nobody sees the terminal (see `BACKGROUND_READ_DELAY`).
@@ -215,20 +201,15 @@ impl PtyHandle {
         let waker = wake.waker();
         let (input_tx, input_rx) = mpsc::sync_channel(INPUT_QUEUE_CHUNKS);
         let (control_tx, control_rx) = mpsc::channel();
-        let dirty = Arc::new(AtomicBool::new(false));
         let preserve = Arc::new(AtomicBool::new(parts.preserve));
         let background = Arc::new(AtomicBool::new(false));
-        let direct = Arc::new(Direct {
-            fd: std::sync::Mutex::new(Some(sys::dup_cloexec(parts.master.as_fd())?)),
-            // A paused terminal takes no direct writes (see `Control::Pause`).
-            busy: std::sync::atomic::AtomicUsize::new(usize::from(parts.paused)),
-            queued: std::sync::atomic::AtomicUsize::new(0),
-            typed: std::sync::atomic::AtomicU64::new(0),
-        });
+        // A paused terminal takes no direct writes (see `Control::Pause`).
+        let master = Master::new(parts.master, parts.paused, input_tx, waker.clone())?;
+        let shared = master.shared.clone();
+        let emulator = parts.emulator.clone();
         let mut actor = Actor {
-            direct: direct.clone(),
             taken: 0,
-            master: parts.master,
+            master,
             program: parts.program,
             emulator: parts.emulator,
             notify: parts.notify,
@@ -240,7 +221,6 @@ impl PtyHandle {
             pending_len: 0,
             hold_until: None,
             echo: None,
-            dirty: dirty.clone(),
             preserve: preserve.clone(),
             paused: parts.paused,
             deferred_resize: None,
@@ -257,11 +237,10 @@ impl PtyHandle {
             .name(parts.name)
             .spawn(move || actor.run())?;
         Ok(PtyHandle {
-            direct,
-            input: input_tx,
+            shared,
             control: control_tx,
             waker,
-            dirty,
+            emulator,
             preserve,
             background,
             thread: Some(thread),
@@ -300,72 +279,17 @@ impl PtyHandle {
     /// ahead, else queued for the actor; never blocks. All or nothing: refused writes
     /// (`WouldBlock`: more than `MAX_INPUT_BYTES` would wait) leave no byte behind.
     pub fn try_write(&self, bytes: Vec<u8>) -> Result<(), WriteError> {
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        self.reserve(bytes.len())?;
-        match self.write_direct(&bytes) {
-            Some(n) if n == bytes.len() => Ok(()),
-            Some(n) => self.enqueue_reserved(Input::Bytes(bytes[n..].to_vec()), bytes.len() - n),
-            None => {
-                let len = bytes.len();
-                self.enqueue_reserved(Input::Bytes(bytes), len)
-            }
-        }
+        self.shared.try_write(bytes)
     }
 
     /// Bytes of input the terminal would still take now.
     pub fn input_room(&self) -> usize {
-        MAX_INPUT_BYTES.saturating_sub(self.direct.queued.load(Ordering::Acquire))
-    }
-
-    /// Takes room for `len` more bytes of input, or says the terminal has no room left.
-    fn reserve(&self, len: usize) -> Result<(), WriteError> {
-        let before = self.direct.queued.fetch_add(len, Ordering::AcqRel);
-        if before.saturating_add(len) > MAX_INPUT_BYTES {
-            self.direct.queued.fetch_sub(len, Ordering::AcqRel);
-            return Err(WriteError::WouldBlock);
-        }
-        self.direct.typed.fetch_add(len as u64, Ordering::AcqRel);
-        Ok(())
+        MAX_INPUT_BYTES.saturating_sub(self.shared.queued())
     }
 
     /// Bytes of input taken for the program so far (typed, pasted, sent through the API).
     pub fn typed(&self) -> u64 {
-        self.direct.typed.load(Ordering::Acquire)
-    }
-
-    /// How much of `bytes` (reserved by the caller) went straight into the PTY; `None`
-    /// when it must be queued (input is queued ahead, the actor is writing, or the PTY is
-    /// full or closed). What was written is released from the reservation.
-    fn write_direct(&self, bytes: &[u8]) -> Option<usize> {
-        if self.direct.busy.load(Ordering::Acquire) != 0 {
-            return None;
-        }
-        let guard = self.direct.fd.try_lock().ok()?;
-        let fd = guard.as_ref()?;
-        if self.direct.busy.load(Ordering::Acquire) != 0 {
-            return None;
-        }
-        match sys::write_nb(fd.as_fd(), bytes) {
-            Ok(Some(n)) if n > 0 => {
-                self.direct.queued.fetch_sub(n, Ordering::AcqRel);
-                if n < bytes.len() {
-                    // The rest goes to the queue before the lock is let go, so nothing
-                    // can be written between the two parts.
-                    self.direct.busy.fetch_add(1, Ordering::AcqRel);
-                    let rest = Input::Bytes(bytes[n..].to_vec());
-                    if self.input.try_send(rest).is_err() {
-                        self.direct.busy.fetch_sub(1, Ordering::AcqRel);
-                        return Some(n); // the caller queues it (and hears why not)
-                    }
-                    self.waker.wake();
-                    return Some(bytes.len());
-                }
-                Some(n)
-            }
-            _ => None,
-        }
+        self.shared.typed()
     }
 
     /// Queues `text`, a pause of `delay`, then `enter`, as one unit; never blocks.
@@ -376,81 +300,46 @@ impl PtyHandle {
         delay: Duration,
     ) -> Result<(), WriteError> {
         let len = text.len() + enter.len();
-        self.reserve(len)?;
-        self.enqueue_reserved(Input::Submit { text, enter, delay }, len)
-    }
-
-    /// Queues input whose `len` bytes are already reserved (released again if refused).
-    fn enqueue_reserved(&self, input: Input, len: usize) -> Result<(), WriteError> {
-        self.direct.busy.fetch_add(1, Ordering::AcqRel);
-        match self.input.try_send(input) {
-            Ok(()) => {
-                self.waker.wake();
-                Ok(())
-            }
-            Err(e) => {
-                self.direct.busy.fetch_sub(1, Ordering::AcqRel);
-                self.direct.queued.fetch_sub(len, Ordering::AcqRel);
-                match e {
-                    TrySendError::Full(_) => Err(WriteError::WouldBlock),
-                    TrySendError::Disconnected(_) => Err(WriteError::Closed),
-                }
-            }
-        }
+        self.shared.reserve(len)?;
+        self.shared
+            .enqueue_reserved(Input::Submit { text, enter, delay }, len)
     }
 
     /// Input sent after a resize reaches the program after it: until the actor has
     /// applied the size, input is queued behind it rather than written directly (a shell
     /// asked `tput cols` right after must see the new size).
     pub fn resize(&self, rows: u16, cols: u16) {
-        self.direct.busy.fetch_add(1, Ordering::AcqRel);
+        self.shared.hold();
         if self.control.send(Control::Resize { rows, cols }).is_err() {
-            self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+            self.shared.release(1);
             return;
         }
         self.waker.wake();
     }
 
     /// Lends the reading of the terminal: the actor stops reading (what it read is in the
-    /// emulator by then) and a duplicate of the master comes back to read from, with
-    /// [`PtyHandle::absorb`]. `None` if the actor is paused, gone, or slow to answer.
-    pub fn lend_reads(&self, timeout: Duration) -> Option<OwnedFd> {
+    /// emulator by then) and a [`Lent`] comes back to read with; dropping it gives the
+    /// reading back. `None` if the actor is paused, gone, or slow to answer.
+    pub fn lend_reads(&self, timeout: Duration) -> Option<Lent> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.control.send(Control::Lend(tx)).ok()?;
         self.waker.wake();
         match rx.recv_timeout(timeout) {
-            Ok(fd) => fd,
+            Ok(fd) => Some(Lent::new(
+                fd?,
+                self.shared.clone(),
+                self.emulator.clone(),
+                self.control.clone(),
+            )),
             Err(_) => {
                 // It may still lend after we stopped waiting: taking it back, next in its
                 // queue, leaves it reading either way.
-                self.return_reads();
+                if self.control.send(Control::Return).is_ok() {
+                    self.waker.wake();
+                }
                 None
             }
         }
-    }
-
-    /// Gives the reading back to the actor.
-    pub fn return_reads(&self) {
-        if self.control.send(Control::Return).is_ok() {
-            self.waker.wake();
-        }
-    }
-
-    /// What the borrower of the reads read: into the emulator, as the actor would (answers
-    /// queued back to the program, the dirty flag set); the events to handle, `Output`
-    /// among them when the renderer had seen everything before.
-    pub fn absorb(&self, emulator: &SharedEmulator, bytes: &[u8]) -> Vec<PtyEvent> {
-        let (responses, mut events) = absorb(emulator, bytes);
-        // Answers for a program that does not read its input are dropped past the limit
-        // (a terminal would block instead; we must not).
-        if !responses.is_empty() && self.reserve(responses.len()).is_ok() {
-            let len = responses.len();
-            let _ = self.enqueue_reserved(Input::Bytes(responses), len);
-        }
-        if !self.dirty.swap(true, Ordering::AcqRel) {
-            events.push(PtyEvent::Output);
-        }
-        events
     }
 
     /// Whether anybody sees the terminal: output nobody sees is read in batches.
@@ -464,15 +353,12 @@ impl PtyHandle {
     /// The terminal's foreground process group, asked of the terminal itself (one ioctl on
     /// the master; no /proc). None once the terminal is closed.
     pub fn foreground_pgrp(&self) -> Option<i32> {
-        let fd = self.direct.fd.lock().unwrap_or_else(|e| e.into_inner());
-        fd.as_ref()
-            .and_then(|fd| sys::foreground_pgrp(fd.as_fd()))
-            .filter(|p| *p > 0)
+        self.shared.foreground_pgrp()
     }
 
     /// Marks the output as seen by the renderer; the next output sends a new `Output`.
     pub fn take_dirty(&self) -> bool {
-        self.dirty.swap(false, Ordering::AcqRel)
+        self.shared.take_dirty()
     }
 
     /// Asks the actor to close the terminal (SIGHUP, then SIGKILL after a grace period)

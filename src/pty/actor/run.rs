@@ -1,8 +1,8 @@
-//! The actor's thread: the loop that owns a terminal's master — control messages, input
-//! written at an offset, output read and fed to the emulator, the program's end.
+//! The actor's thread: the loop that holds a terminal's master — control messages, input
+//! written at an offset, output read and fed to the emulator, the program's end. The
+//! order it keeps with direct writes and lent reads is `pty::master`'s invariants.
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
@@ -13,11 +13,10 @@ use crate::pty::SharedEmulator;
 use crate::sys::{self, WakePipe};
 
 pub(super) struct Actor {
-    pub(super) direct: Arc<Direct>,
     /// Inputs taken from the queue (or answers added) since `pending` was last empty:
-    /// what `direct.busy` is lowered by once they are all written.
+    /// what direct writes wait behind until they are all written.
     pub(super) taken: usize,
-    pub(super) master: OwnedFd,
+    pub(super) master: Master,
     pub(super) program: Program,
     pub(super) emulator: SharedEmulator,
     pub(super) notify: Notify,
@@ -34,7 +33,6 @@ pub(super) struct Actor {
     /// A submit waiting for its text to show: how much the program had written when the
     /// text was, and the pause to make once it wrote more.
     pub(super) echo: Option<(u64, Duration)>,
-    pub(super) dirty: Arc<AtomicBool>,
     pub(super) preserve: Arc<AtomicBool>,
     /// No reading or writing until `Resume`.
     pub(super) paused: bool,
@@ -55,7 +53,7 @@ pub(super) struct Actor {
 /// (an erase of the whole screen in a colour: 4 bytes, a write of every cell) make 1 KiB
 /// take about 1 ms on a 160 × 47 pane; on a larger one the pieces are smaller in
 /// proportion, down to 64 bytes.
-pub fn feed_piece(rows: u16, cols: u16) -> usize {
+pub(in crate::pty) fn feed_piece(rows: u16, cols: u16) -> usize {
     const CELLS: usize = 160 * 47;
     (1024 * CELLS / (usize::from(rows) * usize::from(cols)).max(1)).clamp(64, 1024)
 }
@@ -68,7 +66,7 @@ const LOCK_HOLD: Duration = Duration::from_millis(2);
 
 /// Output of the program, into the emulator: the answers it wants written back to the
 /// program, and what to tell the server (clipboard, bell, title).
-pub(super) fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8>, Vec<PtyEvent>) {
+pub(in crate::pty) fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8>, Vec<PtyEvent>) {
     let mut emu = crate::pty::lock(emulator);
     let mut held = Instant::now();
     let mut responses = Vec::new();
@@ -120,7 +118,7 @@ impl Actor {
             }
         };
         // No more direct writes; and our master is then the last descriptor we hold.
-        *self.direct.fd.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.master.end_direct_writes();
         match outcome {
             Step::Shutdown if self.preserve.load(Ordering::Acquire) => {}
             Step::Shutdown => self.kill_child(),
@@ -148,13 +146,13 @@ impl Actor {
                 }
                 Ok(Control::Resize { rows, cols }) => {
                     self.apply_resize(rows, cols);
-                    self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                    self.master.shared.release(1);
                 }
                 Ok(Control::Pause(reply)) => match self.pause_report() {
                     Ok(p) => {
                         if !self.paused {
                             // Direct writes wait too, until resumed.
-                            self.direct.busy.fetch_add(1, Ordering::AcqRel);
+                            self.master.shared.hold();
                         }
                         self.paused = true;
                         let _ = reply.send(Ok(p));
@@ -166,23 +164,24 @@ impl Actor {
                 },
                 Ok(Control::Resume) => {
                     if self.paused {
-                        self.direct.busy.fetch_sub(1, Ordering::AcqRel);
+                        self.master.shared.release(1);
                     }
                     self.paused = false;
                     if let Some((rows, cols)) = self.deferred_resize.take() {
                         self.apply_resize(rows, cols);
                     }
-                    self.direct
-                        .busy
-                        .fetch_sub(std::mem::take(&mut self.deferred_resizes), Ordering::AcqRel);
+                    self.master
+                        .shared
+                        .release(std::mem::take(&mut self.deferred_resizes));
                     // Output may have waited while we were paused.
                     self.mark_dirty();
                 }
+                // Between bursts: all we read is in the emulator (`pty::master`, 4).
                 Ok(Control::Lend(reply)) => {
                     let fd = if self.paused {
                         None
                     } else {
-                        sys::dup_cloexec(self.master.as_fd()).ok()
+                        self.master.dup_for_lending().ok()
                     };
                     if fd.is_some() {
                         self.lent = true;
@@ -235,14 +234,14 @@ impl Actor {
         };
         let ready = if !self.lent {
             sys::poll_pty_and_wake(
-                self.master.as_fd(),
+                self.master.fd(),
                 &self.wake,
                 rest.is_none(),
                 want_write,
                 timeout,
             )?
         } else if want_write && !self.lent_hup {
-            sys::poll_pty_and_wake(self.master.as_fd(), &self.wake, false, true, timeout)?
+            sys::poll_pty_and_wake(self.master.fd(), &self.wake, false, true, timeout)?
         } else {
             // Lent and nothing to write: only our wake pipe matters (a hangup is the
             // borrower's to see).
@@ -265,14 +264,14 @@ impl Actor {
         // The emulator first: the program redraws on SIGWINCH, and that output (read here
         // or by the server, when lent) must meet the new size.
         crate::pty::lock(&self.emulator).resize(rows, cols);
-        let _ = sys::set_winsize(self.master.as_fd(), rows, cols, 0, 0);
+        let _ = sys::set_winsize(self.master.fd(), rows, cols, 0, 0);
         self.mark_dirty();
     }
 
     /// Takes everything queued into `pending` (kept, to go on after a rollback) and
     /// reports a copy of it, pauses left out, with a duplicate of the master.
     fn pause_report(&mut self) -> std::io::Result<Paused> {
-        let master = sys::dup_cloexec(self.master.as_fd())?;
+        let master = self.master.dup_for_handoff()?;
         while let Ok(input) = self.input.try_recv() {
             self.take_input(input);
         }
@@ -292,7 +291,7 @@ impl Actor {
     fn read_burst(&mut self, buf: &mut [u8], hangup: bool) -> std::io::Result<Step> {
         let mut total = 0;
         while total < READ_BURST {
-            match sys::read_nb(self.master.as_fd(), buf)? {
+            match self.master.read(buf)? {
                 Some(0) => return Ok(Step::Eof),
                 Some(n) => {
                     total += n;
@@ -313,7 +312,7 @@ impl Actor {
         // Answers to queries go back to the program; one that asks without ever reading
         // its input must not make us buffer without limit, so answers beyond the cap
         // are dropped (a terminal would block instead; we must not).
-        let queued = self.direct.queued.load(Ordering::Acquire);
+        let queued = self.master.shared.queued();
         if !responses.is_empty() && queued.saturating_add(responses.len()) <= MAX_INPUT_BYTES {
             self.push_counted(responses);
         }
@@ -359,8 +358,7 @@ impl Actor {
     /// Bytes of our own (answers, handed-over input) ahead of later direct writes; they
     /// count against the input limit like any other.
     pub(super) fn push_counted(&mut self, chunk: Vec<u8>) {
-        self.direct.busy.fetch_add(1, Ordering::AcqRel);
-        self.direct.queued.fetch_add(chunk.len(), Ordering::AcqRel);
+        self.master.shared.count_own(chunk.len());
         self.taken += 1;
         self.push_pending(chunk);
     }
@@ -371,7 +369,7 @@ impl Actor {
     }
 
     fn mark_dirty(&self) {
-        if !self.dirty.swap(true, Ordering::AcqRel) {
+        if self.master.shared.mark_dirty() {
             (self.notify)(PtyEvent::Output);
         }
     }
@@ -385,11 +383,10 @@ impl Actor {
             self.hold_until = None;
         }
         if self.pending.is_empty() {
-            self.release_taken();
+            self.master.shared.release(std::mem::take(&mut self.taken));
             return Ok(());
         }
-        let direct = self.direct.clone();
-        let _writing = direct.fd.lock().unwrap_or_else(|e| e.into_inner());
+        let writing = self.master.writing();
         while let Some(front) = self.pending.front() {
             let front = match front {
                 Chunk::Bytes(b) => b,
@@ -406,12 +403,11 @@ impl Actor {
                     break;
                 }
             };
-            match sys::write_nb(self.master.as_fd(), &front[self.offset..])? {
+            match writing.write(&front[self.offset..])? {
                 None => break,
                 Some(n) => {
                     self.offset += n;
                     self.pending_len -= n;
-                    self.direct.queued.fetch_sub(n, Ordering::AcqRel);
                     if self.offset >= front.len() {
                         self.pending.pop_front();
                         self.offset = 0;
@@ -419,19 +415,12 @@ impl Actor {
                 }
             }
         }
+        // Everything taken so far is written: direct writes may go again (unless more is
+        // queued, which holds them by itself); under the write lock (`pty::master`, 2).
         if self.pending.is_empty() {
-            self.release_taken();
+            writing.release(std::mem::take(&mut self.taken));
         }
         Ok(())
-    }
-
-    /// Everything taken so far is written: direct writes may go again (unless more is
-    /// queued, which keeps `busy` up by itself).
-    fn release_taken(&mut self) {
-        if self.taken > 0 {
-            self.direct.busy.fetch_sub(self.taken, Ordering::AcqRel);
-            self.taken = 0;
-        }
     }
 
     /// After EOF: the program has usually exited, but it may have closed its terminal

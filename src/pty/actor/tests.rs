@@ -1,8 +1,11 @@
 //! The actor over a socketpair standing in for a PTY master: the far end plays the
 //! program.
 use super::*;
+use crate::pty::LentRead;
+use crate::sys;
 use crate::term::Emulator;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
@@ -322,32 +325,31 @@ fn lent_reads_go_to_the_borrower_and_come_back_to_the_actor() {
     let (handle, mut prog, rx, emu) = start();
     prog.write_all(b"before ").unwrap();
     wait_screen(&emu, "before");
-    let fd = handle.lend_reads(WAIT).expect("the actor lends its reads");
+    let mut lent = handle.lend_reads(WAIT).expect("the actor lends its reads");
     // (The announcement of "before", taken as a renderer would.)
     assert!(matches!(rx.recv_timeout(WAIT).unwrap(), PtyEvent::Output));
     assert!(handle.take_dirty());
-    // While lent, the actor leaves the program's output to the borrower, who takes it in
-    // with absorb, which announces it.
+    // While lent, the actor leaves the program's output to the borrower, whose read takes
+    // it into the emulator and announces it.
     prog.write_all(b"lent ").unwrap();
-    let mut buf = [0u8; 64];
+    let mut events = Vec::new();
     let deadline = Instant::now() + WAIT;
     let n = loop {
-        match sys::read_nb(fd.as_fd(), &mut buf).unwrap() {
-            Some(n) => break n,
-            None => {
+        match lent.read(&mut events) {
+            LentRead::Took(n) => break n,
+            LentRead::Nothing => {
                 assert!(Instant::now() < deadline, "nothing to read while lent");
                 std::thread::sleep(Duration::from_millis(5));
             }
+            LentRead::Ended => panic!("the terminal ended while lent"),
         }
     };
-    assert_eq!(&buf[..n], b"lent ");
-    let events = handle.absorb(&emu, &buf[..n]);
+    assert_eq!(n, b"lent ".len());
     assert!(events.iter().any(|e| matches!(e, PtyEvent::Output)));
     assert!(rx.try_recv().is_err(), "the actor read nothing while lent");
     wait_screen(&emu, "before lent");
-    // Given back: the actor reads again.
-    drop(fd);
-    handle.return_reads();
+    // Given back (dropping the lent reader does): the actor reads again.
+    drop(lent);
     prog.write_all(b"after").unwrap();
     wait_screen(&emu, "before lent after");
 }
@@ -358,12 +360,52 @@ fn a_lend_that_is_not_awaited_is_taken_back() {
     // Given up on at once: whether or not the actor had lent by then, it reads again. (It
     // may have answered in time: then the reads were lent, and go back as a borrower
     // gives them back.)
-    if let Some(fd) = handle.lend_reads(Duration::ZERO) {
-        drop(fd);
-        handle.return_reads();
-    }
+    drop(handle.lend_reads(Duration::ZERO));
     prog.write_all(b"still read").unwrap();
     wait_screen(&emu, "still read");
+}
+
+/// Reads `prog` until the terminal's end (nothing of ours holds it any more).
+fn wait_closed(prog: &mut UnixStream) {
+    prog.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 16];
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match prog.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the terminal never closed");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn a_closed_terminal_stays_open_only_as_long_as_its_lent_reader() {
+    // The actor gone, the lent reader's duplicate still holds the terminal...
+    let (handle, mut prog, _rx, _emu) = start();
+    let lent = handle.lend_reads(WAIT).expect("the actor lends its reads");
+    handle.shutdown_and_join();
+    prog.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 16];
+    assert!(
+        matches!(prog.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the lent reader's duplicate keeps the terminal open"
+    );
+    // ...until it goes.
+    drop(lent);
+    wait_closed(&mut prog);
+    // A handle that lives on does not hold it either: the actor took the direct writes'
+    // duplicate away as it ended.
+    let (handle, mut prog, _rx, _emu) = start();
+    let lent = handle.lend_reads(WAIT).expect("the actor lends its reads");
+    handle.shutdown();
+    drop(lent);
+    wait_closed(&mut prog);
+    drop(handle);
 }
 
 #[test]

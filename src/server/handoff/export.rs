@@ -73,8 +73,7 @@ impl Server {
         let started = Instant::now();
         self.check_handoff(&req)?;
         // The terminals' actors read them again before they are paused and moved.
-        self.clients.lending_off = true;
-        self.unlend();
+        self.clients.lend.suspend();
         let mut progress = Progress::default();
         // A bug in a step must still roll back (the server's own panic guard would leave
         // every pane paused).
@@ -93,7 +92,7 @@ impl Server {
             }
             Err(e) => {
                 self.roll_back(progress);
-                self.clients.lending_off = false;
+                self.clients.lend.resume();
                 eprintln!("handoff: rolled back: {e}");
                 Err(e)
             }
