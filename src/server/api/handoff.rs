@@ -70,7 +70,7 @@ impl Server {
     ) -> ApiResult {
         let done = self
             .live_handoff(conn, req)
-            .map_err(|e| ApiError::new("handoff_failed", e))?;
+            .map_err(|e| ApiError::new("handoff_failed", e.to_string()))?;
         let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
         let reply = json!({
             "version": done.version,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{recv_word, send, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
+use super::{recv_word, send, HandoffError, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
 use crate::model::ids::TerminalId;
 use crate::paths;
 use crate::protocol::frame::ServerMsg;
@@ -69,7 +69,7 @@ impl Server {
         &mut self,
         requester: ClientId,
         req: Request,
-    ) -> Result<Done, String> {
+    ) -> Result<Done, HandoffError> {
         let started = Instant::now();
         self.check_handoff(&req)?;
         // The terminals' actors read them again before they are paused and moved.
@@ -80,9 +80,7 @@ impl Server {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.handoff_steps(requester, &req, &mut progress, started)
         }))
-        .unwrap_or_else(|_| {
-            Err("an internal error stopped the handoff (see the server log)".into())
-        });
+        .unwrap_or(Err(HandoffError::Internal));
         match outcome {
             Ok(done) => {
                 if let Some(p) = progress.handoff_socket {
@@ -100,33 +98,26 @@ impl Server {
     }
 
     /// Everything that can be checked before anything changes.
-    fn check_handoff(&self, req: &Request) -> Result<(), String> {
-        let meta = std::fs::metadata(&req.binary).map_err(|e| {
-            format!(
-                "cannot hand off to {}: {e}; give an installed herdr binary with --binary",
-                req.binary.display()
-            )
+    fn check_handoff(&self, req: &Request) -> Result<(), HandoffError> {
+        let meta = std::fs::metadata(&req.binary).map_err(|cause| HandoffError::NoBinary {
+            path: req.binary.clone(),
+            cause,
         })?;
         if !meta.is_file()
             || nix::unistd::access(&req.binary, nix::unistd::AccessFlags::X_OK).is_err()
         {
-            return Err(format!(
-                "cannot hand off to {}: not an executable file",
-                req.binary.display()
-            ));
+            return Err(HandoffError::NotExecutable(req.binary.clone()));
         }
         // Each pane's master travels as one more descriptor in both processes.
         let needed = crate::sys::open_fds().len() + self.session.runtimes.len() + 64;
         let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-            .map_err(|e| format!("cannot read the open-file limit: {e}"))?;
+            .map_err(HandoffError::NoLimit)?;
         if needed as u64 > soft {
-            return Err(format!(
-                "a handoff of {} panes needs about {needed} open files, over this server's limit \
-                 of {soft} (RLIMIT_NOFILE, raised at start to the hard limit); close some panes, \
-                 or raise the hard limit (LimitNOFILE= in a systemd unit, nofile in \
-                 /etc/security/limits.conf, or `ulimit -Hn` as root) and restart the server",
-                self.session.runtimes.len()
-            ));
+            return Err(HandoffError::TooManyFiles {
+                panes: self.session.runtimes.len(),
+                needed,
+                soft,
+            });
         }
         Ok(())
     }
@@ -137,16 +128,19 @@ impl Server {
         req: &Request,
         progress: &mut Progress,
         started: Instant,
-    ) -> Result<Done, String> {
+    ) -> Result<Done, HandoffError> {
         // 1. A private socket and a token.
         let sock_path = paths::handoff_socket_path(&self.session.name, std::process::id());
         let _ = std::fs::remove_file(&sock_path);
-        let listener = UnixListener::bind(&sock_path)
-            .map_err(|e| format!("cannot create {}: {e}", sock_path.display()))?;
+        let listener = UnixListener::bind(&sock_path).map_err(HandoffError::io(format!(
+            "cannot create {}",
+            sock_path.display()
+        )))?;
         progress.handoff_socket = Some(sock_path.clone());
-        std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("cannot protect {}: {e}", sock_path.display()))?;
-        let token = super::token().map_err(|e| format!("cannot make a token: {e}"))?;
+        std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(
+            HandoffError::io(format!("cannot protect {}", sock_path.display())),
+        )?;
+        let token = super::token().map_err(HandoffError::io("cannot make a token"))?;
 
         // 2. No new connections to a server on its way out: the socket stays (connecting
         // is refused) until the new server replaces it. Clients come back by themselves
@@ -193,16 +187,20 @@ impl Server {
             let ticket = rt
                 .handle
                 .request_pause()
-                .map_err(|e| format!("terminal {}: {e}", tid.0))?;
+                .map_err(|cause| HandoffError::Pause {
+                    terminal: tid.0,
+                    cause,
+                })?;
             progress.paused.push(tid);
             tickets.push((tid, ticket));
         }
         let mut paused: Vec<(TerminalId, Paused)> = Vec::new();
         for (tid, ticket) in tickets {
             let left = deadline.saturating_duration_since(Instant::now());
-            let p = ticket
-                .wait(left)
-                .map_err(|e| format!("terminal {}: {e}", tid.0))?;
+            let p = ticket.wait(left).map_err(|cause| HandoffError::Pause {
+                terminal: tid.0,
+                cause,
+            })?;
             paused.push((tid, p));
         }
 
@@ -265,11 +263,10 @@ impl Server {
             images.push((image, input));
         }
         if panes.len() != self.session.runtimes.len() {
-            return Err(format!(
-                "only {} of {} terminals could be described (a pane without a program or outside the layout)",
-                panes.len(),
-                self.session.runtimes.len()
-            ));
+            return Err(HandoffError::Undescribed {
+                described: panes.len(),
+                all: self.session.runtimes.len(),
+            });
         }
         let manifest = Manifest {
             handoff: HANDOFF_VERSION,
@@ -304,7 +301,10 @@ impl Server {
             .env(TOKEN_ENV, &token)
             .stdin(Stdio::null())
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", req.binary.display()))?;
+            .map_err(HandoffError::io(format!(
+                "cannot start {}",
+                req.binary.display()
+            )))?;
         let new_pid = child.id();
         progress.child = Some(child);
 
@@ -312,15 +312,17 @@ impl Server {
         let mut sock = accept_from(&listener, progress, CONNECT_TIMEOUT)?;
         // Every write is bounded too: a new server that stops reading must not hang us.
         sock.set_write_timeout(Some(STEP_TIMEOUT))
-            .map_err(|e| format!("handoff socket: {e}"))?;
-        let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(|e| format!("new server: {e}"))?;
+            .map_err(HandoffError::io("handoff socket"))?;
+        let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(HandoffError::NoHello)?;
         let (version, protocol) = check_hello(&hello, &token, req)?;
 
         phases.mark("connected");
         // 7. The manifest and the screens; the new side checks it can take them.
-        let json = serde_json::to_vec(&manifest)
-            .map_err(|e| format!("cannot encode the manifest: {e}"))?;
-        let io = |e: std::io::Error| format!("cannot send to the new server: {e}");
+        let json = serde_json::to_vec(&manifest).map_err(HandoffError::Manifest)?;
+        let io = |cause| HandoffError::Io {
+            what: "cannot send to the new server".into(),
+            cause,
+        };
         send(&mut sock, &json).map_err(io)?;
         for (image, pending) in &images {
             send(&mut sock, image).map_err(io)?;
@@ -330,10 +332,7 @@ impl Server {
         phases.mark("validated");
 
         // 8. The descriptors: the session lock first, then every master.
-        let lock = self
-            .lock
-            .as_ref()
-            .ok_or("this server holds no session lock")?;
+        let lock = self.lock.as_ref().ok_or(HandoffError::NoLock)?;
         let mut fds = vec![lock.fd()];
         fds.extend(masters.iter().copied());
         crate::sys::fdpass::send_fds(&sock, &fds).map_err(io)?;
@@ -458,79 +457,78 @@ fn accept_from(
     listener: &UnixListener,
     progress: &mut Progress,
     timeout: Duration,
-) -> Result<UnixStream, String> {
+) -> Result<UnixStream, HandoffError> {
     listener
         .set_nonblocking(true)
-        .map_err(|e| format!("handoff socket: {e}"))?;
+        .map_err(HandoffError::io("handoff socket"))?;
     let deadline = Instant::now() + timeout;
     loop {
         match listener.accept() {
             Ok((s, _)) => {
                 s.set_nonblocking(false)
-                    .map_err(|e| format!("handoff socket: {e}"))?;
+                    .map_err(HandoffError::io("handoff socket"))?;
                 return Ok(s);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(format!("handoff socket: {e}")),
+            Err(e) => return Err(HandoffError::io("handoff socket")(e)),
         }
         if let Some(child) = progress.child.as_mut() {
             if let Ok(Some(status)) = child.try_wait() {
                 progress.child = None;
-                return Err(format!(
-                    "the new server exited before it connected ({status})"
-                ));
+                return Err(HandoffError::ExitedEarly(status));
             }
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "the new server did not connect within {} s",
-                timeout.as_secs()
-            ));
+            return Err(HandoffError::NoConnection(timeout.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 /// `herdr-handoff <handoff version> <token> <version> <protocol>`.
-fn check_hello(line: &str, token: &str, req: &Request) -> Result<(String, u32), String> {
+fn check_hello(line: &str, token: &str, req: &Request) -> Result<(String, u32), HandoffError> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let [magic, hv, tok, version, protocol] = words[..] else {
-        return Err(format!("the new server said {line:?}, not a handoff hello"));
+        return Err(HandoffError::NotAHello(line.to_string()));
     };
     if magic != "herdr-handoff" || !super::same_token(tok, token) {
-        return Err("the new server did not present the handoff token".into());
+        return Err(HandoffError::WrongToken);
     }
     if hv != HANDOFF_VERSION.to_string() {
-        return Err(format!(
-            "the new binary speaks handoff version {hv}, this server {HANDOFF_VERSION}; restart the server instead (programs in panes will stop)"
-        ));
+        return Err(HandoffError::HandoffVersion(hv.to_string()));
     }
     let protocol: u32 = protocol
         .parse()
-        .map_err(|_| format!("the new server sent a bad protocol number {protocol:?}"))?;
+        .map_err(|_| HandoffError::BadProtocol(protocol.to_string()))?;
     if let Some(want) = &req.expected_version {
         if want != version {
-            return Err(format!(
-                "the new binary reports version {version}, expected {want}"
-            ));
+            return Err(HandoffError::Version {
+                got: version.to_string(),
+                want: want.clone(),
+            });
         }
     }
     if let Some(want) = req.expected_protocol {
         if want != protocol {
-            return Err(format!(
-                "the new binary reports protocol {protocol}, expected {want}"
-            ));
+            return Err(HandoffError::Protocol {
+                got: protocol,
+                want,
+            });
         }
     }
     Ok((version.to_string(), protocol))
 }
 
 /// Reads the next step word; anything else (a refusal with its reason) is an error.
-fn expect(sock: &mut UnixStream, word: &str, timeout: Duration) -> Result<(), String> {
-    let got = recv_word(sock, timeout).map_err(|e| format!("waiting for {word}: {e}"))?;
+fn expect(
+    sock: &mut UnixStream,
+    word: &'static str,
+    timeout: Duration,
+) -> Result<(), HandoffError> {
+    let got = recv_word(sock, timeout).map_err(|cause| HandoffError::NoAnswer { word, cause })?;
     if got == word {
         Ok(())
     } else {
-        Err(format!("the new server answered {got:?} instead of {word}"))
+        Err(HandoffError::Refused { got, word })
     }
 }

@@ -7,8 +7,11 @@
 //! everything back (see `export.rs`); from then on the new one owns the session. The new
 //! side is in `import.rs`. docs/handoff.md has the sequence and the failure table.
 
+mod error;
 pub mod export;
 pub mod import;
+
+pub use error::HandoffError;
 
 /// A live handoff asked for, waiting for clients' input to reach the panes first.
 pub(crate) struct Deferred {
