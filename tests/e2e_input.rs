@@ -278,3 +278,40 @@ fn a_paste_bigger_than_a_panes_input_bound_waits_for_its_program_to_read() {
     );
     assert!(worst < Duration::from_secs(2), "a ping took {worst:?}");
 }
+
+#[test]
+fn typing_that_arrives_at_once_reaches_a_slow_reader_whole() {
+    // 8 MiB in Input frames, no paste markers (a terminal that does not bracket pastes, a
+    // script typing), into a program that reads 64 KiB at a time with a pause between:
+    // twice what a pane queues. The server waits for room, as the program keeps reading,
+    // instead of refusing what does not fit ("input dropped").
+    let env = started("slowreader");
+    let text = paste_text(8 << 20, false);
+    let home = env.home();
+    let script = "stty raw -echo; touch ready; while :; do \
+        dd bs=4096 count=16 iflag=fullblock status=none >> got; sleep 0.02; done";
+    let split = env.herdr(&[
+        "pane",
+        "split",
+        "--cwd",
+        &home.display().to_string(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(split.status.success());
+    wait_until("the program is ready", || home.join("ready").exists());
+    let got = home.join("got");
+    let mut c = raw_client(&env);
+    c.write_all(&input_frame(&text)).unwrap();
+    // 128 reads with a pause each: seconds, not the 20 s a wait allows.
+    wait_until("the whole input arrived", || {
+        std::fs::metadata(&got).is_ok_and(|m| m.len() >= text.len() as u64)
+    });
+    assert!(
+        std::fs::read(&got).unwrap() == text,
+        "the input was cut or reordered"
+    );
+}
+

@@ -56,6 +56,7 @@ impl Server {
                 drag: None,
                 behind: false,
                 input_flush_at: None,
+                room_wait: None,
                 backlog: super::input::Backlog::default(),
                 paste: None,
                 bindings,

@@ -46,6 +46,9 @@ pub(crate) struct Client {
     pub(super) input_flush_at: Option<Instant>,
     /// What it sent that is not handled yet (taken a bounded amount per turn).
     pub(super) backlog: input::Backlog,
+    /// Its input waits for the focused pane to make room: since when that pane has read
+    /// nothing of it, and how much room it had then (`input::input_waits_for_room`).
+    pub(super) room_wait: Option<(Instant, usize)>,
     /// A paste of its in progress.
     pub(super) paste: Option<keys::Paste>,
     /// Its own key bindings (`--remote-keybindings local`); `None` uses the server's.

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{ClientId, Event, Server};
 use crate::protocol::frame::ClientMsg;
@@ -18,6 +18,10 @@ use crate::protocol::frame::ClientMsg;
 /// cost well under a millisecond, and even input that is all control keys (a token
 /// each) stays within a few, so other clients and API requests keep being served.
 const INPUT_PER_TURN: usize = 64 * 1024;
+/// How long a client's input waits for the focused pane to make room while its program
+/// reads none of it: after that, what does not fit is refused ("input dropped") rather than
+/// holding back the keys behind it (the prefix, to close a pane that stopped reading).
+const INPUT_STALL: std::time::Duration = std::time::Duration::from_secs(2);
 /// What one other message (resize, ping…) counts against that budget.
 const MESSAGE_COST: usize = 1024;
 /// What each byte that may begin the prefix key counts against that budget, beside
@@ -231,7 +235,7 @@ impl Server {
 
     /// Handles what a client sent, in order, up to `INPUT_PER_TURN` bytes of input.
     fn take_backlog(&mut self, id: ClientId) {
-        if self.paste_waits_for_room(id) {
+        if self.paste_waits_for_room(id) || self.input_waits_for_room(id) {
             return;
         }
         let mut budget = INPUT_PER_TURN;
@@ -267,6 +271,47 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Whether a client's input waits this turn because the focused pane has less room
+    /// than a turn of it: typing that arrives at once (a terminal that does not bracket
+    /// pastes, a script) reaches a program that reads slowly whole, as a paste does. Not
+    /// without end: once the program has read nothing for `INPUT_STALL`, input is taken
+    /// again (and refused where it does not fit) until the pane has room.
+    fn input_waits_for_room(&mut self, id: ClientId) -> bool {
+        let room = self
+            .session
+            .state
+            .focused_terminal()
+            .and_then(|tid| self.session.runtimes.get(tid))
+            .map(|rt| rt.handle.input_room());
+        let Some(c) = self.clients.by_id.get_mut(&id) else {
+            return false;
+        };
+        let now = Instant::now();
+        match (room, c.room_wait) {
+            (Some(room), _) if room >= INPUT_PER_TURN + 64 => {
+                c.room_wait = None;
+                false
+            }
+            (None, _) => false,
+            (Some(room), None) => {
+                c.room_wait = Some((now, room));
+                true
+            }
+            // The program read some since: wait on.
+            (Some(room), Some((_, before))) if room > before => {
+                c.room_wait = Some((now, room));
+                true
+            }
+            (Some(_), Some((since, _))) => now.duration_since(since) < INPUT_STALL,
+        }
+    }
+
+    /// When a client whose input waits for room looks again (see `input_waits_for_room`).
+    pub(super) fn input_retry(&self, id: ClientId) -> Option<Instant> {
+        let (since, _) = self.clients.by_id.get(&id)?.room_wait?;
+        (since.elapsed() < INPUT_STALL).then(|| Instant::now() + super::PASTE_RETRY)
     }
 
     /// Reads the keys typed into a client's terminal (a bounded amount per turn). A

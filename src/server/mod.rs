@@ -262,7 +262,7 @@ impl Server {
             .filter(|(_, c)| !c.backlog.is_empty())
             .map(|(id, _)| match self.paste_waits_for_room(*id) {
                 true => Instant::now() + PASTE_RETRY,
-                false => Instant::now(),
+                false => self.input_retry(*id).unwrap_or_else(Instant::now),
             })
             .min();
         let wait = self.next_wait_deadline();
