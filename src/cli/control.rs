@@ -9,7 +9,7 @@ use std::io::{BufRead, Write};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 
-use crate::client::api::{ApiClient, RemoteError};
+use crate::client::api::{self, ApiClient};
 use crate::model::ids::PaneNo;
 use crate::paths::SessionName;
 use crate::protocol::api::{self as req, NoParams, PublicId, Request, Strings};
@@ -266,13 +266,11 @@ pub(super) fn call(
             }
             Ok(0)
         }
-        Err(e) => match e.downcast_ref::<RemoteError>() {
-            Some(r) if r.code == "timeout" => {
-                eprintln!("herdr: timed out: {}", r.message);
-                Ok(exit::TIMEOUT)
-            }
-            _ => Err(e),
-        },
+        Err(api::Error::Remote(r)) if r.code == "timeout" => {
+            eprintln!("herdr: timed out: {}", r.message);
+            Ok(exit::TIMEOUT)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

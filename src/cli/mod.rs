@@ -188,7 +188,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     let session = cli.session()?;
     match cli.command {
         None => match cli.remote {
-            Some(host) => crate::remote::attach(crate::remote::RemoteArgs {
+            Some(host) => Ok(crate::remote::attach(crate::remote::RemoteArgs {
                 host,
                 session,
                 yes: cli.yes,
@@ -196,10 +196,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 keybindings: cli.remote_keybindings.unwrap_or_default(),
                 ssh: cli.ssh.unwrap_or_else(crate::remote::configured_ssh_client),
                 ssh_args: cli.ssh_args,
-            }),
-            None => crate::client::attach(&session),
+            })?),
+            None => Ok(crate::client::attach(&session)?),
         },
-        Some(Command::RemoteBridge) => crate::remote::bridge::run(&session),
+        Some(Command::RemoteBridge) => Ok(crate::remote::bridge::run(&session)?),
         Some(Command::Server { command }) => server::run(&session, command),
         Some(Command::Workspace { command }) => control::workspace(&session, command),
         Some(Command::Tab { command }) => control::tab(&session, command),

@@ -4,7 +4,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 
-use anyhow::Context;
 use serde_json::Value;
 
 use crate::paths::SessionName;
@@ -17,6 +16,27 @@ pub struct ApiClient {
     next_id: u64,
 }
 
+/// Why a request got no result. The server's own refusal stays apart ([`RemoteError`]),
+/// so callers can act on its code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Connect(#[from] super::Error),
+    #[error("cannot encode the request")]
+    Encode(#[source] serde_json::Error),
+    #[error("the server connection closed")]
+    Send(#[source] std::io::Error),
+    /// Reading the reply (or cloning the socket) failed; the system's words say it.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error("the server closed the connection before answering {0}")]
+    Unanswered(&'static str),
+    #[error("the server sent a malformed reply")]
+    Malformed(#[source] serde_json::Error),
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+}
+
 /// A reply with an error object, kept typed so callers can show code and message.
 #[derive(Debug, thiserror::Error)]
 #[error("{message} ({code})")]
@@ -27,14 +47,14 @@ pub struct RemoteError {
 
 impl ApiClient {
     /// Connects to a running server; `Ok(None)` if none runs.
-    pub fn connect(session: &SessionName) -> anyhow::Result<Option<ApiClient>> {
+    pub fn connect(session: &SessionName) -> Result<Option<ApiClient>, Error> {
         let Some(stream) = crate::client::connect::connect(session, Role::Api, None)? else {
             return Ok(None);
         };
         Ok(Some(ApiClient::from_stream(stream)?))
     }
 
-    pub fn from_stream(stream: UnixStream) -> anyhow::Result<ApiClient> {
+    pub fn from_stream(stream: UnixStream) -> Result<ApiClient, Error> {
         Ok(ApiClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
@@ -48,22 +68,18 @@ impl ApiClient {
 
     /// Sends one request and waits for its reply: the result, or the server's error as a
     /// [`RemoteError`].
-    pub fn request(&mut self, request: &Request) -> anyhow::Result<Value> {
+    pub fn request(&mut self, request: &Request) -> Result<Value, Error> {
         self.next_id += 1;
-        let mut line = api::encode(self.next_id, request).context("cannot encode the request")?;
+        let mut line = api::encode(self.next_id, request).map_err(Error::Encode)?;
         line.push('\n');
         self.writer
             .write_all(line.as_bytes())
-            .context("the server connection closed")?;
+            .map_err(Error::Send)?;
         let mut answer = String::new();
         if self.reader.read_line(&mut answer)? == 0 {
-            anyhow::bail!(
-                "the server closed the connection before answering {}",
-                request.method()
-            );
+            return Err(Error::Unanswered(request.method()));
         }
-        let v: Value =
-            serde_json::from_str(&answer).context("the server sent a malformed reply")?;
+        let v: Value = serde_json::from_str(&answer).map_err(Error::Malformed)?;
         if let Some(err) = v.get("error") {
             return Err(RemoteError {
                 code: err

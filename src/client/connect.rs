@@ -6,8 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
+use super::error::{Doing, Error};
 use crate::paths::{self, SessionName};
 use crate::protocol::{Hello, HelloReply, Role};
 
@@ -19,7 +18,7 @@ pub fn connect(
     session: &SessionName,
     role: Role,
     size: Option<(u16, u16)>,
-) -> anyhow::Result<Option<UnixStream>> {
+) -> Result<Option<UnixStream>, Error> {
     Ok(connect_with(session, &Hello::new(role, size))?.map(|(s, _)| s))
 }
 
@@ -28,14 +27,14 @@ pub fn connect(
 pub fn connect_with(
     session: &SessionName,
     hello: &Hello,
-) -> anyhow::Result<Option<(UnixStream, HelloReply)>> {
+) -> Result<Option<(UnixStream, HelloReply)>, Error> {
     let socket = paths::socket_path(session);
     // Never talk to a socket in a folder someone else controls.
     if let Some(dir) = socket.parent() {
         match paths::check_private_dir(dir, false) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).context("refusing to connect"),
+            Err(e) => return Err(Error::Unsafe(e)),
         }
     }
     let stream = match UnixStream::connect(&socket) {
@@ -48,7 +47,7 @@ pub fn connect_with(
         {
             return Ok(None)
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot connect to {}", socket.display())),
+        Err(source) => return Err(Error::Connect { socket, source }),
     };
     say_hello(stream, hello).map(Some)
 }
@@ -57,18 +56,17 @@ pub fn hello(
     stream: UnixStream,
     role: Role,
     size: Option<(u16, u16)>,
-) -> anyhow::Result<UnixStream> {
+) -> Result<UnixStream, Error> {
     say_hello(stream, &Hello::new(role, size)).map(|(s, _)| s)
 }
 
-fn say_hello(mut stream: UnixStream, hello: &Hello) -> anyhow::Result<(UnixStream, HelloReply)> {
+fn say_hello(mut stream: UnixStream, hello: &Hello) -> Result<(UnixStream, HelloReply), Error> {
     use std::os::fd::AsFd;
     let me = nix::unistd::getuid().as_raw();
-    let peer = crate::sys::peer_uid(stream.as_fd()).context("cannot check who owns the server")?;
+    let peer =
+        crate::sys::peer_uid(stream.as_fd()).doing(|| "cannot check who owns the server".into())?;
     if peer != me {
-        anyhow::bail!(
-            "the socket is served by uid {peer}, not by you (uid {me}); refusing to connect"
-        );
+        return Err(Error::NotOurs { peer, me });
     }
     let mut line = serde_json::to_string(hello)?;
     line.push('\n');
@@ -78,8 +76,8 @@ fn say_hello(mut stream: UnixStream, hello: &Hello) -> anyhow::Result<(UnixStrea
         // A server that refuses the connection at once (too many waiting for their hello)
         // says why before closing: that is the error to show, if it is there.
         return match read_hello_reply(&mut stream, "the server") {
-            Err(refused) if !refused.to_string().contains("not a herdr hello") => Err(refused),
-            _ => anyhow::bail!("the server closed the connection before the hello ({e})"),
+            Err(refused) if !matches!(refused, Error::NotAHello { .. }) => Err(refused),
+            _ => Err(Error::ClosedBeforeHello(e)),
         };
     }
     let reply = read_hello_reply(&mut stream, "the server")?;
@@ -89,7 +87,7 @@ fn say_hello(mut stream: UnixStream, hello: &Hello) -> anyhow::Result<(UnixStrea
 
 /// Reads and checks the server's hello reply (`who` names the other end in errors).
 /// Byte by byte, so no byte after the line (the first frame) is consumed.
-pub fn read_hello_reply(r: &mut impl Read, who: &str) -> anyhow::Result<HelloReply> {
+pub fn read_hello_reply(r: &mut impl Read, who: &str) -> Result<HelloReply, Error> {
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
     while line.len() < crate::protocol::MAX_HELLO_LEN {
@@ -97,23 +95,27 @@ pub fn read_hello_reply(r: &mut impl Read, who: &str) -> anyhow::Result<HelloRep
             Ok(0) => break,
             Ok(_) if byte[0] == b'\n' => break,
             Ok(_) => line.push(byte[0]),
-            Err(e) => return Err(e).with_context(|| format!("{who} did not answer the hello")),
+            Err(source) => {
+                return Err(Error::NoAnswer {
+                    who: who.into(),
+                    source,
+                })
+            }
         }
     }
     let answer = String::from_utf8_lossy(&line);
-    let reply: HelloReply = serde_json::from_str(answer.trim()).with_context(|| {
-        format!(
-            "{who} answered something that is not a herdr hello: {:?}",
-            answer.trim()
-        )
-    })?;
+    let reply: HelloReply =
+        serde_json::from_str(answer.trim()).map_err(|source| Error::NotAHello {
+            who: who.into(),
+            answer: answer.trim().into(),
+            source,
+        })?;
     if !reply.ok {
-        anyhow::bail!(
-            "{}",
+        return Err(Error::Refused(
             reply
                 .error
-                .unwrap_or_else(|| format!("{who} refused the connection"))
-        );
+                .unwrap_or_else(|| format!("{who} refused the connection")),
+        ));
     }
     Ok(reply)
 }
@@ -123,7 +125,7 @@ pub fn connect_or_start(
     session: &SessionName,
     role: Role,
     size: Option<(u16, u16)>,
-) -> anyhow::Result<(UnixStream, bool)> {
+) -> Result<(UnixStream, bool), Error> {
     let (stream, _, started) = connect_or_start_with(session, &Hello::new(role, size))?;
     Ok((stream, started))
 }
@@ -132,12 +134,12 @@ pub fn connect_or_start(
 pub fn connect_or_start_with(
     session: &SessionName,
     hello: &Hello,
-) -> anyhow::Result<(UnixStream, HelloReply, bool)> {
+) -> Result<(UnixStream, HelloReply, bool), Error> {
     // A server we may start makes its folder private when it binds there: a folder of
     // ours that others can enter is tightened now as well, rather than refused (one that
     // is not ours still is).
     let dir = paths::runtime_dir();
-    paths::ensure_private_dir(&dir).context("refusing to connect")?;
+    paths::ensure_private_dir(&dir).map_err(Error::Unsafe)?;
     if let Some((s, r)) = connect_with(session, hello)? {
         return Ok((s, r, false));
     }
@@ -172,10 +174,11 @@ pub fn connect_or_start_with(
             .and_then(|st| st.child.try_wait().ok().flatten())
         {
             if status.code() != Some(crate::protocol::exit::SESSION_BUSY) {
-                anyhow::bail!(
-                    "the herdr server for session {session} failed to start ({status}):\n{}",
-                    log_tail(session)
-                );
+                return Err(Error::StartFailed {
+                    session: session.clone(),
+                    status,
+                    log_tail: log_tail(session),
+                });
             }
             // Another server held the session (starting, or being replaced by a live
             // handoff): ours gave way; wait for that one to listen.
@@ -189,11 +192,11 @@ pub fn connect_or_start_with(
             starting = Some(start_server(session)?);
         }
         if Instant::now() > deadline {
-            anyhow::bail!(
-                "the herdr server for session {session} did not start listening within {}s; see {}",
-                START_TIMEOUT.as_secs(),
-                paths::log_path(session).display()
-            );
+            return Err(Error::StartTimeout {
+                session: session.clone(),
+                secs: START_TIMEOUT.as_secs(),
+                log: paths::log_path(session),
+            });
         }
         match starting.as_mut() {
             Some(st) => st.wait(deadline.saturating_duration_since(Instant::now())),
@@ -258,12 +261,12 @@ impl Starting {
 
 /// Starts `herdr server run` detached: no stdin, stdout/stderr appended to the log. The
 /// server calls setsid itself, so it survives this terminal closing.
-pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
+pub fn start_server(session: &SessionName) -> Result<Starting, Error> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let exe =
-        std::env::current_exe().context("cannot find the herdr binary to start the server")?;
-    paths::ensure_state_dir(session).context("cannot create the state folder")?;
+    let exe = std::env::current_exe()
+        .doing(|| "cannot find the herdr binary to start the server".into())?;
+    paths::ensure_state_dir(session).doing(|| "cannot create the state folder".into())?;
     let log_path = paths::log_path(session);
     // Private like the other state files: it holds config problems, paths and commands.
     let log = std::fs::OpenOptions::new()
@@ -271,17 +274,17 @@ pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
         .append(true)
         .mode(0o600)
         .open(&log_path)
-        .with_context(|| format!("cannot open the server log {}", log_path.display()))?;
+        .doing(|| format!("cannot open the server log {}", log_path.display()))?;
     // One an older herdr created readable by others is closed now.
     if log
         .metadata()
         .is_ok_and(|m| m.permissions().mode() & 0o077 != 0)
     {
         log.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", log_path.display()))?;
+            .doing(|| format!("cannot make {} private", log_path.display()))?;
     }
     let (ready, ready_tx) =
-        crate::sys::pipe_cloexec().context("cannot create a pipe for the server")?;
+        crate::sys::pipe_cloexec().doing(|| "cannot create a pipe for the server".into())?;
     let mut cmd = Command::new(exe);
     cmd.args(["server", "run", "--session", session.as_str()])
         .arg(format!("--ready-fd={READY_FD}"))
@@ -289,7 +292,9 @@ pub fn start_server(session: &SessionName) -> anyhow::Result<Starting> {
         .stdout(log.try_clone()?)
         .stderr(log);
     crate::sys::pass_fd(&mut cmd, ready_tx.as_fd(), READY_FD);
-    let child = cmd.spawn().context("cannot start the herdr server")?;
+    let child = cmd
+        .spawn()
+        .doing(|| "cannot start the herdr server".into())?;
     // Only the server may hold the write end: its end of file is the server's exit.
     drop(ready_tx);
     Ok(Starting {

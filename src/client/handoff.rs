@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::api::ApiClient;
+use super::api::{ApiClient, Error};
 use crate::paths::SessionName;
 use crate::protocol::api::{LiveHandoff, NoParams, Request};
 
@@ -23,7 +23,7 @@ pub fn hand_off(
     binary: Option<&std::path::Path>,
     expected_version: Option<String>,
     expected_protocol: Option<u32>,
-) -> anyhow::Result<HandedOff> {
+) -> Result<HandedOff, Error> {
     let Some(mut api) = ApiClient::connect(session)? else {
         return Ok(HandedOff::NoServer);
     };

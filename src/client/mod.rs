@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod connect;
+mod error;
 pub mod handoff;
 pub mod notify;
 pub mod probe;
@@ -17,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Context;
+use error::Doing;
+pub use error::Error;
 
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg, ServerReader};
@@ -50,7 +52,7 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn unix(stream: UnixStream) -> anyhow::Result<Link> {
+    pub fn unix(stream: UnixStream) -> std::io::Result<Link> {
         Ok(Link {
             reader: Box::new(stream.try_clone()?),
             writer: Box::new(stream),
@@ -61,7 +63,11 @@ impl Link {
     }
 
     /// A link to a server on this machine, which takes the terminal if it said so.
-    fn local(stream: UnixStream, reply: &HelloReply, tty: Option<OwnedFd>) -> anyhow::Result<Link> {
+    fn local(
+        stream: UnixStream,
+        reply: &HelloReply,
+        tty: Option<OwnedFd>,
+    ) -> std::io::Result<Link> {
         let mut link = Link::unix(stream.try_clone()?)?;
         link.keys = reply.features.iter().any(|f| f == FEATURE_KEYS);
         if reply.features.iter().any(|f| f == FEATURE_TTY) {
@@ -140,9 +146,9 @@ fn spawn_keepalive_threads(
 /// How the client reaches its server, again after a drop when `reconnect` says so.
 pub trait Transport {
     /// Opens a link and says hello with the current terminal size.
-    fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link>;
+    fn open(&mut self, size: (u16, u16)) -> Result<Link, Error>;
     /// Opens a link to a server that is being replaced (live update): never starts one.
-    fn reopen(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+    fn reopen(&mut self, size: (u16, u16)) -> Result<Link, Error> {
         self.open(size)
     }
     /// Whether a lost link is retried (remote) or the end (local).
@@ -167,17 +173,17 @@ fn local_hello(size: (u16, u16), terminal: &TerminalInfo) -> (Hello, Option<Owne
 }
 
 impl Transport for Local {
-    fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+    fn open(&mut self, size: (u16, u16)) -> Result<Link, Error> {
         let (hello, tty) = local_hello(size, &self.1);
         let (stream, reply, _started) = connect::connect_or_start_with(&self.0, &hello)?;
-        Link::local(stream, &reply, tty)
+        Ok(Link::local(stream, &reply, tty)?)
     }
 
-    fn reopen(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+    fn reopen(&mut self, size: (u16, u16)) -> Result<Link, Error> {
         let (hello, tty) = local_hello(size, &self.1);
         match connect::connect_with(&self.0, &hello)? {
-            Some((stream, reply)) => Link::local(stream, &reply, tty),
-            None => anyhow::bail!("not listening yet"),
+            Some((stream, reply)) => Ok(Link::local(stream, &reply, tty)?),
+            None => Err(Error::NotListening),
         }
     }
 
@@ -190,9 +196,9 @@ impl Transport for Local {
     }
 }
 
-pub fn check_terminal() -> anyhow::Result<()> {
+pub fn check_terminal() -> Result<(), Error> {
     if !is_tty(std::io::stdin().as_fd()) {
-        anyhow::bail!("herdr needs a terminal to attach to; run it in a terminal (or use `herdr server start` to start a session in the background)");
+        return Err(Error::NoTerminal);
     }
     Ok(())
 }
@@ -205,15 +211,12 @@ pub fn terminal_size() -> (u16, u16) {
         .unwrap_or((80, 24))
 }
 
-pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
+pub fn attach(session: &SessionName) -> Result<i32, Error> {
     check_terminal()?;
     if std::env::var("HERDR_SESSION").ok().as_deref() == Some(session.as_str())
         && std::env::var_os("HERDR_PANE").is_some()
     {
-        anyhow::bail!(
-            "you are inside a pane of session {session}; attaching to it from here would show it inside itself. \
-             Use another session (--session NAME), or detach first"
-        );
+        return Err(Error::InsidePane(session.clone()));
     }
     // What the terminal supports (asked in raw mode, which is left again at once), then
     // connect before touching the terminal further, so errors print plainly.
@@ -221,30 +224,30 @@ pub fn attach(session: &SessionName) -> anyhow::Result<i32> {
     let mut transport = Local(session.clone(), terminal.clone());
     crate::paths::repoint_agent_link(session);
     let first = transport.open(terminal_size())?;
-    report(
+    Ok(report(
         run(&mut transport, first, &terminal)?,
         &transport.describe(),
         None,
-    )
+    ))
 }
 
 /// Prints how an attachment ended; the exit code.
-pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> anyhow::Result<i32> {
+pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> i32 {
     let hint = reattach
         .map(|c| format!("\nreattach with: {c}"))
         .unwrap_or_default();
     match outcome {
         Outcome::Ended(why) => {
             crate::say!("[{why}]{hint}");
-            Ok(0)
+            0
         }
         Outcome::GaveUp => {
             crate::say!("[gave up reconnecting to {what}]{hint}");
-            Ok(0)
+            0
         }
         Outcome::Lost(why) => {
             eprintln!("herdr: lost the connection to {what}: {why}{hint}");
-            Ok(1)
+            1
         }
     }
 }
@@ -274,9 +277,9 @@ pub fn run(
     transport: &mut dyn Transport,
     first: Link,
     terminal: &TerminalInfo,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome, Error> {
     let mut stdout = std::io::stdout();
-    let guard = terminal::Raw::enter().context("cannot put the terminal in raw mode")?;
+    let guard = terminal::Raw::enter().doing(|| "cannot put the terminal in raw mode".into())?;
     let mut screen = terminal::Screen::enter(terminal)?;
     screen.set_keys(first.keys);
 
@@ -361,8 +364,9 @@ pub fn run(
             }
             Err(e) => {
                 let note = format!(
-                    "\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {e:#} \x1b[0m\x1b[K\x1b8",
-                    transport.describe()
+                    "\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {} \x1b[0m\x1b[K\x1b8",
+                    transport.describe(),
+                    error::with_causes(&e)
                 );
                 let _ = stdout
                     .write_all(note.as_bytes())

@@ -7,14 +7,14 @@ use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
+use super::Error;
+use crate::client;
 use crate::paths::{self, SessionName};
 
 /// How long a server started by the bridge may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
-pub fn run(session: &SessionName) -> anyhow::Result<i32> {
+pub fn run(session: &SessionName) -> Result<i32, Error> {
     // This SSH connection's forwarded agent serves the session's panes from now on.
     paths::repoint_agent_link(session);
     let stream = connect_raw(session)?;
@@ -87,12 +87,12 @@ fn local_hello(stdin: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
 
 /// Connects without a hello (the client behind us says it), after the same ownership
 /// checks a client makes; starts the server if none listens.
-fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
+fn connect_raw(session: &SessionName) -> Result<UnixStream, Error> {
     let socket = paths::socket_path(session);
-    let try_connect = || -> anyhow::Result<Option<UnixStream>> {
+    let try_connect = || -> Result<Option<UnixStream>, Error> {
         if let Some(dir) = socket.parent() {
             if dir.exists() {
-                paths::check_private_dir(dir, false).context("refusing to connect")?;
+                paths::check_private_dir(dir, false).map_err(client::Error::Unsafe)?;
             }
         }
         match UnixStream::connect(&socket) {
@@ -100,7 +100,9 @@ fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
                 use std::os::fd::AsFd;
                 let me = nix::unistd::getuid().as_raw();
                 let peer = crate::sys::peer_uid(s.as_fd())?;
-                anyhow::ensure!(peer == me, "the socket is served by uid {peer}, not by you");
+                if peer != me {
+                    return Err(Error::NotYourSocket(peer));
+                }
                 Ok(Some(s))
             }
             Err(e)
@@ -111,29 +113,33 @@ fn connect_raw(session: &SessionName) -> anyhow::Result<UnixStream> {
             {
                 Ok(None)
             }
-            Err(e) => Err(e).with_context(|| format!("cannot connect to {}", socket.display())),
+            Err(source) => Err(client::Error::Connect {
+                socket: socket.clone(),
+                source,
+            }
+            .into()),
         }
     };
     if let Some(s) = try_connect()? {
         return Ok(s);
     }
-    let mut starting = crate::client::connect::start_server(session)?;
+    let mut starting = client::connect::start_server(session)?;
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some(s) = try_connect()? {
-            crate::client::connect::reap_in_background(starting.child);
+            client::connect::reap_in_background(starting.child);
             return Ok(s);
         }
         if let Ok(Some(status)) = starting.child.try_wait() {
-            anyhow::bail!(
-                "the herdr server for session {session} failed to start ({status}); see {}",
-                paths::log_path(session).display()
-            );
+            return Err(Error::BridgeStartFailed {
+                session: session.clone(),
+                status,
+                log: paths::log_path(session),
+            });
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the herdr server for session {session} did not start in time"
-        );
+        if Instant::now() >= deadline {
+            return Err(Error::BridgeStartTimeout(session.clone()));
+        }
         starting.wait(deadline.saturating_duration_since(Instant::now()));
     }
 }

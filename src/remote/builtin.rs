@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Context;
 use russh::client;
 use russh::keys::{self, PrivateKeyWithHashAlg, PublicKey};
 use russh::ChannelMsg;
@@ -200,6 +199,61 @@ impl client::Handler for Checker {
     }
 }
 
+/// Why the built-in client could not connect, trust the host, or run a command there.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot start the built-in ssh client")]
+    Runtime(#[source] std::io::Error),
+    #[error("no connection")]
+    NoConnection,
+    #[error("the host key of {alias} ({fingerprint}) is no longer in known_hosts; not asking while reconnecting — connect again to decide")]
+    KeyGone { alias: String, fingerprint: String },
+    #[error("{what}; refusing to connect without a terminal to ask at. Check the fingerprint with the host's administrator and add the key to {}", .file.display())]
+    UnknownKey { what: String, file: PathBuf },
+    #[error("not connected: the host key of {0} was not trusted")]
+    NotTrusted(String),
+    #[error("cannot write {}", .file.display())]
+    KnownHosts { file: PathBuf, source: keys::Error },
+    #[error("the host key of {0} changed while connecting")]
+    ChangedWhileConnecting(String),
+    #[error("WARNING: THE HOST KEY OF {alias} ({host}:{port}) HAS CHANGED since it was recorded in {} line {line}. \
+             Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect; \
+             if the change is expected, remove that line and connect again.", .file.display())]
+    KeyChanged {
+        alias: String,
+        host: String,
+        port: u16,
+        file: PathBuf,
+        line: usize,
+    },
+    #[error("connecting to {host}:{port} timed out")]
+    ConnectTimeout { host: String, port: u16 },
+    #[error("cannot connect to {host}:{port}: {error}")]
+    Connect {
+        host: String,
+        port: u16,
+        error: russh::Error,
+    },
+    #[error("{0} sent no host key")]
+    NoHostKey(String),
+    #[error("{user}@{host} accepted none of the keys tried: {tried}")]
+    NoKeyAccepted {
+        user: String,
+        host: String,
+        tried: String,
+    },
+    #[error("the host did not open a channel in time")]
+    ChannelTimeout,
+    /// The SSH library's own words.
+    #[error(transparent)]
+    Ssh(#[from] russh::Error),
+    #[error(transparent)]
+    Os(#[from] std::io::Error),
+}
+
+/// Ends a command started with [`Session::stream`].
+pub type Stop = Box<dyn Fn() + Send>;
+
 /// An authenticated connection, and the runtime that drives it.
 pub struct Session {
     target: Target,
@@ -212,7 +266,7 @@ fn fingerprint(key: &PublicKey) -> String {
 }
 
 impl Session {
-    pub fn new(alias: &str) -> anyhow::Result<Session> {
+    pub fn new(alias: &str) -> Result<Session, Error> {
         let home = crate::paths::home();
         let config = std::fs::read_to_string(home.join(".ssh").join("config")).ok();
         let user = std::env::var("USER")
@@ -231,7 +285,7 @@ impl Session {
             .thread_name("herdr-ssh")
             .enable_all()
             .build()
-            .context("cannot start the built-in ssh client")?;
+            .map_err(Error::Runtime)?;
         Ok(Session {
             target,
             rt,
@@ -240,19 +294,20 @@ impl Session {
     }
 
     /// Connects and authenticates, unless a live connection is there already.
-    fn connection(&mut self) -> anyhow::Result<&client::Handle<Checker>> {
+    fn connection(&mut self) -> Result<&client::Handle<Checker>, Error> {
         if self.handle.as_ref().is_some_and(|h| !h.is_closed()) {
-            return self.handle.as_ref().context("no connection");
+            return self.handle.as_ref().ok_or(Error::NoConnection);
         }
         let t = self.target.clone();
         let reconnecting = self.handle.is_some();
         let handle = match self.rt.block_on(connect(&t))? {
             Ok(h) => h,
-            Err(key) if reconnecting => anyhow::bail!(
-                "the host key of {} ({}) is no longer in known_hosts; not asking while reconnecting — connect again to decide",
-                t.alias,
-                fingerprint(&key)
-            ),
+            Err(key) if reconnecting => {
+                return Err(Error::KeyGone {
+                    alias: t.alias,
+                    fingerprint: fingerprint(&key),
+                })
+            }
             Err(key) => {
                 // An unknown host: only a person at a terminal may trust it.
                 let interactive =
@@ -267,7 +322,10 @@ impl Session {
                     fingerprint(&key)
                 );
                 if !interactive {
-                    anyhow::bail!("{what}; refusing to connect without a terminal to ask at. Check the fingerprint with the host's administrator and add the key to {}", file.display());
+                    return Err(Error::UnknownKey {
+                        what,
+                        file: file.clone(),
+                    });
                 }
                 eprint!(
                     "{what}.\r\nTrust it and remember it in {}? [y/N] ",
@@ -276,18 +334,21 @@ impl Session {
                 let mut answer = String::new();
                 let _ = std::io::stdin().read_line(&mut answer);
                 if !matches!(answer.trim(), "y" | "Y" | "yes") {
-                    anyhow::bail!("not connected: the host key of {} was not trusted", t.alias);
+                    return Err(Error::NotTrusted(t.alias));
                 }
                 keys::known_hosts::learn_known_hosts_path(&t.host_name, t.port, &key, file)
-                    .with_context(|| format!("cannot write {}", file.display()))?;
+                    .map_err(|source| Error::KnownHosts {
+                        file: file.clone(),
+                        source,
+                    })?;
                 match self.rt.block_on(connect(&t))? {
                     Ok(h) => h,
-                    Err(_) => anyhow::bail!("the host key of {} changed while connecting", t.alias),
+                    Err(_) => return Err(Error::ChangedWhileConnecting(t.alias)),
                 }
             }
         };
         self.handle = Some(handle);
-        self.handle.as_ref().context("no connection")
+        self.handle.as_ref().ok_or(Error::NoConnection)
     }
 
     /// Runs a command; its exit status, stdout and stderr. `input` is sent as its stdin.
@@ -295,15 +356,15 @@ impl Session {
         &mut self,
         command: &str,
         input: Option<&[u8]>,
-    ) -> anyhow::Result<(u32, Vec<u8>, Vec<u8>)> {
+    ) -> Result<(u32, Vec<u8>, Vec<u8>), Error> {
         let command = command.to_string();
         let input = input.map(<[u8]>::to_vec);
         self.connection()?;
-        let handle = self.handle.as_ref().context("no connection")?;
+        let handle = self.handle.as_ref().ok_or(Error::NoConnection)?;
         self.rt.block_on(async {
             let mut ch = tokio::time::timeout(CHANNEL_TIMEOUT, handle.channel_open_session())
                 .await
-                .map_err(|_| anyhow::anyhow!("the host did not open a channel in time"))??;
+                .map_err(|_| Error::ChannelTimeout)??;
             ch.exec(true, command).await?;
             if let Some(data) = input {
                 ch.data(&data[..]).await?;
@@ -318,22 +379,22 @@ impl Session {
                     _ => {}
                 }
             }
-            anyhow::Ok((status.unwrap_or(255), out, err))
+            Ok::<_, Error>((status.unwrap_or(255), out, err))
         })
     }
 
     /// Starts a command whose stdin and stdout are the returned socket (for the bridge);
     /// the closure ends it.
-    pub fn stream(&mut self, command: &str) -> anyhow::Result<(UnixStream, Box<dyn Fn() + Send>)> {
+    pub fn stream(&mut self, command: &str) -> Result<(UnixStream, Stop), Error> {
         let command = command.to_string();
         self.connection()?;
-        let handle = self.handle.as_ref().context("no connection")?;
+        let handle = self.handle.as_ref().ok_or(Error::NoConnection)?;
         let ch = self.rt.block_on(async {
             let ch = tokio::time::timeout(CHANNEL_TIMEOUT, handle.channel_open_session())
                 .await
-                .map_err(|_| anyhow::anyhow!("the host did not open a channel in time"))??;
+                .map_err(|_| Error::ChannelTimeout)??;
             ch.exec(true, command).await?;
-            anyhow::Ok(ch)
+            Ok::<_, Error>(ch)
         })?;
         let (mine, theirs) = UnixStream::pair()?;
         theirs.set_nonblocking(true)?;
@@ -351,7 +412,7 @@ impl Session {
 
 /// Connects and authenticates; `Ok(Err(key))` for a host whose key known_hosts does not
 /// have (the caller may ask and retry).
-async fn connect(t: &Target) -> anyhow::Result<Result<client::Handle<Checker>, PublicKey>> {
+async fn connect(t: &Target) -> Result<Result<client::Handle<Checker>, PublicKey>, Error> {
     let found = Arc::new(Mutex::new(None));
     let checker = Checker {
         host: t.host_name.clone(),
@@ -371,28 +432,31 @@ async fn connect(t: &Target) -> anyhow::Result<Result<client::Handle<Checker>, P
         client::connect(config, (t.host_name.as_str(), t.port), checker),
     )
     .await
-    .map_err(|_| anyhow::anyhow!("connecting to {}:{} timed out", t.host_name, t.port))?;
+    .map_err(|_| Error::ConnectTimeout {
+        host: t.host_name.clone(),
+        port: t.port,
+    })?;
     let verdict = found.lock().unwrap_or_else(|e| e.into_inner()).take();
     let mut handle = match (connected, verdict) {
         (Ok(h), Some(Verdict::Known)) => h,
         (_, Some(Verdict::Unknown(key))) => return Ok(Err(key)),
-        (_, Some(Verdict::Changed { file, line })) => anyhow::bail!(
-            "WARNING: THE HOST KEY OF {} ({}:{}) HAS CHANGED since it was recorded in {} line {line}. \
-             Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect; \
-             if the change is expected, remove that line and connect again.",
-            t.alias,
-            t.host_name,
-            t.port,
-            file.display()
-        ),
-        (Err(e), _) => {
-            return Err(anyhow::anyhow!(
-                "cannot connect to {}:{}: {e}",
-                t.host_name,
-                t.port
-            ))
+        (_, Some(Verdict::Changed { file, line })) => {
+            return Err(Error::KeyChanged {
+                alias: t.alias.clone(),
+                host: t.host_name.clone(),
+                port: t.port,
+                file,
+                line,
+            })
         }
-        (Ok(_), None) => anyhow::bail!("{} sent no host key", t.alias),
+        (Err(error), _) => {
+            return Err(Error::Connect {
+                host: t.host_name.clone(),
+                port: t.port,
+                error,
+            })
+        }
+        (Ok(_), None) => return Err(Error::NoHostKey(t.alias.clone())),
     };
     authenticate(&mut handle, t).await?;
     Ok(Ok(handle))
@@ -412,7 +476,7 @@ async fn rsa_hash(handle: &client::Handle<Checker>, key: &PublicKey) -> Option<k
 }
 
 /// The SSH agent's keys first, then the identity files.
-async fn authenticate(handle: &mut client::Handle<Checker>, t: &Target) -> anyhow::Result<()> {
+async fn authenticate(handle: &mut client::Handle<Checker>, t: &Target) -> Result<(), Error> {
     let mut tried = Vec::new();
     if let Ok(mut agent) = keys::agent::client::AgentClient::connect_env().await {
         if let Ok(identities) = agent.request_identities().await {
@@ -452,16 +516,15 @@ async fn authenticate(handle: &mut client::Handle<Checker>, t: &Target) -> anyho
             )),
         }
     }
-    anyhow::bail!(
-        "{}@{} accepted none of the keys tried: {}",
-        t.user,
-        t.host_name,
-        if tried.is_empty() {
+    Err(Error::NoKeyAccepted {
+        user: t.user.clone(),
+        host: t.host_name.clone(),
+        tried: if tried.is_empty() {
             "no agent and no key files".to_string()
         } else {
             tried.join(", ")
-        }
-    )
+        },
+    })
 }
 
 #[cfg(test)]

@@ -7,10 +7,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
-
 use super::probe::{self, Probe};
-use super::{RemoteArgs, Ssh};
+use super::{Error, RemoteArgs, Ssh};
 use crate::protocol::version;
 use crate::update::manifest::Manifest;
 
@@ -48,11 +46,18 @@ enum Source {
     Download { url: String, sha256: String },
 }
 
-fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn sha256_file(path: &Path) -> Result<String, Error> {
+    let bytes = read(path)?;
     Ok(crate::update::download::hex(&sha2::Digest::finalize(
         <sha2::Sha256 as sha2::Digest>::new_with_prefix(&bytes),
     )))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::Read {
+        path: path.into(),
+        source,
+    })
 }
 
 /// Asks a yes/no question at the terminal; anything but yes is no.
@@ -63,30 +68,36 @@ pub(super) fn confirm(question: &str) -> bool {
 }
 
 /// The release build of this very version for `platform`, from the configured manifest.
-fn release_for(platform: &str, host: &str) -> anyhow::Result<Source> {
+fn release_for(platform: &str, host: &str) -> Result<Source, Error> {
     let config = crate::config::current();
     let channel = crate::update::current_channel();
     let url = crate::update::manifest_url(&config, channel);
     let http =
         crate::update::download::Http::new(Duration::from_secs(config.download_timeout_secs))
-            .map_err(anyhow::Error::msg)?;
-    let bytes = http
-        .fetch(&url)
-        .map_err(|e| anyhow::anyhow!("cannot read the release manifest {url}: {e}"))?;
-    let manifest = Manifest::parse(&bytes, channel)
-        .map_err(|e| anyhow::anyhow!("the release manifest {url}: {e}"))?;
+            .map_err(Error::Http)?;
+    let bytes = http.fetch(&url).map_err(|error| Error::ManifestUnread {
+        url: url.clone(),
+        error,
+    })?;
+    let manifest = Manifest::parse(&bytes, channel).map_err(|error| Error::ManifestInvalid {
+        url: url.clone(),
+        error,
+    })?;
     if manifest.version != version() {
-        anyhow::bail!(
-            "{host} needs the {platform} build of herdr {}, but {url} offers {}; \
-             update this herdr first (herdr update), or install herdr {} on {host} yourself",
-            version(),
-            manifest.version,
-            version()
-        );
+        return Err(Error::ReleaseIsOther {
+            host: host.into(),
+            platform: platform.into(),
+            version: version(),
+            url,
+            offered: manifest.version,
+        });
     }
     let a = manifest
         .artifact(platform)
-        .map_err(|e| anyhow::anyhow!("{e} (manifest {url})"))?;
+        .map_err(|error| Error::NoArtifact {
+            url: url.clone(),
+            error,
+        })?;
     Ok(Source::Download {
         url: a.url.clone(),
         // sha256sum prints lower case; a manifest may not.
@@ -95,43 +106,46 @@ fn release_for(platform: &str, host: &str) -> anyhow::Result<Source> {
 }
 
 /// Makes sure the remote has this version of herdr; returns its path there.
-pub(super) fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> anyhow::Result<String> {
+pub(super) fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> Result<String, Error> {
     let v = version();
     let out = ssh.run(probe::PROBE, &[v], None)?;
-    let probe: Probe = probe::parse(&out).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{} did not answer the probe like a POSIX system (Windows remotes are not supported); it said: {}",
-            args.host,
-            out.trim()
-        )
+    let probe: Probe = probe::parse(&out).ok_or_else(|| Error::Probe {
+        host: args.host.clone(),
+        said: out.trim().into(),
     })?;
     if let Some(found) = probe.found {
         return Ok(found);
     }
     let Some(platform) = probe.platform() else {
-        anyhow::bail!(
-            "{} is {} {}: herdr does not run there (it runs on Linux and macOS, x86_64 and aarch64)",
-            args.host,
-            probe.os,
-            probe.arch
-        );
+        return Err(Error::Unsupported {
+            host: args.host.clone(),
+            os: probe.os,
+            arch: probe.arch,
+        });
     };
-    let exe = std::env::current_exe().context("cannot find this herdr binary")?;
-    let own = std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
+    let exe = std::env::current_exe().map_err(|source| Error::Io {
+        doing: "cannot find this herdr binary",
+        source,
+    })?;
+    let own = read(&exe)?;
     let why_not = probe::cannot_run_here(&probe, &own);
     let how = crate::config::current().remote_install;
     let source = match (how.as_str(), why_not) {
-        ("upload", Some(why)) => anyhow::bail!(
-            "this herdr cannot run on {}: {why}; set [remote] install = \"auto\" to let it download the {platform} build",
-            args.host
-        ),
+        ("upload", Some(why)) => {
+            return Err(Error::CannotRunThere {
+                host: args.host.clone(),
+                why,
+                platform,
+            })
+        }
         ("upload", None) | ("auto", None) => Source::Upload,
         (_, _) => {
             if probe.fetch.is_empty() {
-                anyhow::bail!(
-                    "{} needs the {platform} build of herdr {v}, but has neither curl nor wget to download it; install one of them, or install herdr {v} there yourself",
-                    args.host
-                );
+                return Err(Error::NoDownloader {
+                    host: args.host.clone(),
+                    platform,
+                    version: v,
+                });
             }
             release_for(&platform, &args.host)?
         }
@@ -145,40 +159,38 @@ pub(super) fn ensure_installed(ssh: &Ssh, args: &RemoteArgs) -> anyhow::Result<S
     };
     if !args.yes {
         if !crate::sys::tty::is_tty(std::os::fd::AsFd::as_fd(&std::io::stdin())) {
-            anyhow::bail!(
-                "herdr {v} is not installed on {}; to install it at {} run: herdr --remote {} --yes",
-                args.host,
-                probe.target,
-                args.host
-            );
+            return Err(Error::NotInstalled {
+                version: v,
+                host: args.host.clone(),
+                target: probe.target,
+            });
         }
         if !confirm(&what) {
-            anyhow::bail!("not installed; nothing was changed on {}", args.host);
+            return Err(Error::InstallDeclined(args.host.clone()));
         }
     }
-    let failed = || {
-        format!(
-            "installing herdr on {} failed; nothing executable was left there",
-            args.host
-        )
+    let failed = |e| Error::InstallFailed {
+        host: args.host.clone(),
+        source: Box::new(e),
     };
     let out = match &source {
         Source::Upload => {
             let sum = sha256_file(&exe)?;
             ssh.run(INSTALL, &[&probe.target, &sum, "upload"], Some(&exe))
-                .with_context(failed)?
+                .map_err(failed)?
         }
         Source::Download { url, sha256 } => ssh
             .run(INSTALL, &[&probe.target, sha256, "download", url], None)
-            .with_context(failed)?,
+            .map_err(failed)?,
     };
     let expected = format!("herdr-installed herdr {v}");
-    anyhow::ensure!(
-        out.lines().any(|l| l.trim() == expected),
-        "the install on {} did not confirm herdr {v}: {}",
-        args.host,
-        out.trim()
-    );
+    if !out.lines().any(|l| l.trim() == expected) {
+        return Err(Error::InstallUnconfirmed {
+            host: args.host.clone(),
+            version: v,
+            said: out.trim().into(),
+        });
+    }
     Ok(probe.target)
 }
 

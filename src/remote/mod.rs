@@ -8,6 +8,7 @@
 
 pub mod bridge;
 mod builtin;
+mod error;
 mod install;
 pub mod probe;
 pub mod server;
@@ -18,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::Context;
+pub use error::Error;
 
 use crate::client::{self, Link, Transport};
 use crate::paths::{self, SessionName};
@@ -101,7 +102,7 @@ pub enum SshClient {
 /// Where the shared connections' sockets live: `<runtime dir>/ssh`, or — when that path is
 /// too long for a socket name with the 40-character `%C` and the 17 characters ssh adds
 /// while creating it — a private folder under /tmp.
-fn control_dir() -> anyhow::Result<PathBuf> {
+fn control_dir() -> Result<PathBuf, Error> {
     /// sun_path holds 108 bytes on Linux, 104 on the BSDs: the folder, a `/`, the 40 of
     /// `%C`, the 17 ssh adds while creating it, and the final NUL.
     const ROOM: usize = 104 - 1 - 1 - 40 - 17;
@@ -155,10 +156,10 @@ fn options_to_add(control_dir: &Path, effective: Option<&str>) -> Vec<String> {
 }
 
 impl Ssh {
-    fn new(host: &str, extra: &[String], client: SshClient) -> anyhow::Result<Ssh> {
+    fn new(host: &str, extra: &[String], client: SshClient) -> Result<Ssh, Error> {
         if client == SshClient::Builtin {
             if !extra.is_empty() {
-                anyhow::bail!("extra ssh arguments (after --) need the OpenSSH client; drop them or --ssh builtin, and put the settings in ~/.ssh/config");
+                return Err(Error::ExtraArgsNeedOpenSsh);
             }
             return Ok(Ssh {
                 host: host.to_string(),
@@ -182,7 +183,7 @@ impl Ssh {
             .as_ref()
             .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
         {
-            anyhow::bail!("no OpenSSH client (ssh) is installed here; install it, or use herdr's own: --ssh builtin");
+            return Err(Error::NoSsh);
         }
         let effective = effective
             .ok()
@@ -221,22 +222,25 @@ impl Ssh {
     }
 
     /// Runs a script to completion; stdout on success, a clear error otherwise.
-    fn run(&self, script: &str, args: &[&str], input: Option<&Path>) -> anyhow::Result<String> {
+    fn run(&self, script: &str, args: &[&str], input: Option<&Path>) -> Result<String, Error> {
         let remote = Self::remote_command(script, args);
         let (ok, status, out, err) = match &self.how {
             How::System { extra, options, .. } => {
                 let mut cmd = Self::command(&self.host, extra, options, remote);
                 cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
                 match input {
-                    Some(file) => cmd.stdin(
-                        std::fs::File::open(file)
-                            .with_context(|| format!("cannot read {}", file.display()))?,
-                    ),
+                    Some(file) => {
+                        cmd.stdin(std::fs::File::open(file).map_err(|source| Error::Read {
+                            path: file.into(),
+                            source,
+                        })?)
+                    }
                     None => cmd.stdin(Stdio::null()),
                 };
-                let out = cmd
-                    .output()
-                    .context("cannot run ssh; is the OpenSSH client installed?")?;
+                let out = cmd.output().map_err(|source| Error::Io {
+                    doing: "cannot run ssh; is the OpenSSH client installed?",
+                    source,
+                })?;
                 (
                     out.status.success(),
                     out.status.to_string(),
@@ -246,10 +250,10 @@ impl Ssh {
             }
             How::Builtin(session) => {
                 let data = match input {
-                    Some(file) => Some(
-                        std::fs::read(file)
-                            .with_context(|| format!("cannot read {}", file.display()))?,
-                    ),
+                    Some(file) => Some(std::fs::read(file).map_err(|source| Error::Read {
+                        path: file.into(),
+                        source,
+                    })?),
                     None => None,
                 };
                 let mut session = session.lock().unwrap_or_else(|e| e.into_inner());
@@ -258,18 +262,18 @@ impl Ssh {
             }
         };
         if !ok {
-            anyhow::bail!(
-                "ssh to {} failed ({status}): {}",
-                self.host,
-                String::from_utf8_lossy(&err).trim()
-            );
+            return Err(Error::SshFailed {
+                host: self.host.clone(),
+                status,
+                stderr: String::from_utf8_lossy(&err).trim().into(),
+            });
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// Starts a script whose stdin and stdout stay connected (the bridge); ssh's own
     /// messages go to `log`.
-    fn stream(&self, script: &str, args: &[&str], log: &Path) -> anyhow::Result<Pipe> {
+    fn stream(&self, script: &str, args: &[&str], log: &Path) -> Result<Pipe, Error> {
         let remote = Self::remote_command(script, args);
         match &self.how {
             How::System {
@@ -304,9 +308,12 @@ impl Ssh {
                     .stdout(Stdio::piped())
                     .stderr(log)
                     .spawn()
-                    .context("cannot run ssh")?;
+                    .map_err(|source| Error::Io {
+                        doing: "cannot run ssh",
+                        source,
+                    })?;
                 let (Some(writer), Some(reader)) = (c.stdin.take(), c.stdout.take()) else {
-                    anyhow::bail!("ssh gave no pipes");
+                    return Err(Error::NoPipes);
                 };
                 let pid = nix::unistd::Pid::from_raw(c.id() as i32);
                 // Kept (not reaped) while it may be killed: its pid cannot be reused.
@@ -360,7 +367,7 @@ struct Bridge {
 }
 
 impl Transport for Bridge {
-    fn open(&mut self, size: (u16, u16)) -> anyhow::Result<Link> {
+    fn open(&mut self, size: (u16, u16)) -> Result<Link, client::Error> {
         let Pipe {
             reader,
             mut writer,
@@ -377,7 +384,7 @@ impl Transport for Bridge {
         line.push('\n');
         writer
             .write_all(line.as_bytes())
-            .context("the bridge closed before the hello")?;
+            .map_err(Error::BridgeClosed)?;
         writer.flush()?;
         // The hello is waited for until the user gives up or HELLO_TIMEOUT passes (a
         // connection that does not answer must not hold the reconnection forever).
@@ -587,9 +594,9 @@ fn quote_if_needed(w: &str) -> String {
     }
 }
 
-pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
+pub fn attach(args: RemoteArgs) -> Result<i32, Error> {
     if args.host.is_empty() || args.host.starts_with('-') {
-        anyhow::bail!("{:?} is not a host name (a host may not start with '-'); usage: herdr --remote HOST [-- SSH ARGS]", args.host);
+        return Err(Error::NotAHost(args.host));
     }
     client::check_terminal()?;
     // Asked before ssh may ask for a password: the terminal's answers must not be typed.
@@ -611,7 +618,11 @@ pub fn attach(args: RemoteArgs) -> anyhow::Result<i32> {
     };
     let first = bridge.open(client::terminal_size())?;
     let outcome = client::run(&mut bridge, first, &terminal)?;
-    client::report(outcome, &bridge.describe(), Some(&reattach_command(&args)))
+    Ok(client::report(
+        outcome,
+        &bridge.describe(),
+        Some(&reattach_command(&args)),
+    ))
 }
 
 #[cfg(test)]

@@ -2,9 +2,7 @@
 //! and — when an older build runs — handed live to this version with `--handoff`, or
 //! restarted only after the user chose to lose its programs.
 
-use anyhow::Context;
-
-use super::{RemoteArgs, Ssh};
+use super::{Error, RemoteArgs, Ssh};
 use crate::protocol::exit;
 use crate::protocol::{version, PROTOCOL_VERSION};
 
@@ -34,13 +32,13 @@ pub enum Plan {
     },
 }
 
-pub fn parse_status(out: &str) -> anyhow::Result<Running> {
+pub fn parse_status(out: &str) -> Result<Running, Error> {
     let mut lines = out.lines().skip_while(|l| !l.starts_with("herdr-status "));
     let rc: i32 = lines
         .next()
         .and_then(|l| l.strip_prefix("herdr-status "))
         .and_then(|c| c.trim().parse().ok())
-        .context("the host did not answer the status check")?;
+        .ok_or(Error::NoStatus)?;
     let rest: Vec<&str> = lines.collect();
     let text = rest.join("\n");
     if rc == exit::NO_SERVER {
@@ -60,13 +58,9 @@ pub fn parse_status(out: &str) -> anyhow::Result<Running> {
         });
     }
     if rc != 0 {
-        anyhow::bail!(
-            "asking its herdr server for its status failed: {}",
-            text.trim()
-        );
+        return Err(Error::StatusFailed(text.trim().into()));
     }
-    let v: serde_json::Value =
-        serde_json::from_str(text.trim()).context("its herdr server's status is not JSON")?;
+    let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(Error::StatusNotJson)?;
     Ok(Running::Server {
         version: v["version"].as_str().unwrap_or("unknown").to_string(),
         protocol: v["protocol"]
@@ -90,10 +84,13 @@ pub fn plan(running: Running, handoff: bool) -> Plan {
 }
 
 /// Makes sure the session's server on the host runs a protocol this client speaks.
-pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyhow::Result<()> {
+pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> Result<(), Error> {
     let session = args.session.as_str();
     let out = ssh.run(STATUS, &[binary, session], None)?;
-    let running = parse_status(&out).with_context(|| format!("on {}", args.host))?;
+    let running = parse_status(&out).map_err(|e| Error::On {
+        host: args.host.clone(),
+        source: Box::new(e),
+    })?;
     let v = version();
     let start = || {
         ssh.run(
@@ -101,7 +98,10 @@ pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyho
             &[binary, session],
             None,
         )
-        .with_context(|| format!("cannot start the herdr server on {}", args.host))
+        .map_err(|e| Error::StartFailed {
+            host: args.host.clone(),
+            source: Box::new(e),
+        })
         .map(drop)
     };
     let hand_off = || {
@@ -111,11 +111,9 @@ pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyho
             &[binary, session, v, &protocol],
             None,
         )
-        .with_context(|| {
-            format!(
-                "the live handoff on {} failed; its server keeps serving, with every program running",
-                args.host
-            )
+        .map_err(|e| Error::HandoffFailed {
+            host: args.host.clone(),
+            source: Box::new(e),
         })
         .map(|said| eprintln!("{}", said.trim()))
     };
@@ -139,13 +137,16 @@ pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyho
                 args.host
             );
             if !crate::sys::tty::is_tty(std::os::fd::AsFd::as_fd(&std::io::stdin())) {
-                anyhow::bail!(
-                    "{explain}. Its programs keep running. To move them to herdr {v} live: {} --handoff; \
-                     to restart it instead (its programs end): ssh {} {} --session {session} server stop, then attach again",
-                    super::reattach_command(args),
-                    args.host,
-                    super::quote(binary)
-                );
+                return Err(Error::Incompatible {
+                    explain,
+                    version: v,
+                    reattach: super::reattach_command(args),
+                    stop: format!(
+                        "ssh {} {} --session {session} server stop",
+                        args.host,
+                        super::quote(binary)
+                    ),
+                });
             }
             eprintln!("{explain}.");
             if super::install::confirm(&format!(
@@ -161,7 +162,7 @@ pub(super) fn ensure_server(ssh: &Ssh, binary: &str, args: &RemoteArgs) -> anyho
                 )?;
                 return start();
             }
-            anyhow::bail!("nothing was changed on {}", args.host)
+            Err(Error::Unchanged(args.host.clone()))
         }
     }
 }
