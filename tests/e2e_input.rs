@@ -314,4 +314,3 @@ fn typing_that_arrives_at_once_reaches_a_slow_reader_whole() {
         "the input was cut or reordered"
     );
 }
-

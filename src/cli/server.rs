@@ -53,11 +53,11 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
 fn run_server(session: &SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
     match crate::server::main(session.clone(), ready) {
         Ok(()) => Ok(0),
-        Err(e) if e.is::<crate::server::SessionBusy>() => {
+        Err(e @ crate::server::StartError::Busy(_)) => {
             eprintln!("herdr: {e}");
             Ok(crate::protocol::exit::SESSION_BUSY)
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -46,7 +46,7 @@ pub use conn::ClientId;
 use conn::{Acceptor, ApiWriter, ClientWriter};
 pub use input::EventTx;
 pub(crate) use session::Session;
-pub use start::{bind, main, SessionBusy, SessionLock};
+pub use start::{bind, main, SessionBusy, SessionLock, StartError};
 pub(crate) use start::{bind_socket, load_config, spawn_signal_thread};
 
 /// Time between two frames to one client under sustained output (~120 fps).

@@ -18,6 +18,7 @@ use crate::persist::snapshot::{
 };
 use crate::persist::{self, HistoryAction, Loaded, Paths, SaveJob, SaveReport, Saver};
 use crate::pty::{lock, TerminalRuntime};
+use crate::server::rebuild::PaneStartError;
 use ratatui::layout::Rect;
 
 /// How often the server looks for changes that are not structural (a shell's `cd`, a
@@ -527,7 +528,7 @@ impl Server {
                         ps: &PaneSnap,
                         rect: Rect,
                         notes: &mut Vec<String>|
-         -> Result<(TerminalState, TerminalRuntime), String> {
+         -> Result<(TerminalState, TerminalRuntime), PaneStartError> {
             let mut cwd = ps.cwd.as_ref().map(PathBuf::from);
             if let Some(c) = &cwd {
                 if !c.is_dir() {
@@ -592,7 +593,7 @@ impl Server {
                     if let Some((_, key)) = &resume {
                         claimed.remove(key);
                     }
-                    Err(format!("could not start a shell: {e}"))
+                    Err(PaneStartError::Shell(e))
                 }
             }
         };

@@ -124,5 +124,25 @@ pub(crate) type MakeTerminal<'a> = dyn FnMut(
         &PaneSnap,
         Rect,
         &mut Vec<String>,
-    ) -> Result<(TerminalState, TerminalRuntime), String>
+    ) -> Result<(TerminalState, TerminalRuntime), PaneStartError>
     + 'a;
+
+/// Why one pane of a rebuilt session has no terminal: said in the notes, the pane left
+/// out, the rest of the session rebuilt.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PaneStartError {
+    /// A restore: its shell did not start.
+    #[error("could not start a shell: {0}")]
+    Shell(super::panes::PaneError),
+    // A live handoff's: what came over for it does not make a terminal.
+    #[error("no terminal was handed over for it")]
+    NotHandedOver,
+    #[error("no descriptor for it")]
+    NoDescriptor,
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("its terminal's session is {session}, not its program's pid {pid}")]
+    NotItsProgram { session: String, pid: i32 },
+    #[error("cannot watch its program (pid {pid}): {cause}")]
+    NoWatch { pid: i32, cause: std::io::Error },
+}

@@ -7,8 +7,6 @@ use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use super::{persist, Event, EventTx, Server};
 use crate::bindings::Bindings;
 use crate::config::Config;
@@ -16,9 +14,10 @@ use crate::paths::{self, SessionName};
 
 /// Binds the session's socket: refuses to steal one a live server answers on, replaces a
 /// stale one, and makes it 0600 in a 0700 folder.
-pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, SessionLock)> {
+pub fn bind(session: &SessionName) -> Result<(UnixListener, PathBuf, SessionLock), StartError> {
     let dir = paths::runtime_dir();
-    paths::ensure_private_dir(&dir).with_context(|| format!("cannot prepare {}", dir.display()))?;
+    paths::ensure_private_dir(&dir)
+        .map_err(StartError::io(format!("cannot prepare {}", dir.display())))?;
     let socket = paths::socket_path(session);
     // One server per session: two clients starting servers at the same moment must not
     // both get past the checks below (the second would delete the first's socket).
@@ -29,18 +28,21 @@ pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, Ses
         .write(true)
         .mode(0o600)
         .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        .map_err(StartError::io(format!(
+            "cannot open {}",
+            lock_path.display()
+        )))?;
     let lock = SessionLock::take(lock_file.into()).map_err(|_| {
-        anyhow::Error::new(SessionBusy(format!(
+        StartError::Busy(SessionBusy(format!(
             "a herdr server for session {session} is already running or starting ({} is locked)",
             lock_path.display()
         )))
     })?;
     if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        anyhow::bail!(
-            "a herdr server for session {session} is already running ({})",
-            socket.display()
-        );
+        return Err(StartError::Running {
+            session: session.to_string(),
+            socket,
+        });
     }
     let listener = bind_socket(&socket)?;
     Ok((listener, socket, lock))
@@ -48,12 +50,38 @@ pub fn bind(session: &SessionName) -> anyhow::Result<(UnixListener, PathBuf, Ses
 
 /// Listens on `socket` (0600), replacing a stale file. The caller has made sure no live
 /// server answers there.
-pub(crate) fn bind_socket(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
+pub(crate) fn bind_socket(socket: &std::path::Path) -> Result<UnixListener, StartError> {
     let _ = std::fs::remove_file(socket);
-    let listener = UnixListener::bind(socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    let listener = UnixListener::bind(socket).map_err(StartError::io(format!(
+        "cannot listen on {}",
+        socket.display()
+    )))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
+}
+
+/// Why a server did not start (or stopped with an error).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Another server holds the session: `herdr server run` exits with
+    /// [`crate::protocol::exit::SESSION_BUSY`].
+    #[error("{0}")]
+    Busy(SessionBusy),
+    #[error("a herdr server for session {session} is already running ({})", .socket.display())]
+    Running { session: String, socket: PathBuf },
+    /// An operation that failed, and the system's reason.
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: std::io::Error },
+    #[error(transparent)]
+    Os(#[from] std::io::Error),
+    #[error("{0}")]
+    FirstPane(super::panes::PaneError),
+}
+
+impl StartError {
+    fn io(what: String) -> impl FnOnce(std::io::Error) -> StartError {
+        move |cause| StartError::Io { what, cause }
+    }
 }
 
 /// Another server holds the session: `herdr server run` exits with
@@ -197,7 +225,7 @@ pub(crate) fn raise_open_file_limit(told: Option<u64>) {
 /// Entry point of `herdr server run`: detaches from any terminal, loads the config, creates
 /// the first pane, serves. `ready`: a pipe to write one byte to once the socket listens
 /// (connections made from then on wait in its backlog until we serve them).
-pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow::Result<()> {
+pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> Result<(), StartError> {
     let _ = nix::unistd::setsid();
     raise_open_file_limit(None);
     let loaded = load_config();
@@ -217,7 +245,7 @@ pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow
     if !server.persist_restore() {
         if let Err(e) = server.create_workspace(None, None) {
             let _ = std::fs::remove_file(&socket);
-            return Err(anyhow::anyhow!("{e}"));
+            return Err(StartError::FirstPane(e));
         }
     }
     eprintln!(

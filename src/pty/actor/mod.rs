@@ -124,7 +124,7 @@ pub(super) enum Control {
     Shutdown,
     /// Stop reading and writing and report (live handoff); wait for `Resume`, or for
     /// `Shutdown` (which then respects the preserve flag).
-    Pause(SyncSender<Result<Paused, String>>),
+    Pause(SyncSender<std::io::Result<Paused>>),
     Resume,
     /// Stop reading the terminal (after what was read is processed) and answer with a
     /// duplicate of the master for a [`Lent`] to read from; `None` while paused.
@@ -171,7 +171,7 @@ pub struct ActorParts {
 }
 
 /// A pause that was asked for; [`PauseTicket::wait`] for the actor's answer.
-pub struct PauseTicket(Receiver<Result<Paused, String>>);
+pub struct PauseTicket(Receiver<std::io::Result<Paused>>);
 
 impl PauseTicket {
     pub fn wait(self, timeout: Duration) -> Result<Paused, PauseError> {
@@ -192,7 +192,7 @@ pub enum PauseError {
     Closed,
     /// It could not pause (and went on as before).
     #[error("the terminal could not pause: {0}")]
-    Failed(String),
+    Failed(std::io::Error),
 }
 
 impl PtyHandle {

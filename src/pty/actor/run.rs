@@ -159,7 +159,7 @@ impl Actor {
                     }
                     // Not paused: carry on as if never asked.
                     Err(e) => {
-                        let _ = reply.send(Err(e.to_string()));
+                        let _ = reply.send(Err(e));
                     }
                 },
                 Ok(Control::Resume) => {

@@ -1,6 +1,7 @@
-//! Why a live handoff did not happen. Every error leaves the old server serving as before
-//! (the handoff rolls back); its text is what the requester is told, so each says what
-//! went wrong and, where there is one, what to do.
+//! Why a live handoff did not happen: [`HandoffError`] on the old server's side,
+//! [`ImportError`] (with the [`Refusal`] it sends back) on the new one's. Every error
+//! leaves the old server serving as before (the handoff rolls back); its text is what the
+//! requester is told, so each says what went wrong and, where there is one, what to do.
 
 use std::path::PathBuf;
 
@@ -88,4 +89,71 @@ impl HandoffError {
         let what = what.into();
         move |cause| HandoffError::Io { what, cause }
     }
+}
+
+/// Why the new server refuses what the old one sent (sent back as `refused: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("no manifest: {0}")]
+    NoManifest(std::io::Error),
+    #[error("unreadable manifest: {0}")]
+    Unreadable(serde_json::Error),
+    #[error("handoff version {0} offered, this binary speaks {HANDOFF_VERSION}")]
+    HandoffVersion(u32),
+    #[error("the manifest is for session {got}, not {want}")]
+    Session { got: String, want: String },
+    #[error("this binary is version {ours}, {want} was expected")]
+    Version { ours: String, want: String },
+    #[error("this binary speaks protocol {ours}, {want} was expected")]
+    Protocol { ours: u32, want: u32 },
+    #[error("the session snapshot is not usable: {0}")]
+    Snapshot(crate::persist::snapshot::LoadError),
+    #[error("pane p{pane}: {cause}")]
+    PaneData { pane: u32, cause: std::io::Error },
+    #[error("pane p{pane}: {cause}")]
+    PaneImage {
+        pane: u32,
+        cause: crate::term::ImageError,
+    },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("receiving descriptors: {0}")]
+    Descriptors(std::io::Error),
+    #[error("no session lock received")]
+    NoLock,
+    #[error("{0}")]
+    Lock(crate::server::start::NotOurLock),
+    #[error("rebuilt {imported} of {expected} terminals ({notes})")]
+    Rebuilt {
+        imported: usize,
+        expected: usize,
+        notes: String,
+    },
+}
+
+/// Why `herdr server import` (the new server of a live handoff) did not take over.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(
+        "herdr server import is started by a running server during a live handoff, not by \
+         hand: {0}"
+    )]
+    NotByHand(std::env::VarError),
+    #[error("cannot reach the old server at {}: {cause}", .path.display())]
+    NoOldServer {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("handoff refused: {0}")]
+    Refused(Refusal),
+    #[error("waiting for the socket: {0}")]
+    NoRelease(RecvError),
+    #[error("the old server said {0:?} instead of releasing the socket")]
+    NotReleased(String),
+    #[error("the old server still answers on {} after {secs} s", .socket.display())]
+    StillAnswers { socket: PathBuf, secs: u64 },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Start(#[from] crate::server::StartError),
 }

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use super::{recv, recv_word, send, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
+use super::{ImportError, Refusal};
 use crate::model::TerminalState;
 use crate::paths::SessionName;
 use crate::protocol::{version, PROTOCOL_VERSION};
 use crate::pty::actor::ActorParts;
 use crate::pty::{Program, PtyHandle, TerminalRuntime};
+use crate::server::rebuild::PaneStartError;
 use crate::server::{Event, Server, SessionLock};
 use crate::term::{Emulator, Image};
 
@@ -35,11 +35,9 @@ struct Incoming {
     master: Option<OwnedFd>,
 }
 
-pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
+pub fn main(session: SessionName, from: PathBuf) -> Result<(), ImportError> {
     let _ = nix::unistd::setsid();
-    let token = std::env::var(TOKEN_ENV).context(
-        "herdr server import is started by a running server during a live handoff, not by hand",
-    )?;
+    let token = std::env::var(TOKEN_ENV).map_err(ImportError::NotByHand)?;
     // Panes started later must not inherit it (nothing else runs yet in this process).
     std::env::remove_var(TOKEN_ENV);
     // The old server's limit was raised; its panes' programs got the user's, and so will
@@ -52,8 +50,10 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
     if crate::server::fault::at("exit-before-validated") {
         std::process::exit(3);
     }
-    let mut sock = UnixStream::connect(&from)
-        .with_context(|| format!("cannot reach the old server at {}", from.display()))?;
+    let mut sock = UnixStream::connect(&from).map_err(|cause| ImportError::NoOldServer {
+        path: from.clone(),
+        cause,
+    })?;
     sock.set_write_timeout(Some(STEP_TIMEOUT))?;
     let version = if crate::server::fault::at("wrong-version") {
         "9.9.9-fault"
@@ -68,7 +68,7 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
         Ok((manifest, panes, lock)) => serve(sock, session, manifest, panes, lock),
         Err(e) => {
             let _ = send(&mut sock, format!("refused: {e}").as_bytes());
-            Err(anyhow::anyhow!("handoff refused: {e}"))
+            Err(ImportError::Refused(e))
         }
     }
 }
@@ -77,43 +77,43 @@ pub fn main(session: SessionName, from: PathBuf) -> anyhow::Result<()> {
 fn receive(
     sock: &mut UnixStream,
     session: &SessionName,
-) -> Result<(Manifest, Vec<Incoming>, OwnedFd), String> {
-    let bytes = recv(sock, STEP_TIMEOUT).map_err(|e| format!("no manifest: {e}"))?;
-    let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|e| format!("unreadable manifest: {e}"))?;
+) -> Result<(Manifest, Vec<Incoming>, OwnedFd), Refusal> {
+    let bytes = recv(sock, STEP_TIMEOUT).map_err(Refusal::NoManifest)?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(Refusal::Unreadable)?;
     if manifest.handoff != HANDOFF_VERSION {
-        return Err(format!(
-            "handoff version {} offered, this binary speaks {HANDOFF_VERSION}",
-            manifest.handoff
-        ));
+        return Err(Refusal::HandoffVersion(manifest.handoff));
     }
     if manifest.session != session.as_str() {
-        return Err(format!(
-            "the manifest is for session {}, not {session}",
-            manifest.session
-        ));
+        return Err(Refusal::Session {
+            got: manifest.session.clone(),
+            want: session.to_string(),
+        });
     }
     if let Some(v) = &manifest.expected_version {
         if v != version() {
-            return Err(format!(
-                "this binary is version {}, {v} was expected",
-                version()
-            ));
+            return Err(Refusal::Version {
+                ours: version().to_string(),
+                want: v.clone(),
+            });
         }
     }
     if let Some(p) = manifest.expected_protocol {
         if p != PROTOCOL_VERSION {
-            return Err(format!(
-                "this binary speaks protocol {PROTOCOL_VERSION}, {p} was expected"
-            ));
+            return Err(Refusal::Protocol {
+                ours: PROTOCOL_VERSION,
+                want: p,
+            });
         }
     }
-    crate::persist::snapshot::validate(&manifest.snapshot)
-        .map_err(|e| format!("the session snapshot is not usable: {e}"))?;
+    crate::persist::snapshot::validate(&manifest.snapshot).map_err(Refusal::Snapshot)?;
     let mut raw = Vec::with_capacity(manifest.panes.len());
     for rt in &manifest.panes {
-        let image = recv(sock, STEP_TIMEOUT).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
-        let pending = recv(sock, STEP_TIMEOUT).map_err(|e| format!("pane p{}: {e}", rt.pane))?;
+        let data = |cause| Refusal::PaneData {
+            pane: rt.pane,
+            cause,
+        };
+        let image = recv(sock, STEP_TIMEOUT).map_err(data)?;
+        let pending = recv(sock, STEP_TIMEOUT).map_err(data)?;
         raw.push((rt, image, pending));
     }
     // Rebuilding the emulators is the bulk of the work: on every core.
@@ -124,7 +124,10 @@ fn receive(
                 let emulator = Emulator::from_image(&mut i, scrollback);
                 (i, emulator)
             })
-            .map_err(|e| format!("pane p{}: {e}", rt.pane))
+            .map_err(|cause| Refusal::PaneImage {
+                pane: rt.pane,
+                cause,
+            })
     });
     let mut panes = Vec::with_capacity(raw.len());
     for ((rt, _, pending), built) in raw.into_iter().zip(built) {
@@ -137,14 +140,13 @@ fn receive(
             master: None,
         });
     }
-    send(sock, b"validated").map_err(|e| e.to_string())?;
-    let fds = crate::sys::fdpass::recv_fds(sock, 1 + panes.len())
-        .map_err(|e| format!("receiving descriptors: {e}"))?;
+    send(sock, b"validated")?;
+    let fds = crate::sys::fdpass::recv_fds(sock, 1 + panes.len()).map_err(Refusal::Descriptors)?;
     if crate::server::fault::at("crash-after-fds") {
         std::process::abort();
     }
     let mut fds = fds.into_iter();
-    let lock = fds.next().ok_or("no session lock received")?;
+    let lock = fds.next().ok_or(Refusal::NoLock)?;
     for (p, fd) in panes.iter_mut().zip(fds) {
         p.master = Some(fd);
     }
@@ -158,14 +160,14 @@ fn serve(
     manifest: Manifest,
     panes: Vec<Incoming>,
     lock: OwnedFd,
-) -> anyhow::Result<()> {
-    let refuse = |sock: &mut UnixStream, why: String| -> anyhow::Error {
+) -> Result<(), ImportError> {
+    let refuse = |sock: &mut UnixStream, why: Refusal| -> ImportError {
         let _ = send(sock, format!("refused: {why}").as_bytes());
-        anyhow::anyhow!("handoff refused: {why}")
+        ImportError::Refused(why)
     };
     let lock = match SessionLock::adopt(lock) {
         Ok(l) => l,
-        Err(e) => return Err(refuse(&mut sock, e.to_string())),
+        Err(e) => return Err(refuse(&mut sock, Refusal::Lock(e))),
     };
     let loaded = super::super::load_config();
     let socket = crate::paths::socket_path(&session);
@@ -186,12 +188,12 @@ fn serve(
                     ps: &crate::persist::snapshot::PaneSnap,
                     _rect: ratatui::layout::Rect,
                     _notes: &mut Vec<String>|
-     -> Result<(TerminalState, TerminalRuntime), String> {
+     -> Result<(TerminalState, TerminalRuntime), PaneStartError> {
         let incoming = panes
             .iter_mut()
             .find(|p| p.as_ref().is_some_and(|p| p.runtime.pane == ps.id))
             .and_then(Option::take)
-            .ok_or("no terminal was handed over for it")?;
+            .ok_or(PaneStartError::NotHandedOver)?;
         import_terminal(server, ps, incoming)
     };
     let notes = server.rebuild(&manifest.snapshot, &mut make);
@@ -202,21 +204,19 @@ fn serve(
     }
     let imported = server.session.runtimes.len();
     if imported != expected {
-        return Err(refuse(
-            &mut sock,
-            format!(
-                "rebuilt {imported} of {expected} terminals ({})",
-                notes.join("; ")
-            ),
-        ));
+        let why = Refusal::Rebuilt {
+            imported,
+            expected,
+            notes: notes.join("; "),
+        };
+        return Err(refuse(&mut sock, why));
     }
     send(&mut sock, b"restored")?;
 
     // The old server gives the public socket up; bind it once it truly refuses.
-    let word = recv_word(&mut sock, STEP_TIMEOUT)
-        .map_err(|e| anyhow::anyhow!("waiting for the socket: {e}"))?;
+    let word = recv_word(&mut sock, STEP_TIMEOUT).map_err(ImportError::NoRelease)?;
     if word != "released" {
-        anyhow::bail!("the old server said {word:?} instead of releasing the socket");
+        return Err(ImportError::NotReleased(word));
     }
     wait_until_refused(&socket)?;
     let listener = super::super::bind_socket(&socket)?;
@@ -267,7 +267,7 @@ fn import_terminal(
     server: &mut Server,
     ps: &crate::persist::snapshot::PaneSnap,
     incoming: Incoming,
-) -> Result<(TerminalState, TerminalRuntime), String> {
+) -> Result<(TerminalState, TerminalRuntime), PaneStartError> {
     let Incoming {
         runtime,
         image,
@@ -275,21 +275,24 @@ fn import_terminal(
         pending,
         master,
     } = incoming;
-    let master = master.ok_or("no descriptor for it")?;
-    crate::sys::set_nonblocking(master.as_fd()).map_err(|e| e.to_string())?;
+    let master = master.ok_or(PaneStartError::NoDescriptor)?;
+    crate::sys::set_nonblocking(master.as_fd())?;
     // The program must be the one leading this terminal, and watchable: otherwise this
     // server could neither tell when it ends nor end it.
     match crate::sys::fdpass::tty_session(master.as_fd()) {
         Ok(sid) if sid == runtime.pid => {}
         other => {
-            return Err(format!(
-                "its terminal's session is {other:?}, not its program's pid {}",
-                runtime.pid
-            ))
+            return Err(PaneStartError::NotItsProgram {
+                session: format!("{other:?}"),
+                pid: runtime.pid,
+            })
         }
     }
-    let pidfd = crate::sys::fdpass::pidfd_open(runtime.pid)
-        .map_err(|e| format!("cannot watch its program (pid {}): {e}", runtime.pid))?;
+    let pidfd =
+        crate::sys::fdpass::pidfd_open(runtime.pid).map_err(|cause| PaneStartError::NoWatch {
+            pid: runtime.pid,
+            cause,
+        })?;
     let id = server.session.state.alloc_terminal_id();
     let emulator = crate::pty::shared(emulator);
     let tx = server.events.tx.clone();
@@ -307,8 +310,7 @@ fn import_terminal(
         paused: true,
         preserve: true,
         pending_input: pending,
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let mut term = TerminalState::new(id, ps.cwd.as_ref().map(PathBuf::from), ps.argv.clone());
     term.title = image.title.clone();
     term.agent = ps.agent.clone();
@@ -338,15 +340,14 @@ fn import_terminal(
 }
 
 /// Connect probes until nobody answers on `socket` (the old server stopped listening).
-fn wait_until_refused(socket: &Path) -> anyhow::Result<()> {
+fn wait_until_refused(socket: &Path) -> Result<(), ImportError> {
     let deadline = Instant::now() + RELEASE_TIMEOUT;
     while UnixStream::connect(socket).is_ok() {
         if Instant::now() >= deadline {
-            anyhow::bail!(
-                "the old server still answers on {} after {} s",
-                socket.display(),
-                RELEASE_TIMEOUT.as_secs()
-            );
+            return Err(ImportError::StillAnswers {
+                socket: socket.to_path_buf(),
+                secs: RELEASE_TIMEOUT.as_secs(),
+            });
         }
         std::thread::sleep(PROBE_INTERVAL);
     }

@@ -11,7 +11,7 @@ mod error;
 pub mod export;
 pub mod import;
 
-pub use error::HandoffError;
+pub use error::{HandoffError, ImportError, Refusal};
 
 /// A live handoff asked for, waiting for clients' input to reach the panes first.
 pub(crate) struct Deferred {

@@ -99,14 +99,34 @@ pub fn shown(argv: &[String]) -> String {
     format!("{argv:?}")
 }
 
+/// What went wrong with one run of the user's notify command (logged with the command).
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    #[error("is empty")]
+    Empty,
+    #[error("cannot start it: {0}")]
+    Start(std::io::Error),
+    #[error("still running after {0:?}: killed")]
+    Killed(Duration),
+    #[error("cannot wait for it: {0}")]
+    Wait(std::io::Error),
+    #[error("failed ({status})")]
+    Failed { status: std::process::ExitStatus },
+    #[error("failed ({status}): {said}")]
+    FailedSaying {
+        status: std::process::ExitStatus,
+        said: String,
+    },
+}
+
 /// Starts the program, gives it its input, waits for it (killing it at the deadline).
 fn run_one(
     argv: &[String],
     input: &str,
     timeout: Duration,
     running: &Running,
-) -> Result<(), String> {
-    let (program, args) = argv.split_first().ok_or("is empty")?;
+) -> Result<(), RunError> {
+    let (program, args) = argv.split_first().ok_or(RunError::Empty)?;
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -115,7 +135,7 @@ fn run_one(
         // Its own group: a timeout kills what it started too.
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start it: {e}"))?;
+        .map_err(RunError::Start)?;
     let pid = child.id() as i32;
     running.lock().insert(pid);
     if let Some(mut stdin) = child.stdin.take() {
@@ -130,17 +150,17 @@ fn run_one(
             crate::sys::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
             let _ = child.wait();
             set.remove(&pid);
-            return Err(format!("still running after {timeout:?}: killed"));
+            return Err(RunError::Killed(timeout));
         }
-        Err(e) => return Err(format!("cannot wait for it: {e}")),
+        Err(e) => return Err(RunError::Wait(e)),
     };
     if status.success() {
         return Ok(());
     }
     let said = child.stderr.take().map(stderr_of).unwrap_or_default();
     Err(match said.is_empty() {
-        true => format!("failed ({status})"),
-        false => format!("failed ({status}): {said}"),
+        true => RunError::Failed { status },
+        false => RunError::FailedSaying { status, said },
     })
 }
 
@@ -205,7 +225,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("got");
         let script = format!("cat > '{}'", file.display());
-        assert_eq!(run_one(&sh(&script), "{\"a\":1}", TIMEOUT, &none()), Ok(()));
+        assert!(run_one(&sh(&script), "{\"a\":1}", TIMEOUT, &none()).is_ok());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"a\":1}");
         let err = run_one(
             &sh("echo 'no such topic' >&2; exit 3"),
@@ -213,13 +233,15 @@ mod tests {
             TIMEOUT,
             &none(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("exit status: 3") && err.contains("no such topic"),
             "{err}"
         );
         let err = run_one(&["/nonexistent/ntfy".to_string()], "", TIMEOUT, &none()).unwrap_err();
-        assert!(err.starts_with("cannot start it"), "{err}");
+        assert!(matches!(err, RunError::Start(_)), "{err}");
+        assert!(err.to_string().starts_with("cannot start it"), "{err}");
     }
 
     #[test]
@@ -246,7 +268,8 @@ mod tests {
         runner.run(sh("true"), String::new()).unwrap();
         assert!(runner.running.lock().len() <= 1);
         let err = run_one(&sh("sleep 1000"), "", Duration::from_millis(50), &none()).unwrap_err();
-        assert!(err.contains("killed"), "{err}");
+        assert!(matches!(err, RunError::Killed(_)), "{err}");
+        assert!(err.to_string().contains("killed"), "{err}");
     }
 
     #[test]
