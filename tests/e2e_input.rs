@@ -136,7 +136,13 @@ fn keeping_pane(env: &Env, len: usize) -> std::path::PathBuf {
 
 /// The same, the program starting to read only `delay` seconds after it is ready.
 fn keeping_pane_after(env: &Env, len: usize, delay: u32) -> std::path::PathBuf {
-    let script = format!("stty raw -echo; touch ready; sleep {delay}; exec head -c {len} > got");
+    reading_pane(env, &format!("sleep {delay}; exec head -c {len} > got"))
+}
+
+/// A pane in raw mode, without echo, that runs `reader` in the home folder once it is
+/// ready; the file `got` there is what it keeps.
+fn reading_pane(env: &Env, reader: &str) -> std::path::PathBuf {
+    let script = format!("stty raw -echo; touch ready; {reader}");
     let home = env.home();
     assert!(env
         .herdr(&[
@@ -287,22 +293,10 @@ fn typing_that_arrives_at_once_reaches_a_slow_reader_whole() {
     // instead of refusing what does not fit ("input dropped").
     let env = started("slowreader");
     let text = paste_text(8 << 20, false);
-    let home = env.home();
-    let script = "stty raw -echo; touch ready; while :; do \
-        dd bs=4096 count=16 iflag=fullblock status=none >> got; sleep 0.02; done";
-    let split = env.herdr(&[
-        "pane",
-        "split",
-        "--cwd",
-        &home.display().to_string(),
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
-    assert!(split.status.success());
-    wait_until("the program is ready", || home.join("ready").exists());
-    let got = home.join("got");
+    let got = reading_pane(
+        &env,
+        "while :; do dd bs=4096 count=16 iflag=fullblock status=none >> got; sleep 0.02; done",
+    );
     let mut c = raw_client(&env);
     c.write_all(&input_frame(&text)).unwrap();
     // 128 reads with a pause each: seconds, not the 20 s a wait allows.

@@ -235,7 +235,7 @@ impl Server {
 
     /// Handles what a client sent, in order, up to `INPUT_PER_TURN` bytes of input.
     fn take_backlog(&mut self, id: ClientId) {
-        if self.paste_waits_for_room(id) || self.input_waits_for_room(id) {
+        if self.input_waits_for_room(id) {
             return;
         }
         let mut budget = INPUT_PER_TURN;
@@ -278,7 +278,13 @@ impl Server {
     /// pastes, a script) reaches a program that reads slowly whole, as a paste does. Not
     /// without end: once the program has read nothing for `INPUT_STALL`, input is taken
     /// again (and refused where it does not fit) until the pane has room.
+    ///
+    /// A paste in progress waits for its own pane, without that limit
+    /// (`paste_waits_for_room`).
     fn input_waits_for_room(&mut self, id: ClientId) -> bool {
+        if self.paste_waits_for_room(id) {
+            return true;
+        }
         let room = self
             .session
             .state
@@ -308,10 +314,17 @@ impl Server {
         }
     }
 
-    /// When a client whose input waits for room looks again (see `input_waits_for_room`).
+    /// When a client whose input waits for room looks again (see `input_waits_for_room`);
+    /// `None` when it does not wait.
     pub(super) fn input_retry(&self, id: ClientId) -> Option<Instant> {
-        let (since, _) = self.clients.by_id.get(&id)?.room_wait?;
-        (since.elapsed() < INPUT_STALL).then(|| Instant::now() + super::PASTE_RETRY)
+        let waits = self.paste_waits_for_room(id)
+            || self
+                .clients
+                .by_id
+                .get(&id)
+                .and_then(|c| c.room_wait)
+                .is_some_and(|(since, _)| since.elapsed() < INPUT_STALL);
+        waits.then(|| Instant::now() + super::PASTE_RETRY)
     }
 
     /// Reads the keys typed into a client's terminal (a bounded amount per turn). A

@@ -490,12 +490,7 @@ impl Server {
         if self.session.scroll.contains_key(&tid) {
             return;
         }
-        let rows = self
-            .session
-            .runtimes
-            .get(tid)
-            .map(|rt| rt.size.0)
-            .unwrap_or(1);
+        let rows = self.session.rows_of(tid);
         self.session.scroll.insert(
             tid,
             Scroll {
@@ -533,12 +528,7 @@ impl Server {
     }
 
     fn scroll_key(&mut self, tid: TerminalId, key: Key) {
-        let rows = self
-            .session
-            .runtimes
-            .get(tid)
-            .map(|rt| rt.size.0)
-            .unwrap_or(1);
+        let rows = self.session.rows_of(tid);
         let page = i64::from(rows.max(2) - 1);
         let Some(st) = self.session.scroll.get(&tid).copied() else {
             return;
@@ -570,12 +560,7 @@ impl Server {
 
     /// Moves the highlighted line; at the screen's edge the view scrolls instead.
     fn move_scroll_cursor(&mut self, tid: TerminalId, st: Scroll, delta: i64) {
-        let rows = self
-            .session
-            .runtimes
-            .get(tid)
-            .map(|rt| rt.size.0)
-            .unwrap_or(1);
+        let rows = self.session.rows_of(tid);
         let target = i64::from(st.cursor) + delta;
         if target < 0 {
             self.scroll_by(tid, 1);
@@ -589,12 +574,7 @@ impl Server {
 
     /// A line's position counted from the newest line (stable while the view scrolls).
     fn absolute_line(&self, tid: TerminalId, row: u16) -> i64 {
-        let rows = self
-            .session
-            .runtimes
-            .get(tid)
-            .map(|rt| rt.size.0)
-            .unwrap_or(1);
+        let rows = self.session.rows_of(tid);
         self.scroll_offset(tid) as i64 + i64::from(rows) - 1 - i64::from(row)
     }
 

@@ -260,10 +260,7 @@ impl Server {
             .by_id
             .iter()
             .filter(|(_, c)| !c.backlog.is_empty())
-            .map(|(id, _)| match self.paste_waits_for_room(*id) {
-                true => Instant::now() + PASTE_RETRY,
-                false => self.input_retry(*id).unwrap_or_else(Instant::now),
-            })
+            .map(|(id, _)| self.input_retry(*id).unwrap_or_else(Instant::now))
             .min();
         let wait = self.next_wait_deadline();
         let activity = self.next_activity_deadline();

@@ -82,6 +82,11 @@ impl Session {
         }
     }
 
+    /// A terminal's height in rows, as last laid out (1 for one that is gone).
+    pub(crate) fn rows_of(&self, tid: TerminalId) -> u16 {
+        self.runtimes.get(tid).map_or(1, |rt| rt.size.0)
+    }
+
     /// Columns of the sidebar as drawn now: none when hidden or when the screen is too
     /// narrow for it.
     pub(crate) fn sidebar_width(&self) -> u16 {

@@ -283,21 +283,9 @@ fn parse_esc(buf: &[u8], eof: bool) -> Parsed {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{feed, k, u};
     use super::super::{split_text, text_keys};
     use super::*;
-
-    fn k(notation: &str, raw: &[u8]) -> Token {
-        Token::Key {
-            key: Key::parse(notation).unwrap(),
-            raw: raw.to_vec(),
-        }
-    }
-    fn u(raw: &[u8]) -> Token {
-        Token::Unknown(raw.to_vec())
-    }
-    fn feed(bytes: &[u8]) -> Vec<Token> {
-        split_text(InputParser::new().feed(bytes))
-    }
     fn paste(text: &[u8], start: bool, end: bool) -> Token {
         Token::Paste {
             text: text.to_vec(),

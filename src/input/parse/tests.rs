@@ -5,16 +5,17 @@
 use super::{split_text, InputParser, Token};
 use crate::input::{Key, Mods, MouseButton, MouseEvent, MouseKind};
 
-fn k(notation: &str, raw: &[u8]) -> Token {
+/// A key token, as the parser gives it (shared with the parser's own tests).
+pub(super) fn k(notation: &str, raw: &[u8]) -> Token {
     Token::Key {
         key: Key::parse(notation).unwrap(),
         raw: raw.to_vec(),
     }
 }
-fn u(raw: &[u8]) -> Token {
+pub(super) fn u(raw: &[u8]) -> Token {
     Token::Unknown(raw.to_vec())
 }
-fn feed(bytes: &[u8]) -> Vec<Token> {
+pub(super) fn feed(bytes: &[u8]) -> Vec<Token> {
     split_text(InputParser::new().feed(bytes))
 }
 
