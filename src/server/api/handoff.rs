@@ -57,7 +57,7 @@ impl Server {
         }
         if let Some(d) = self.life.handoff_after_input.take() {
             if let Err(e) = self.run_live_handoff(d.conn, &d.id, d.req) {
-                self.api_reply(d.conn, &d.id, Err(e));
+                self.api.reply(d.conn, &d.id, Err(e));
             }
         }
     }
@@ -81,7 +81,7 @@ impl Server {
             "window_ms": ms(done.window),
         });
         eprintln!("handoff: done: {reply}");
-        self.api_send_final(conn, reply_line(id, Ok(reply)));
+        self.api.send_final(conn, reply_line(id, Ok(reply)));
         self.life.handed_off = true;
         self.stop("handed the session to a new server");
         Ok(Outcome::Later)

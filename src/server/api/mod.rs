@@ -9,6 +9,7 @@
 mod agent_report;
 mod agent_route;
 mod agents;
+mod conns;
 mod events;
 mod handoff;
 mod io;
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::conn::{ApiWriter, Refused, API_QUEUE_TOTAL_BYTES, MAX_API_REPLY};
+use super::conn::{ApiWriter, API_QUEUE_TOTAL_BYTES, MAX_API_REPLY};
 use super::{ClientId, Server};
 use crate::model::ids::TerminalId;
 use crate::protocol::api::Request;
@@ -71,12 +72,6 @@ pub(crate) struct ApiState {
     /// Per terminal: when `pane.output` was last announced, and whether more output came
     /// since (announced when the interval has passed).
     activity: BTreeMap<TerminalId, (Instant, bool)>,
-}
-
-impl ApiState {
-    pub fn has_subscribers(&self) -> bool {
-        self.conns.values().any(|c| c.subscribed)
-    }
 }
 
 /// The error for a reply that finds the budget of queued replies in all spent.
@@ -139,220 +134,18 @@ pub fn reply_line(id: &Value, result: Result<Value, ApiError>) -> String {
 }
 
 impl Server {
-    pub(crate) fn api_open(&mut self, id: ClientId, writer: ApiWriter, peer_pid: i32) {
-        self.api.conns.insert(
-            id,
-            ApiConn {
-                writer,
-                subscribed: false,
-                draining: false,
-                peer_pid,
-            },
-        );
-    }
-
-    /// A live handoff begins: waits are answered with an error that says to retry, every
-    /// API connection but `keep` (the one that asked) is ended after its queued lines.
-    pub(crate) fn api_end_for_handoff(&mut self, keep: ClientId) {
-        let waits = std::mem::take(&mut self.api.waits);
-        for w in waits {
-            let err = ApiError::new(
-                "handoff_in_progress",
-                "live update in progress: the server is being replaced; reconnect and retry",
-            );
-            self.api_send(w.conn, reply_line(&w.id, Err(err)));
-        }
-        let ids: Vec<ClientId> = self
-            .api
-            .conns
-            .keys()
-            .copied()
-            .filter(|&c| c != keep)
-            .collect();
-        for id in ids {
-            if let Some(c) = self.api.conns.remove(&id) {
-                if c.subscribed {
-                    let line = json!({ "event": "server.handoff", "message": "live update in progress; reconnect and subscribe again" });
-                    let _ = c.writer.try_send(line.to_string());
-                }
-                // Dropping the writer lets its thread write what is queued, then close.
-            }
-        }
-    }
-
-    /// Sends a last reply and waits (bounded) until it is written.
-    pub(crate) fn api_send_final(&mut self, conn: ClientId, line: String) {
-        if let Some(c) = self.api.conns.get(&conn) {
-            if c.writer.try_send_error(line).is_ok() {
-                c.writer.flush_wait(Duration::from_secs(2));
-            }
-        }
-    }
-
-    pub(crate) fn api_closed(&mut self, id: ClientId) {
-        if self.api.waits.iter().any(|w| w.conn == id) {
-            // A peer that only stopped writing still reads its answers; one that is gone
-            // entirely must not hold waits (and the server's budget of them).
-            let conn = self
-                .api
-                .conns
-                .get_mut(&id)
-                .filter(|c| !c.writer.peer_gone());
-            if let Some(c) = conn {
-                c.draining = true;
-                c.subscribed = false;
-                return;
-            }
-        }
-        self.api.conns.remove(&id);
-        self.api.waits.retain(|w| w.conn != id);
-    }
-
-    /// Drops draining connections whose peer has gone away since, with their waits.
-    pub(crate) fn api_forget_gone(&mut self) {
-        let gone: Vec<ClientId> = self
-            .api
-            .conns
-            .iter()
-            .filter(|(_, c)| c.draining && c.writer.peer_gone())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in gone {
-            self.api.conns.remove(&id);
-            self.api.waits.retain(|w| w.conn != id);
-        }
-    }
-
-    /// Drops draining connections that have nothing left to answer.
-    pub(crate) fn api_reap_drained(&mut self) {
-        let waits = &self.api.waits;
-        self.api
-            .conns
-            .retain(|id, c| !c.draining || waits.iter().any(|w| w.conn == *id));
-    }
-
-    pub(crate) fn api_too_long(&mut self, id: ClientId) {
-        let msg = format!(
-            "request line longer than {} bytes",
-            super::conn::MAX_API_LINE
-        );
-        self.api_send(
-            id,
-            reply_line(&Value::Null, Err(ApiError::new("too_large", msg))),
-        );
-        // Dropping the writer lets its thread flush the error, then close the connection.
-        self.api.conns.remove(&id);
-        self.api.waits.retain(|w| w.conn != id);
-    }
-
-    /// Sends one line to an API connection; a peer that is not reading is dropped (so is a
-    /// subscriber whose event finds the budget of all connections spent).
-    pub(crate) fn api_send(&mut self, id: ClientId, line: String) {
-        if let Err(why) = self.api_queue(id, line) {
-            self.api_drop(id, &why);
-        }
-    }
-
-    /// Sends the reply to a request. One too large to send is answered `too_large`; one
-    /// that finds the budget of all connections spent (after stalled peers were dropped)
-    /// is answered `busy`; a peer that is not reading is dropped.
-    pub(crate) fn api_reply(
-        &mut self,
-        conn: ClientId,
-        id: &Value,
-        result: Result<Value, ApiError>,
-    ) {
-        let line = reply_line(id, result);
-        let line = match line.len() >= MAX_API_REPLY {
-            true => reply_line(id, Err(too_large_reply(line.len(), None))),
-            false => line,
-        };
-        let refused = match self.api_queue(conn, line) {
-            Ok(()) => return,
-            Err(Refused::Budget(_)) => budget_spent(),
-            Err(why) => return self.api_drop(conn, &why),
-        };
-        let sent = self
-            .api
-            .conns
-            .get(&conn)
-            .map(|c| c.writer.try_send_error(reply_line(id, Err(refused))));
-        if let Some(Err(why)) = sent {
-            self.api_drop(conn, &why);
-        }
-    }
-
-    /// Queues a line; when the budget of all connections is spent, the connections that
-    /// stopped reading are dropped first and the line tried again.
-    fn api_queue(&mut self, id: ClientId, line: String) -> Result<(), Refused> {
-        let Some(conn) = self.api.conns.get(&id) else {
-            return Ok(());
-        };
-        let line = match conn.writer.try_send(line) {
-            Err(Refused::Budget(line)) => line,
-            other => return other,
-        };
-        self.api_drop_stalled(id);
-        match self.api.conns.get(&id) {
-            Some(conn) => conn.writer.try_send(line),
-            None => Ok(()),
-        }
-    }
-
-    /// Whether a big reply could be queued now (stalled peers are dropped to make room):
-    /// when not, a request for one is refused before its reply is built, so peers that do
-    /// not read cannot keep the server thread busy building replies for nobody.
-    fn api_room_for_big_reply(&mut self, id: ClientId) -> bool {
-        if super::conn::api_budget_spent() {
-            self.api_drop_stalled(id);
-        }
-        !super::conn::api_budget_spent()
-    }
-
-    fn api_drop_stalled(&mut self, id: ClientId) {
-        let stalled: Vec<ClientId> = self
-            .api
-            .conns
-            .iter()
-            .filter(|(c, conn)| **c != id && conn.writer.stalled())
-            .map(|(c, _)| *c)
-            .collect();
-        for c in stalled {
-            self.api_drop(c, &Refused::Behind);
-        }
-    }
-
-    fn api_drop(&mut self, id: ClientId, why: &Refused) {
-        let Some(conn) = self.api.conns.get(&id) else {
-            return;
-        };
-        match why {
-            Refused::Behind => eprintln!(
-                "api connection {id}: not reading its replies/events ({} bytes queued); \
-                 disconnecting",
-                conn.writer.queued()
-            ),
-            Refused::Budget(_) => eprintln!(
-                "api connection {id}: an event found the server's budget for queued \
-                 replies spent; disconnecting"
-            ),
-        }
-        conn.writer.close();
-        self.api_closed(id);
-    }
-
     pub(crate) fn api_request(&mut self, conn: ClientId, line: &str) {
         let (id, request) = match crate::protocol::api::decode(line) {
             Ok(r) => r,
-            Err((id, err)) => return self.api_send(conn, reply_line(&id, Err(err))),
+            Err((id, err)) => return self.api.send(conn, reply_line(&id, Err(err))),
         };
-        if matches!(request, Request::PaneRead(_)) && !self.api_room_for_big_reply(conn) {
-            return self.api_reply(conn, &id, Err(budget_spent()));
+        if matches!(request, Request::PaneRead(_)) && !self.api.room_for_big_reply(conn) {
+            return self.api.reply(conn, &id, Err(budget_spent()));
         }
         match self.dispatch(conn, &id, request) {
-            Ok(Outcome::Now(v)) => self.api_reply(conn, &id, Ok(v)),
+            Ok(Outcome::Now(v)) => self.api.reply(conn, &id, Ok(v)),
             Ok(Outcome::Later) => {}
-            Err(e) => self.api_reply(conn, &id, Err(e)),
+            Err(e) => self.api.reply(conn, &id, Err(e)),
         }
         self.publish_structure();
     }
@@ -496,7 +289,7 @@ impl Server {
         }
         let line = event.to_string();
         for id in ids {
-            self.api_send(id, line.clone());
+            self.api.send(id, line.clone());
         }
     }
 }

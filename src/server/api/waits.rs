@@ -242,7 +242,7 @@ impl Server {
         }
         if self.api.waits.len() >= MAX_WAITS {
             // Peers that left without waiting for their answers give their waits back.
-            self.api_forget_gone();
+            self.api.forget_gone();
         }
         if self.api.waits.len() >= MAX_WAITS {
             return Err(ApiError::new(
@@ -367,10 +367,10 @@ impl Server {
         }
         let answered = !done.is_empty();
         for (conn, id, result) in done {
-            self.api_reply(conn, &id, result);
+            self.api.reply(conn, &id, result);
         }
         if answered {
-            self.api_reap_drained();
+            self.api.reap_drained();
         }
         // Lines are remembered only for terminals that still have output waits.
         let waits = &self.api.waits;

@@ -173,7 +173,7 @@ impl Server {
             }
         });
         self.clients.active = None;
-        self.api_end_for_handoff(requester);
+        self.api.end_for_handoff(requester);
 
         // 3. Every pane stops reading: from here on, unread output waits in the kernel.
         // (All asked at once, then all awaited: they stop in parallel.) A terminal that
