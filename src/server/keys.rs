@@ -3,7 +3,7 @@
 //! workspaces, drag dividers; the wheel scrolls history. Scroll/copy mode keys live here
 //! too.
 
-use super::{ClientId, Mode, Server};
+use super::{ClientId, Mode, Server, Session};
 use crate::bindings::Action;
 use crate::input::keys::{Key, KeyCode};
 use crate::input::mouse::{encode_for_pane, MouseButton, MouseEvent, MouseKind};
@@ -11,6 +11,7 @@ use crate::input::parse::Token;
 use crate::model::ids::TerminalId;
 use crate::model::layout::{Side, SplitDir};
 use crate::model::Scroll;
+use crate::pty::WriteError;
 use crate::render::view::{self, Hit, Overlay};
 
 /// A paste in progress (it may come in pieces): where it goes and how.
@@ -23,6 +24,20 @@ pub(crate) struct Paste {
     opened: bool,
     /// A piece was refused: the rest is dropped.
     dropped: bool,
+}
+
+impl Session {
+    /// A paste its client will not finish: one that was opened with a start marker is
+    /// closed, or the pane's program would take everything after as pasted text.
+    pub(super) fn close_paste(&self, paste: Option<Paste>) -> Result<(), WriteError> {
+        let Some(p) = paste.filter(|p| p.opened) else {
+            return Ok(());
+        };
+        match self.runtimes.get(p.tid) {
+            Some(rt) => rt.handle.try_write(b"\x1b[201~".to_vec()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Lines one wheel notch scrolls.
@@ -275,11 +290,10 @@ impl Server {
                 .is_some_and(|rt| rt.handle.input_room() < crate::input::parse::PASTE_PIECE + 64)
     }
 
-    /// A client left in the middle of a paste: one that was opened with a start marker
-    /// is closed, or the pane's program would take everything after as pasted text.
+    /// A client left in the middle of a paste: see [`Session::close_paste`].
     pub(super) fn abandon_paste(&mut self, paste: Option<Paste>) {
-        if let Some(p) = paste.filter(|p| p.opened) {
-            self.write_terminal(p.tid, b"\x1b[201~".to_vec());
+        if let Err(e) = self.session.close_paste(paste) {
+            self.say(format!("input dropped: {e}"));
         }
     }
 

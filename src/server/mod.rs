@@ -10,6 +10,7 @@
 
 mod api;
 mod attach;
+mod capture;
 mod clients;
 mod conn;
 pub(crate) mod fault;

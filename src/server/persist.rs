@@ -13,8 +13,7 @@ use crate::model::layout::{LayoutTree, SplitDir};
 use crate::model::TerminalState;
 use crate::persist::schedule::SaveSchedule;
 use crate::persist::snapshot::{
-    AgentSessionRef, Counters, DirSnap, HistorySnapshot, LayoutSnap, PaneHistory, PaneSnap,
-    SessionSnapshot, TabSnap, WorkspaceSnap, SNAPSHOT_VERSION,
+    DirSnap, HistorySnapshot, LayoutSnap, PaneHistory, PaneSnap, SessionSnapshot, SNAPSHOT_VERSION,
 };
 use crate::persist::{self, HistoryAction, Loaded, Paths, SaveJob, SaveReport, Saver};
 use crate::pty::{lock, TerminalRuntime};
@@ -119,26 +118,6 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
-fn tree_to_snap(tree: &LayoutTree, no: &dyn Fn(PaneId) -> u32) -> LayoutSnap {
-    match tree {
-        LayoutTree::Pane(p) => LayoutSnap::Pane { pane: no(*p) },
-        LayoutTree::Split {
-            dir,
-            ratio,
-            first,
-            second,
-        } => LayoutSnap::Split {
-            split: match dir {
-                SplitDir::Right => DirSnap::Right,
-                SplitDir::Down => DirSnap::Down,
-            },
-            ratio: *ratio,
-            first: Box::new(tree_to_snap(first, no)),
-            second: Box::new(tree_to_snap(second, no)),
-        },
-    }
-}
-
 pub(super) fn snap_to_tree(snap: &LayoutSnap, id: &HashMap<u32, PaneId>) -> Option<LayoutTree> {
     Some(match snap {
         LayoutSnap::Pane { pane } => LayoutTree::Pane(*id.get(pane)?),
@@ -160,103 +139,6 @@ pub(super) fn snap_to_tree(snap: &LayoutSnap, id: &HashMap<u32, PaneId>) -> Opti
 }
 
 impl Server {
-    /// The session as a snapshot. `live` adds what only the processes know (cwd, the
-    /// foreground command); without it the capture is cheap and pure.
-    pub(crate) fn capture(&self, live: bool) -> SessionSnapshot {
-        let (w, t, p) = self.session.state.counters();
-        let no = |pane: PaneId| {
-            self.session
-                .state
-                .panes
-                .get(&pane)
-                .map(|ps| ps.no.0)
-                .unwrap_or(0)
-        };
-        let workspaces = self
-            .session
-            .state
-            .workspaces
-            .iter()
-            .map(|ws| WorkspaceSnap {
-                id: ws.no.0,
-                name: ws.name.clone(),
-                active_tab: ws.active,
-                tabs: ws
-                    .tabs
-                    .iter()
-                    .map(|tab| TabSnap {
-                        id: tab.no.0,
-                        name: tab.name.clone(),
-                        zoomed: tab.zoomed,
-                        focused: no(tab.focused),
-                        layout: tree_to_snap(&tab.layout.to_tree(), &no),
-                        panes: tab
-                            .layout
-                            .panes()
-                            .iter()
-                            .map(|p| self.pane_snap(*p, live))
-                            .collect(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        SessionSnapshot {
-            version: SNAPSHOT_VERSION,
-            generation: 0,
-            saved_at: 0,
-            counters: Counters {
-                workspace: w,
-                tab: t,
-                pane: p,
-            },
-            active_workspace: self.session.state.active,
-            workspaces,
-        }
-    }
-
-    fn pane_snap(&self, pane: PaneId, live: bool) -> PaneSnap {
-        let ps = self.session.state.panes.get(&pane);
-        let term = ps.and_then(|ps| self.session.state.terminals.get(&ps.terminal));
-        let mut cwd = term
-            .and_then(|t| t.cwd.as_ref())
-            .map(|c| c.display().to_string());
-        let mut command = None;
-        if live {
-            let rt = ps.and_then(|ps| self.session.runtimes.get(ps.terminal));
-            if let Some(fg) = rt.and_then(|rt| rt.pid.map(|pid| (pid, rt.foreground()))) {
-                let (leader, fg) = fg;
-                if let Some(fg) = fg {
-                    if let Some(c) = &fg.cwd {
-                        cwd = Some(c.display().to_string());
-                    }
-                    if fg.pid != leader as i32
-                        && restorable(&fg.argv, &self.session.config.restore_commands)
-                    {
-                        command = Some(fg.argv.clone());
-                    }
-                }
-            }
-        }
-        PaneSnap {
-            id: ps.map(|p| p.no.0).unwrap_or(0),
-            label: ps.and_then(|p| p.label.clone()),
-            cwd,
-            argv: term.map(|t| t.argv.clone()).unwrap_or_default(),
-            command,
-            agent: term.and_then(|t| t.agent.clone()),
-            agent_session: term
-                .and_then(|t| t.agent_session.as_ref())
-                .map(|r| match r {
-                    SessionRef::Id(s) => AgentSessionRef::Id(s.clone()),
-                    SessionRef::Path(s) => AgentSessionRef::Path(s.clone()),
-                }),
-            agent_source: term.and_then(|t| t.agent_source.clone()),
-            agent_flags: term
-                .and_then(|t| Some(crate::agent::kept_flags(t.agent.as_deref()?, &t.agent_argv)))
-                .unwrap_or_default(),
-        }
-    }
-
     /// After anything that may have changed the structure: schedule a save if it did.
     /// The comparison captures the whole session, so it runs at most every
     /// `NOTE_INTERVAL` (the first after a quiet moment at once): a storm of events, such
@@ -278,7 +160,7 @@ impl Server {
     }
 
     fn persist_compare(&mut self, now: Instant) {
-        let now_snap = self.capture(false);
+        let now_snap = self.session.capture(false);
         let Some(p) = self.persist.as_mut() else {
             return;
         };
@@ -322,7 +204,7 @@ impl Server {
             p.next_rescan = now + RESCAN_INTERVAL;
             if !p.schedule.pending() && !p.schedule.in_flight() {
                 // Non-structural changes (cwd, foreground program) are found by looking.
-                let full = self.capture(true);
+                let full = self.session.capture(true);
                 let Some(p) = self.persist.as_mut() else {
                     return;
                 };
@@ -348,7 +230,7 @@ impl Server {
 
     /// Builds the next save (structure, and history when enabled).
     fn make_job(&mut self) -> SaveJob {
-        let snap = self.capture(true);
+        let snap = self.session.capture(true);
         let history_on = self.session.config.history;
         let lines = self.session.config.history_lines;
         let history = history_on.then(|| self.capture_history(lines));

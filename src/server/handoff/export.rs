@@ -207,7 +207,7 @@ impl Server {
         let mut phases = Phases::new(started);
         phases.mark("quiesced");
         // 4. The session and each pane's state, in the snapshot's pane order.
-        let snapshot = self.capture(true);
+        let snapshot = self.session.capture(true);
         let mut panes = Vec::new();
         let mut emulators = Vec::new();
         let mut pending = Vec::new();
