@@ -82,6 +82,15 @@ impl Session {
         }
     }
 
+    /// The terminal of the pane numbered `no` (the number users and snapshots know).
+    pub(crate) fn terminal_of_pane_no(&self, no: u32) -> Option<TerminalId> {
+        self.state
+            .panes
+            .values()
+            .find(|p| p.no.0 == no)
+            .map(|p| p.terminal)
+    }
+
     /// A terminal's height in rows, as last laid out (1 for one that is gone).
     pub(crate) fn rows_of(&self, tid: TerminalId) -> u16 {
         self.runtimes.get(tid).map_or(1, |rt| rt.size.0)

@@ -68,8 +68,21 @@ impl Server {
         id: &Value,
         req: crate::server::handoff::export::Request,
     ) -> ApiResult {
-        let done = self
-            .live_handoff(conn, req)
+        use crate::server::handoff::export::{Handoff, Parts};
+        let parts = Parts {
+            session: &self.session,
+            clients: &mut self.clients,
+            api: &mut self.api,
+            listen: &mut self.listen,
+            events: &self.events.tx,
+            persist: self
+                .persist
+                .as_ref()
+                .map_or((0, None), |p| (p.generation, p.read_only.clone())),
+            lock: self.lock.as_ref(),
+        };
+        let done = Handoff::new(parts, req)
+            .run(conn)
             .map_err(|e| ApiError::new("handoff_failed", e.to_string()))?;
         let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
         let reply = json!({

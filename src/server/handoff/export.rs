@@ -1,9 +1,11 @@
-//! The old server's side of a live handoff. Runs on the server thread from start to end:
-//! nothing else happens in the session meanwhile (clients were told to come back).
+//! The old server's side of a live handoff: a transaction over the parts of the server
+//! it borrows ([`Parts`]), run on the server thread from start to end — nothing else
+//! happens in the session meanwhile (clients were told to come back).
 //!
-//! Every step before `committed` can be undone, and [`Server::live_handoff`] undoes it
-//! on any failure: the new process is killed, every pane resumes, the public socket is
-//! bound again if it was given up. After `committed` the new server owns the session.
+//! [`Handoff::run`] validates, exports (every step before `committed`, each of which can
+//! be undone), then commits; on any failure before `committed` it rolls back: the new
+//! process is killed, every pane resumes, the public socket is bound again if it was
+//! given up. After `committed` the new server owns the session.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::PermissionsExt;
@@ -18,8 +20,10 @@ use crate::paths;
 use crate::protocol::frame::ServerMsg;
 use crate::protocol::{version, PROTOCOL_VERSION};
 use crate::pty::Paused;
+use crate::server::api::ApiState;
 use crate::server::conn::Acceptor;
-use crate::server::{ClientId, Server};
+use crate::server::start::SessionLock;
+use crate::server::{ClientId, Clients, EventTx, Listen, Session};
 
 /// All panes together get this long to stop reading.
 const PAUSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -51,6 +55,29 @@ pub struct Done {
     pub window: Duration,
 }
 
+/// What a handoff borrows from the server, and all it may touch: the session (read
+/// only: its panes are paused and described, not changed), the clients and API
+/// connections it sends away, the listening socket it gives up, and what it hands on.
+pub(in crate::server) struct Parts<'a> {
+    pub(in crate::server) session: &'a Session,
+    pub(in crate::server) clients: &'a mut Clients,
+    pub(in crate::server) api: &'a mut ApiState,
+    pub(in crate::server) listen: &'a mut Listen,
+    /// For accepting connections again after a rollback.
+    pub(in crate::server) events: &'a EventTx,
+    /// The saver's generation and why it must not write (if so), carried on.
+    pub(in crate::server) persist: (u64, Option<String>),
+    pub(in crate::server) lock: Option<&'a SessionLock>,
+}
+
+/// One handoff: its parts, its request, and what to undo if it fails.
+pub(in crate::server) struct Handoff<'a> {
+    parts: Parts<'a>,
+    req: Request,
+    started: Instant,
+    progress: Progress,
+}
+
 /// Undo information, filled in as steps happen.
 #[derive(Default)]
 struct Progress {
@@ -61,36 +88,59 @@ struct Progress {
     handoff_socket: Option<PathBuf>,
 }
 
-impl Server {
+/// The session as exported and not yet committed: the new server holds a copy of
+/// everything and waits for `committed`.
+struct Exported {
+    sock: UnixStream,
+    pid: u32,
+    version: String,
+    protocol: u32,
+    panes: usize,
+    phases: Phases,
+}
+
+/// What is sent for the panes: the manifest, each pane's screen and unwritten input, and
+/// (borrowed from the paused terminals) each master.
+struct Described<'p> {
+    manifest: Manifest,
+    images: Vec<(Vec<u8>, Vec<u8>)>,
+    masters: Vec<BorrowedFd<'p>>,
+}
+
+impl<'a> Handoff<'a> {
+    pub(in crate::server) fn new(parts: Parts<'a>, req: Request) -> Handoff<'a> {
+        Handoff {
+            parts,
+            req,
+            started: Instant::now(),
+            progress: Progress::default(),
+        }
+    }
+
     /// Hands the session to `req.binary`. On success this server must exit at once
     /// without touching any program (the caller does that); on error everything is as
     /// before and the error says what went wrong.
-    pub(crate) fn live_handoff(
-        &mut self,
-        requester: ClientId,
-        req: Request,
-    ) -> Result<Done, HandoffError> {
-        let started = Instant::now();
-        self.check_handoff(&req)?;
+    pub(in crate::server) fn run(mut self, requester: ClientId) -> Result<Done, HandoffError> {
+        self.validate()?;
         // The terminals' actors read them again before they are paused and moved.
-        self.clients.lend.suspend();
-        let mut progress = Progress::default();
+        self.parts.clients.lend.suspend();
         // A bug in a step must still roll back (the server's own panic guard would leave
         // every pane paused).
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.handoff_steps(requester, &req, &mut progress, started)
+            let exported = self.export(requester)?;
+            self.commit(exported)
         }))
         .unwrap_or(Err(HandoffError::Internal));
         match outcome {
             Ok(done) => {
-                if let Some(p) = progress.handoff_socket {
+                if let Some(p) = self.progress.handoff_socket.take() {
                     let _ = std::fs::remove_file(p);
                 }
                 Ok(done)
             }
             Err(e) => {
-                self.roll_back(progress);
-                self.clients.lend.resume();
+                self.roll_back();
+                self.parts.clients.lend.resume();
                 eprintln!("handoff: rolled back: {e}");
                 Err(e)
             }
@@ -98,7 +148,8 @@ impl Server {
     }
 
     /// Everything that can be checked before anything changes.
-    fn check_handoff(&self, req: &Request) -> Result<(), HandoffError> {
+    fn validate(&self) -> Result<(), HandoffError> {
+        let req = &self.req;
         let meta = std::fs::metadata(&req.binary).map_err(|cause| HandoffError::NoBinary {
             path: req.binary.clone(),
             cause,
@@ -109,12 +160,13 @@ impl Server {
             return Err(HandoffError::NotExecutable(req.binary.clone()));
         }
         // Each pane's master travels as one more descriptor in both processes.
-        let needed = crate::sys::open_fds().len() + self.session.runtimes.len() + 64;
+        let panes = self.parts.session.runtimes.len();
+        let needed = crate::sys::open_fds().len() + panes + 64;
         let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
             .map_err(HandoffError::NoLimit)?;
         if needed as u64 > soft {
             return Err(HandoffError::TooManyFiles {
-                panes: self.session.runtimes.len(),
+                panes,
                 needed,
                 soft,
             });
@@ -122,47 +174,133 @@ impl Server {
         Ok(())
     }
 
-    fn handoff_steps(
-        &mut self,
-        requester: ClientId,
-        req: &Request,
-        progress: &mut Progress,
-        started: Instant,
-    ) -> Result<Done, HandoffError> {
+    /// Every step before `committed`: each is recorded in `progress`, so a failure at any
+    /// point can be rolled back.
+    fn export(&mut self, requester: ClientId) -> Result<Exported, HandoffError> {
         // 1. A private socket and a token.
-        let sock_path = paths::handoff_socket_path(&self.session.name, std::process::id());
+        let session = self.parts.session;
+        let sock_path = paths::handoff_socket_path(&session.name, std::process::id());
         let _ = std::fs::remove_file(&sock_path);
         let listener = UnixListener::bind(&sock_path).map_err(HandoffError::io(format!(
             "cannot create {}",
             sock_path.display()
         )))?;
-        progress.handoff_socket = Some(sock_path.clone());
+        self.progress.handoff_socket = Some(sock_path.clone());
         std::fs::set_permissions(&sock_path, std::fs::Permissions::from_mode(0o600)).map_err(
             HandoffError::io(format!("cannot protect {}", sock_path.display())),
         )?;
         let token = super::token().map_err(HandoffError::io("cannot make a token"))?;
 
-        // 2. No new connections to a server on its way out: the socket stays (connecting
-        // is refused) until the new server replaces it. Clients come back by themselves
-        // once the new server listens (so the word must reach them before we go).
-        if let Some(a) = self.listen.acceptor.take() {
-            self.listen.next_conn_id = Some(a.stop());
+        // 2. Nobody else is served from here on.
+        self.send_everyone_away(requester);
+
+        // 3. Every pane stops reading: from here on, unread output waits in the kernel.
+        let paused = self.pause_all()?;
+        let mut phases = Phases::new(self.started);
+        phases.mark("quiesced");
+
+        // 4. The session and each pane's state, in the snapshot's pane order.
+        let described = self.describe(&paused)?;
+        let panes = described.manifest.panes.len();
+        phases.mark("captured");
+
+        // 5. The new process.
+        let mut cmd = Command::new(&self.req.binary);
+        if let Some(user) = crate::sys::nofile::user_soft_limit() {
+            cmd.env(crate::sys::nofile::ORIGINAL_ENV, user.to_string());
         }
-        progress.released = true;
+        let child = cmd
+            .args([
+                "server",
+                "import",
+                "--session",
+                session.name.as_str(),
+                "--from",
+            ])
+            .arg(&sock_path)
+            .env(TOKEN_ENV, &token)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(HandoffError::io(format!(
+                "cannot start {}",
+                self.req.binary.display()
+            )))?;
+        let pid = child.id();
+        self.progress.child = Some(child);
+
+        // 6. It connects and proves it is the one we started.
+        let mut sock = accept_from(&listener, &mut self.progress, CONNECT_TIMEOUT)?;
+        // Every write is bounded too: a new server that stops reading must not hang us.
+        sock.set_write_timeout(Some(STEP_TIMEOUT))
+            .map_err(HandoffError::io("handoff socket"))?;
+        let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(HandoffError::NoHello)?;
+        let (version, protocol) = check_hello(&hello, &token, &self.req)?;
+        phases.mark("connected");
+
+        // 7. The manifest and the screens; the new side checks it can take them.
+        let json = serde_json::to_vec(&described.manifest).map_err(HandoffError::Manifest)?;
+        send(&mut sock, &json).map_err(send_failed)?;
+        for (image, pending) in &described.images {
+            send(&mut sock, image).map_err(send_failed)?;
+            send(&mut sock, pending).map_err(send_failed)?;
+        }
+        expect(&mut sock, "validated", STEP_TIMEOUT)?;
+        phases.mark("validated");
+
+        // 8. The descriptors: the session lock first, then every master.
+        let lock = self.parts.lock.ok_or(HandoffError::NoLock)?;
+        let mut fds = vec![lock.fd()];
+        fds.extend(described.masters.iter().copied());
+        crate::sys::fdpass::send_fds(&sock, &fds).map_err(send_failed)?;
+        expect(
+            &mut sock,
+            "restored",
+            STEP_TIMEOUT + PER_PANE * panes as u32,
+        )?;
+        phases.mark("restored");
+
+        // 9. Give up the public socket; the new server binds it once it refuses here.
+        let _ = std::fs::remove_file(&session.socket);
+        send(&mut sock, b"released").map_err(send_failed)?;
+        expect(&mut sock, "ready", STEP_TIMEOUT)?;
+        phases.mark("ready");
+        Ok(Exported {
+            sock,
+            pid,
+            version,
+            protocol,
+            panes,
+            phases,
+        })
+    }
+
+    /// No new connections to a server on its way out: the socket stays (connecting is
+    /// refused) until the new server replaces it. Clients come back by themselves once the
+    /// new server listens (so the word must reach them before we go); API connections
+    /// other than the requester's are closed.
+    fn send_everyone_away(&mut self, requester: ClientId) {
+        let Parts {
+            session,
+            clients,
+            api,
+            listen,
+            ..
+        } = &mut self.parts;
+        if let Some(a) = listen.acceptor.take() {
+            listen.next_conn_id = Some(a.stop());
+        }
+        self.progress.released = true;
         // A paste still coming in (its end not read yet) is closed here; what is left of
         // it reaches the new server as typed text.
-        let pastes: Vec<_> = self
-            .clients
-            .by_id
-            .values_mut()
-            .map(|c| c.paste.take())
-            .collect();
+        let pastes: Vec<_> = clients.by_id.values_mut().map(|c| c.paste.take()).collect();
         for paste in pastes {
-            self.abandon_paste(paste);
+            if let Err(e) = session.close_paste(paste) {
+                clients.say(format!("input dropped: {e}"));
+            }
         }
         let why = "live update in progress; reconnecting when it completes";
         let msg = ServerMsg::Reconnect(why.into()).encode();
-        let writers: Vec<_> = std::mem::take(&mut self.clients.by_id)
+        let writers: Vec<_> = std::mem::take(&mut clients.by_id)
             .into_values()
             .map(|c| c.writer)
             .collect();
@@ -172,16 +310,19 @@ impl Server {
                 s.spawn(move || w.send_last_and_wait(msg, CLIENT_NOTICE_TIMEOUT));
             }
         });
-        self.clients.active = None;
-        self.api.end_for_handoff(requester);
+        clients.active = None;
+        api.end_for_handoff(requester);
+    }
 
-        // 3. Every pane stops reading: from here on, unread output waits in the kernel.
-        // (All asked at once, then all awaited: they stop in parallel.) A terminal that
-        // is asked is counted as paused, so a rollback resumes it whatever it answered.
+    /// Asks every pane to stop reading, all at once, then waits for them all (they stop
+    /// in parallel). A terminal that is asked is counted as paused, so a rollback
+    /// resumes it whatever it answered.
+    fn pause_all(&mut self) -> Result<Vec<(TerminalId, Paused)>, HandoffError> {
+        let runtimes = &self.parts.session.runtimes;
         let deadline = Instant::now() + PAUSE_TIMEOUT;
         let mut tickets = Vec::new();
-        for tid in self.session.runtimes.ids() {
-            let Some(rt) = self.session.runtimes.get(tid) else {
+        for tid in runtimes.ids() {
+            let Some(rt) = runtimes.get(tid) else {
                 continue;
             };
             let ticket = rt
@@ -191,10 +332,10 @@ impl Server {
                     terminal: tid.0,
                     cause,
                 })?;
-            progress.paused.push(tid);
+            self.progress.paused.push(tid);
             tickets.push((tid, ticket));
         }
-        let mut paused: Vec<(TerminalId, Paused)> = Vec::new();
+        let mut paused = Vec::new();
         for (tid, ticket) in tickets {
             let left = deadline.saturating_duration_since(Instant::now());
             let p = ticket.wait(left).map_err(|cause| HandoffError::Pause {
@@ -203,11 +344,16 @@ impl Server {
             })?;
             paused.push((tid, p));
         }
+        Ok(paused)
+    }
 
-        let mut phases = Phases::new(started);
-        phases.mark("quiesced");
-        // 4. The session and each pane's state, in the snapshot's pane order.
-        let snapshot = self.session.capture(true);
+    /// The manifest, screens and masters of every paused pane; all panes or an error.
+    fn describe<'p>(
+        &self,
+        paused: &'p [(TerminalId, Paused)],
+    ) -> Result<Described<'p>, HandoffError> {
+        let session = self.parts.session;
+        let snapshot = session.capture(true);
         let mut panes = Vec::new();
         let mut emulators = Vec::new();
         let mut pending = Vec::new();
@@ -218,12 +364,12 @@ impl Server {
             .flat_map(|w| &w.tabs)
             .flat_map(|t| &t.panes)
         {
-            let Some(tid) = self.terminal_of_pane_no(ps.id) else {
+            let Some(tid) = session.terminal_of_pane_no(ps.id) else {
                 continue;
             };
             let (Some(rt), Some(term), Some((_, p))) = (
-                self.session.runtimes.get(tid),
-                self.session.state.terminals.get(&tid),
+                session.runtimes.get(tid),
+                session.state.terminals.get(&tid),
                 paused.iter().find(|(t, _)| *t == tid),
             ) else {
                 continue;
@@ -243,11 +389,10 @@ impl Server {
                 agent_argv: term.agent_argv.clone(),
                 agent_error: term.agent_error.clone(),
                 agent_since_ms: term.agent_since_ms(),
-                seen: self
-                    .session
+                seen: session
                     .state
                     .pane_of_terminal(tid)
-                    .and_then(|p| self.session.state.panes.get(&p))
+                    .and_then(|p| session.state.panes.get(&p))
                     .is_none_or(|p| p.seen),
             });
             emulators.push(rt.emulator.clone());
@@ -262,147 +407,82 @@ impl Server {
             pane.cols = cols;
             images.push((image, input));
         }
-        if panes.len() != self.session.runtimes.len() {
+        if panes.len() != session.runtimes.len() {
             return Err(HandoffError::Undescribed {
                 described: panes.len(),
-                all: self.session.runtimes.len(),
+                all: session.runtimes.len(),
             });
         }
+        let (persist_generation, persist_read_only) = self.parts.persist.clone();
         let manifest = Manifest {
             handoff: HANDOFF_VERSION,
             source_version: version().into(),
             source_protocol: PROTOCOL_VERSION,
-            expected_version: req.expected_version.clone(),
-            expected_protocol: req.expected_protocol,
-            session: self.session.name.as_str().into(),
+            expected_version: self.req.expected_version.clone(),
+            expected_protocol: self.req.expected_protocol,
+            session: session.name.as_str().into(),
             snapshot,
-            size: self.session.size,
-            sidebar: self.session.sidebar,
-            persist_generation: self.persist.as_ref().map_or(0, |p| p.generation),
-            persist_read_only: self.persist.as_ref().and_then(|p| p.read_only.clone()),
+            size: session.size,
+            sidebar: session.sidebar,
+            persist_generation,
+            persist_read_only,
             panes,
         };
+        Ok(Described {
+            manifest,
+            images,
+            masters,
+        })
+    }
 
-        phases.mark("captured");
-        // 5. The new process.
-        let mut cmd = Command::new(&req.binary);
-        if let Some(user) = crate::sys::nofile::user_soft_limit() {
-            cmd.env(crate::sys::nofile::ORIGINAL_ENV, user.to_string());
-        }
-        let child = cmd
-            .args([
-                "server",
-                "import",
-                "--session",
-                self.session.name.as_str(),
-                "--from",
-            ])
-            .arg(&sock_path)
-            .env(TOKEN_ENV, &token)
-            .stdin(Stdio::null())
-            .spawn()
-            .map_err(HandoffError::io(format!(
-                "cannot start {}",
-                req.binary.display()
-            )))?;
-        let new_pid = child.id();
-        progress.child = Some(child);
-
-        // 6. It connects and proves it is the one we started.
-        let mut sock = accept_from(&listener, progress, CONNECT_TIMEOUT)?;
-        // Every write is bounded too: a new server that stops reading must not hang us.
-        sock.set_write_timeout(Some(STEP_TIMEOUT))
-            .map_err(HandoffError::io("handoff socket"))?;
-        let hello = recv_word(&mut sock, STEP_TIMEOUT).map_err(HandoffError::NoHello)?;
-        let (version, protocol) = check_hello(&hello, &token, req)?;
-
-        phases.mark("connected");
-        // 7. The manifest and the screens; the new side checks it can take them.
-        let json = serde_json::to_vec(&manifest).map_err(HandoffError::Manifest)?;
-        let io = |cause| HandoffError::Io {
-            what: "cannot send to the new server".into(),
-            cause,
-        };
-        send(&mut sock, &json).map_err(io)?;
-        for (image, pending) in &images {
-            send(&mut sock, image).map_err(io)?;
-            send(&mut sock, pending).map_err(io)?;
-        }
-        expect(&mut sock, "validated", STEP_TIMEOUT)?;
-        phases.mark("validated");
-
-        // 8. The descriptors: the session lock first, then every master.
-        let lock = self.lock.as_ref().ok_or(HandoffError::NoLock)?;
-        let mut fds = vec![lock.fd()];
-        fds.extend(masters.iter().copied());
-        crate::sys::fdpass::send_fds(&sock, &fds).map_err(io)?;
-        expect(
-            &mut sock,
-            "restored",
-            STEP_TIMEOUT + PER_PANE * manifest.panes.len() as u32,
-        )?;
-
-        phases.mark("restored");
-        // 9. Give up the public socket; the new server binds it once it refuses here.
-        let _ = std::fs::remove_file(&self.session.socket);
-        send(&mut sock, b"released").map_err(io)?;
-        expect(&mut sock, "ready", STEP_TIMEOUT)?;
-        phases.mark("ready");
-
-        // 10. No way back from here.
-        send(&mut sock, b"committed").map_err(io)?;
+    /// Step 10, with no way back: the new server owns the session once it reads
+    /// `committed`, and this side only makes sure no program is touched on exit.
+    fn commit(&mut self, mut ex: Exported) -> Result<Done, HandoffError> {
+        send(&mut ex.sock, b"committed").map_err(send_failed)?;
         let committed = Instant::now();
-        progress.child = None;
-        for tid in self.session.runtimes.ids() {
-            if let Some(rt) = self.session.runtimes.get(tid) {
+        self.progress.child = None;
+        let runtimes = &self.parts.session.runtimes;
+        for tid in runtimes.ids() {
+            if let Some(rt) = runtimes.get(tid) {
                 rt.handle.preserve(true);
             }
         }
-        if let Err(e) = expect(&mut sock, "owned", STEP_TIMEOUT) {
+        if let Err(e) = expect(&mut ex.sock, "owned", STEP_TIMEOUT) {
             // Nothing to undo: the new server has the session (or died with it).
             eprintln!("handoff: committed, but the new server did not confirm: {e}");
         }
-        phases.mark("owned");
-        eprintln!(
-            "handoff: {} panes; {}",
-            manifest.panes.len(),
-            phases.report()
-        );
+        ex.phases.mark("owned");
+        eprintln!("handoff: {} panes; {}", ex.panes, ex.phases.report());
         Ok(Done {
-            pid: new_pid,
-            version,
-            protocol,
-            panes: manifest.panes.len(),
-            total: started.elapsed(),
+            pid: ex.pid,
+            version: ex.version,
+            protocol: ex.protocol,
+            panes: ex.panes,
+            total: self.started.elapsed(),
             window: committed.elapsed(),
         })
     }
 
-    fn terminal_of_pane_no(&self, no: u32) -> Option<TerminalId> {
-        self.session
-            .state
-            .panes
-            .values()
-            .find(|p| p.no.0 == no)
-            .map(|p| p.terminal)
-    }
-
     /// Undoes whatever `progress` says happened.
-    fn roll_back(&mut self, progress: Progress) {
+    fn roll_back(&mut self) {
+        let progress = std::mem::take(&mut self.progress);
         if let Some(mut child) = progress.child {
             let _ = child.kill();
             let _ = child.wait();
         }
+        let Parts {
+            session,
+            clients,
+            listen,
+            events,
+            ..
+        } = &mut self.parts;
         if progress.released {
             // The new process is gone, so a socket file it may have bound is stale.
-            match crate::server::bind_socket(&self.session.socket) {
+            match crate::server::bind_socket(&session.socket) {
                 Ok(listener) => {
-                    match Acceptor::spawn(
-                        listener,
-                        self.events.tx.clone(),
-                        self.listen.next_conn_id.take(),
-                    ) {
-                        Ok(a) => self.listen.acceptor = Some(a),
+                    match Acceptor::spawn(listener, (*events).clone(), listen.next_conn_id.take()) {
+                        Ok(a) => listen.acceptor = Some(a),
                         Err(e) => eprintln!("handoff: cannot accept connections again: {e}"),
                     }
                 }
@@ -410,7 +490,7 @@ impl Server {
             }
         }
         for tid in progress.paused {
-            if let Some(rt) = self.session.runtimes.get(tid) {
+            if let Some(rt) = session.runtimes.get(tid) {
                 rt.handle.preserve(false);
                 rt.handle.resume();
             }
@@ -418,7 +498,14 @@ impl Server {
         if let Some(p) = progress.handoff_socket {
             let _ = std::fs::remove_file(p);
         }
-        self.request_render();
+        clients.request_frame();
+    }
+}
+
+fn send_failed(cause: std::io::Error) -> HandoffError {
+    HandoffError::Io {
+        what: "cannot send to the new server".into(),
+        cause,
     }
 }
 
