@@ -75,6 +75,10 @@ pub struct Hello {
     /// (see [`FEATURE_TTY`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tty: bool,
+    /// Interactive clients on this machine: the folder they run in, where the session's
+    /// first pane starts if it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<std::path::PathBuf>,
     /// Interactive clients: the user's terminal (its key reporting and colours).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<terminal::TerminalInfo>,
@@ -127,6 +131,9 @@ impl Hello {
             keys: None,
             env: (role == Role::Client).then(attach_env),
             tty: false,
+            cwd: (role == Role::Client)
+                .then(|| std::env::current_dir().ok())
+                .flatten(),
             terminal: None,
         }
     }

@@ -380,6 +380,8 @@ impl Transport for Bridge {
         let mut hello = Hello::new(Role::Client, Some(size));
         hello.keys = self.keys.clone();
         hello.terminal = Some(self.terminal.clone());
+        // A folder of this machine means nothing on the remote one.
+        hello.cwd = None;
         let mut line = serde_json::to_string(&hello)?;
         line.push('\n');
         writer

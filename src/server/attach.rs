@@ -21,6 +21,7 @@ impl Server {
             size,
             keys,
             env,
+            cwd,
             reader,
             pending,
             tty,
@@ -35,7 +36,8 @@ impl Server {
         }
         let size = panes::sane_size(size);
         if self.session.state.workspaces.is_empty() {
-            if let Err(e) = self.create_workspace(None, None) {
+            // Like tmux: a session's first pane starts where the user ran herdr.
+            if let Err(e) = self.create_workspace(None, cwd) {
                 writer.send_last(ServerMsg::Exit(e.to_string()).encode());
                 return;
             }

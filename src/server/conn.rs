@@ -459,6 +459,7 @@ fn client_loop(
         size,
         keys: hello.keys,
         env: hello.env,
+        cwd: hello.cwd,
         terminal: hello.terminal.unwrap_or_default(),
         reader: reader.into_inner(),
         pending,

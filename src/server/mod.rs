@@ -108,6 +108,8 @@ pub struct Attaching {
     pub keys: Option<crate::protocol::ClientKeys>,
     /// Where it attaches from (DISPLAY…), for the panes started from now on.
     pub env: Option<BTreeMap<String, String>>,
+    /// The folder the client runs in (local clients only).
+    pub cwd: Option<std::path::PathBuf>,
     /// The client's socket, read by the server thread from now on, and the bytes already
     /// read past the hello.
     pub reader: std::os::unix::net::UnixStream,

@@ -153,13 +153,20 @@ impl Session {
             .map(|_| ("SSH_AUTH_SOCK".to_string(), link.display().to_string()))
     }
 
-    /// The working directory for a pane started "from" the focused one: the cwd of the
-    /// program in front (or the shell), like tmux's pane_current_path.
+    /// The working directory for a pane started "from" the focused one: see
+    /// [`Session::cwd_of`].
     pub(crate) fn focused_cwd(&self) -> Option<PathBuf> {
-        let tid = self.state.focused_terminal()?;
-        let rt = self.runtimes.get(tid)?;
-        let pid = rt.pid?;
-        std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
+        self.cwd_of(self.state.focused_terminal()?)
+    }
+
+    /// Where a terminal's user is now, like tmux's pane_current_path: the folder of the
+    /// program in front (a `cd` in a nested shell counts), else of the pane's own
+    /// program, else the folder it was started in.
+    pub(crate) fn cwd_of(&self, tid: TerminalId) -> Option<PathBuf> {
+        let rt = self.runtimes.get(tid);
+        rt.and_then(|rt| rt.foreground()?.cwd)
+            .or_else(|| std::fs::read_link(format!("/proc/{}/cwd", rt?.pid?)).ok())
+            .or_else(|| self.state.terminals.get(&tid)?.cwd.clone())
     }
 
     pub(crate) fn open_workspace(
@@ -212,7 +219,10 @@ impl Session {
             .find(|(p, _)| *p == pane)
             .map(|(_, r)| r)
             .unwrap_or(area);
-        let cwd = cwd.or_else(|| self.focused_cwd());
+        let cwd = cwd.or_else(|| {
+            let tid = self.state.panes.get(&target)?.terminal;
+            self.cwd_of(tid)
+        });
         let (term, rt) = self.spawn_terminal(argv, cwd, rect)?;
         self.runtimes.insert(term.id, rt);
         self.state.commit_split(pos, layout, pane, term);
@@ -354,9 +364,8 @@ pub(crate) fn sane_size((cols, rows): (u16, u16)) -> (u16, u16) {
 
 /// A new workspace is named after the folder it starts in ("~" for home), like a project.
 fn workspace_name(cwd: Option<&std::path::Path>) -> Option<String> {
-    let cwd = cwd
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())?;
+    // A pane given no folder starts at home.
+    let cwd = cwd.map_or_else(crate::paths::home, PathBuf::from);
     if std::env::var_os("HOME").is_some_and(|h| h == cwd.as_os_str()) {
         return Some("~".into());
     }

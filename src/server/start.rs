@@ -243,7 +243,9 @@ pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> Result
     spawn_signal_thread(server.events.tx.clone())?;
     server.start_persistence();
     if !server.persist_restore() {
-        if let Err(e) = server.create_workspace(None, None) {
+        // The first pane starts where the server was started: the folder of the client
+        // that started it (or of `herdr server start`), as tmux's does.
+        if let Err(e) = server.create_workspace(None, std::env::current_dir().ok()) {
             let _ = std::fs::remove_file(&socket);
             return Err(StartError::FirstPane(e));
         }

@@ -140,6 +140,18 @@ impl Env {
 
     /// A client in a terminal that answers its queries the way `outer` does.
     pub fn client_in(&self, outer: Outer, cols: u16, rows: u16, extra: &[&str]) -> Term {
+        self.client_from(&self.home(), outer, cols, rows, extra)
+    }
+
+    /// A client run in the folder `cwd`.
+    pub fn client_from(
+        &self,
+        cwd: &std::path::Path,
+        outer: Outer,
+        cols: u16,
+        rows: u16,
+        extra: &[&str],
+    ) -> Term {
         let mut cmd = CommandBuilder::new(BIN);
         cmd.env_clear();
         for (k, v) in self.vars() {
@@ -150,7 +162,7 @@ impl Env {
         for a in extra {
             cmd.arg(a);
         }
-        cmd.cwd(self.home());
+        cmd.cwd(cwd);
         Term::spawn_in(outer, cmd, cols, rows)
     }
 

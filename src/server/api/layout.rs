@@ -57,7 +57,7 @@ impl Server {
 
     pub(crate) fn workspace_create(&mut self, p: WorkspaceCreate) -> ApiResult {
         let name = p.name;
-        let cwd = cwd_param(p.cwd)?;
+        let cwd = cwd_param(p.cwd)?.or_else(|| self.session.focused_cwd());
         let pane = self.create_workspace(name, cwd).map_err(spawn_err)?;
         let ws = &self.session.state.workspaces[self.session.state.active];
         now(
@@ -136,6 +136,8 @@ impl Server {
         let cwd = cwd_param(p.cwd)?;
         let name = p.name;
         self.session.state.select_workspace(w);
+        // Without a folder: that of the workspace's focused pane, as from the keyboard.
+        let cwd = cwd.or_else(|| self.session.focused_cwd());
         let pane = self.create_tab(cwd).map_err(spawn_err)?;
         let pos = self
             .session
