@@ -24,7 +24,12 @@ pub enum Action {
     ResizeRight,
     Zoom,
     ClosePane,
+    NextPane,
+    LastPane,
+    SwapPrev,
+    SwapNext,
     NewTab,
+    CloseTab,
     NextTab,
     PrevTab,
     SelectTab(u8),
@@ -86,9 +91,30 @@ const ACTIONS: &[(&str, Action, &str)] = &[
     (
         "close_pane",
         Action::ClosePane,
-        "close the pane (ends its program)",
+        "close the pane (asks if its program runs)",
+    ),
+    ("next_pane", Action::NextPane, "focus the next pane"),
+    (
+        "last_pane",
+        Action::LastPane,
+        "focus the pane focused before",
+    ),
+    (
+        "swap_prev",
+        Action::SwapPrev,
+        "swap the pane with the previous one",
+    ),
+    (
+        "swap_next",
+        Action::SwapNext,
+        "swap the pane with the next one",
     ),
     ("new_tab", Action::NewTab, "new tab"),
+    (
+        "close_tab",
+        Action::CloseTab,
+        "close the tab and its panes (asks)",
+    ),
     ("next_tab", Action::NextTab, "next tab"),
     ("prev_tab", Action::PrevTab, "previous tab"),
     ("select_tab_1", Action::SelectTab(1), "go to tab 1"),
@@ -153,7 +179,12 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("C-Right", "resize_right"),
     ("z", "zoom"),
     ("x", "close_pane"),
+    ("o", "next_pane"),
+    (";", "last_pane"),
+    ("{", "swap_prev"),
+    ("}", "swap_next"),
     ("c", "new_tab"),
+    ("&", "close_tab"),
     ("n", "next_tab"),
     ("p", "prev_tab"),
     ("1", "select_tab_1"),
@@ -275,21 +306,31 @@ impl Bindings {
         self.map.get(key).copied()
     }
 
-    /// (keys, action) rows for the help overlay, grouped by action in table order.
-    pub fn help_rows(&self) -> Vec<(String, Action)> {
-        let mut rows: Vec<(String, Action)> = Vec::new();
-        for (_, action, _) in ACTIONS {
-            let keys: Vec<String> = self
-                .map
+    /// (keys, what they do) rows for the help overlay, grouped by action in table
+    /// order; the nine "go to tab N" keys share one row while they are the digits.
+    pub fn help_rows(&self) -> Vec<(String, &'static str)> {
+        let mut rows: Vec<(String, &'static str)> = Vec::new();
+        let keys_of = |action: Action| -> Vec<String> {
+            self.map
                 .iter()
-                .filter(|(_, a)| *a == action)
+                .filter(|(_, a)| **a == action)
                 .map(|(k, _)| k.to_string())
-                .collect();
+                .collect()
+        };
+        let digits = (1..=9u8).all(|n| keys_of(Action::SelectTab(n)) == [n.to_string()]);
+        for (_, action, description) in ACTIONS {
+            if let (Action::SelectTab(n), true) = (action, digits) {
+                if *n == 1 {
+                    rows.push(("1 … 9".into(), "go to tab N"));
+                }
+                continue;
+            }
+            let keys = keys_of(*action);
             if !keys.is_empty() {
-                rows.push((keys.join(" "), *action));
+                rows.push((keys.join(" "), description));
             }
         }
-        rows.push((self.prefix.to_string(), Action::SendPrefix));
+        rows.push((self.prefix.to_string(), Action::SendPrefix.description()));
         rows
     }
 }

@@ -73,9 +73,16 @@ fn a_split_can_run_a_program_and_wait_returns_its_exit_status() {
         "-c",
         "echo working; sleep 0.5; exit 7",
     ]));
-    let out = ok(env.herdr(&["pane", "wait", "--pane", &pane, "--exit", "--timeout", "20"]));
-    assert_eq!(out, "exited with status 7");
-    // The pane is gone afterwards, and its id is not reused.
+    let out = env.herdr(&["pane", "wait", "--pane", &pane, "--exit", "--timeout", "20"]);
+    assert_eq!(out.status.code(), Some(7), "the CLI exits with the status");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "exited with status 7"
+    );
+    // The pane stays with its result until it is closed; its id is not reused.
+    let got = json(env.herdr(&["pane", "get", "--pane", &pane, "--json"]));
+    assert_eq!(got["exited"], 7, "{got}");
+    ok(env.herdr(&["pane", "close", "--pane", &pane]));
     let panes = json(env.herdr(&["pane", "list", "--json"]));
     assert!(panes
         .as_array()
@@ -84,9 +91,9 @@ fn a_split_can_run_a_program_and_wait_returns_its_exit_status() {
         .all(|p| p["id"] != pane.as_str()));
     let next = ok(env.herdr(&["pane", "split"]));
     assert_ne!(next, pane);
-    // A program ended by a signal has no exit code.
+    // A program ended by a signal has no exit code: the CLI exits 1.
     let killed = ok(env.herdr(&["pane", "split", "--", "sh", "-c", "sleep 0.3; kill -9 $$"]));
-    let out = ok(env.herdr(&[
+    let out = env.herdr(&[
         "pane",
         "wait",
         "--pane",
@@ -94,8 +101,14 @@ fn a_split_can_run_a_program_and_wait_returns_its_exit_status() {
         "--exit",
         "--timeout",
         "20",
-    ]));
-    assert_eq!(out, "exited (ended by a signal)");
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "exited (ended by a signal)"
+    );
+    let got = json(env.herdr(&["pane", "get", "--pane", &killed, "--json"]));
+    assert_eq!(got["exited"], "signal", "{got}");
 }
 
 #[test]
@@ -254,6 +267,8 @@ fn exits_are_announced_with_their_status() {
             break;
         }
     }
+    // The pane stays with its result; closing it is announced.
+    ok(env.herdr(&["pane", "close", "--pane", &pane]));
     assert_eq!(next_non_output(&mut r)["event"], "pane.closed");
 }
 

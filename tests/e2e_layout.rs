@@ -89,6 +89,8 @@ fn close_by_key_and_by_program_exit() {
     t.prefix(b"%");
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
     t.prefix(b"x");
+    t.wait_text("(y/n)");
+    t.send(b"y");
     t.wait("one pane", |t| divider_col(t, 10).is_none());
     t.prefix(b"\"");
     t.wait("two prompts", |t| t.count(PROMPT) == 2);

@@ -245,6 +245,17 @@ pub(super) fn call(
     json_out: bool,
     human: fn(&Value) -> String,
 ) -> anyhow::Result<i32> {
+    call_coded(session, request, json_out, human, |_| 0)
+}
+
+/// [`call`], exiting with the code `code` reads off the result.
+fn call_coded(
+    session: &SessionName,
+    request: Request,
+    json_out: bool,
+    human: fn(&Value) -> String,
+    code: fn(&Value) -> i32,
+) -> anyhow::Result<i32> {
     let mut api = match connect(session)? {
         Ok(a) => a,
         Err(code) => return Ok(code),
@@ -264,7 +275,7 @@ pub(super) fn call(
                     _ => {}
                 }
             }
-            Ok(0)
+            Ok(code(&v))
         }
         Err(api::Error::Remote(r)) if r.code == "timeout" => {
             eprintln!("herdr: timed out: {}", r.message);
@@ -589,10 +600,23 @@ pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
                 agent_state,
                 timeout_ms,
             };
+            let coded = wait.exit;
+            if coded {
+                let request = Request::PaneWait(wait);
+                return call_coded(session, request, out.json, wait_row, exit_status);
+            }
             (Request::PaneWait(wait), out.json, wait_row)
         }
     };
     call(session, request, json_out, human)
+}
+
+/// What `pane wait --exit` exits with: the program's own status (0 to 255), 1 when a
+/// signal ended it (it has no status then).
+fn exit_status(v: &Value) -> i32 {
+    v.get("status")
+        .and_then(Value::as_i64)
+        .map_or(1, |c| c.clamp(0, 255) as i32)
 }
 
 /// What `pane wait` prints: the line that matched, the exit status or the agent's state.

@@ -31,6 +31,9 @@ pub struct Config {
     pub sidebar: bool,
     /// Sidebar width in columns.
     pub sidebar_width: u16,
+    /// Which panes stay open, showing their screen and exit status, when their program
+    /// ends: `command` (those started with a command, not the shell), `always`, `never`.
+    pub remain_on_exit: String,
     /// `[keys]` bindings in file order; they override the built-in table.
     pub keys: Vec<KeySetting>,
     /// `[persistence]`: save the panes' screens and scrollback too (may hold secrets).
@@ -135,6 +138,7 @@ impl Default for Config {
             scrollback_lines: 10_000,
             sidebar: true,
             sidebar_width: 24,
+            remain_on_exit: "command".to_string(),
             keys: Vec::new(),
             history: false,
             history_lines: 1000,
@@ -287,12 +291,19 @@ const ROOT_FIELDS: &[Field] = &[
             set: |c, v| c.sidebar_width = u16::try_from(v).unwrap_or(c.sidebar_width),
         },
     ),
+    Field(
+        "remain_on_exit",
+        Kind::Choice(REMAIN_ON_EXIT, |c| &mut c.remain_on_exit),
+    ),
     Field("keys", Kind::Bindings(|c| &mut c.keys)),
     Field("persistence", Kind::Table(PERSISTENCE_FIELDS)),
     Field("update", Kind::Table(UPDATE_FIELDS)),
     Field("remote", Kind::Table(REMOTE_FIELDS)),
     Field("notify", Kind::Table(NOTIFY_FIELDS)),
 ];
+
+/// The words `remain_on_exit` accepts.
+pub const REMAIN_ON_EXIT: &[&str] = &["command", "always", "never"];
 
 /// The words `[notify] terminal` accepts.
 pub const NOTIFY_TERMINALS: &[&str] = &["auto", "osc9", "osc777", "bell", "off"];

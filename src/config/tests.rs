@@ -258,3 +258,18 @@ fn notify_bad_values_name_the_key_and_the_allowed_values() {
     let (c, diags) = parse_str("[notify]\ncommand = []\n");
     assert!(diags.is_empty() && c.notify_command.is_empty());
 }
+
+#[test]
+fn remain_on_exit_takes_one_of_three_words() {
+    assert_eq!(parse_str("").0.remain_on_exit, "command");
+    let (c, diags) = parse_str("remain_on_exit = \"always\"\n");
+    assert!(diags.is_empty(), "{diags:#?}");
+    assert_eq!(c.remain_on_exit, "always");
+    let (c, diags) = parse_str("remain_on_exit = \"sometimes\"\n");
+    assert_eq!(c.remain_on_exit, "command", "the default stays");
+    let text = diags[0].to_string();
+    assert!(
+        text.contains(":1: remain_on_exit") && text.contains("never"),
+        "{text}"
+    );
+}

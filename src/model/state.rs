@@ -103,7 +103,34 @@ pub struct Tab {
     pub name: Option<String>,
     pub layout: Layout,
     pub focused: PaneId,
+    /// The pane focused before `focused` (tmux's last pane), while it is in the tab.
+    pub last: Option<PaneId>,
     pub zoomed: bool,
+}
+
+impl Tab {
+    /// Moves the focus to `pane`, remembering the pane it leaves.
+    pub fn focus(&mut self, pane: PaneId) {
+        if self.focused != pane {
+            self.last = Some(self.focused);
+            self.focused = pane;
+        }
+    }
+
+    /// The panes in tree order, starting after (`forward`) or before the focused one,
+    /// wrapping around: the one `o` goes to, the one a swap exchanges with.
+    pub fn neighbour_in_order(&self, forward: bool) -> Option<PaneId> {
+        let panes = self.layout.panes();
+        let at = panes.iter().position(|p| *p == self.focused)?;
+        let n = panes.len();
+        (n > 1).then(|| {
+            panes[if forward {
+                (at + 1) % n
+            } else {
+                (at + n - 1) % n
+            }]
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -280,6 +307,7 @@ impl AppState {
             name: None,
             layout: Layout::new(pane),
             focused: pane,
+            last: None,
             zoomed: false,
         }
     }
@@ -311,7 +339,7 @@ impl AppState {
         self.register(pane, term);
         if let Some(tab) = self.tab_at_mut(pos) {
             tab.layout = layout;
-            tab.focused = pane;
+            tab.focus(pane);
             tab.zoomed = false;
         }
         true
@@ -454,7 +482,7 @@ impl AppState {
         if tab.focused != pane {
             tab.zoomed = false;
         }
-        tab.focused = pane;
+        tab.focus(pane);
         true
     }
 

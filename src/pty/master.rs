@@ -107,6 +107,22 @@ impl Master {
         Ok(Master { fd, shared })
     }
 
+    /// The shared part of a master that is gone (a pane whose program ended, moved by a
+    /// live handoff): no direct writes, and a queue nobody reads, so every write is
+    /// refused as it is once an actor ends.
+    pub(super) fn ended(waker: Waker) -> Arc<Shared> {
+        let (input, _) = std::sync::mpsc::sync_channel(1);
+        Arc::new(Shared {
+            direct: Mutex::new(None),
+            busy: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            typed: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
+            input,
+            waker,
+        })
+    }
+
     /// For the actor's poll and its size ioctl.
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

@@ -320,10 +320,7 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> 
         .unwrap_or(0)
         .min(20);
     let lines: Vec<String> = std::iter::once(format!("Press {} then:", view.bindings.prefix))
-        .chain(
-            rows.iter()
-                .map(|(k, a)| format!("{k:<key_w$}  {}", a.description())),
-        )
+        .chain(rows.iter().map(|(k, what)| format!("{k:<key_w$}  {what}")))
         .chain(std::iter::once("(any key closes this help)".to_string()))
         .collect();
     let inner_w = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16;

@@ -60,6 +60,35 @@ pub fn vt_color(c: crate::term::vt::Color) -> Color {
     }
 }
 
+/// The line over the last row of a pane whose program ended: its status and what the
+/// keys do. Returns the row drawn.
+pub fn draw_ended(buf: &mut ratatui::buffer::Buffer, rect: Rect, code: Option<i32>) -> Option<u16> {
+    if rect.width == 0 || rect.height == 0 {
+        return None;
+    }
+    let status = match code {
+        Some(c) => format!("exited {c}"),
+        None => "ended by a signal".to_string(),
+    };
+    let room = usize::from(rect.width);
+    let full = format!(" {status} · Enter reruns · x closes ");
+    let text = if full.chars().count() <= room {
+        full
+    } else {
+        format!(" {status} ").chars().take(room).collect()
+    };
+    let bg = if code == Some(0) {
+        Color::Green
+    } else {
+        Color::Red
+    };
+    let row = rect.bottom() - 1;
+    let style = Style::default().fg(Color::Black).bg(bg);
+    let width = usize::from(rect.width);
+    buf.set_string(rect.x, row, format!("{text:<width$}"), style);
+    Some(row)
+}
+
 /// Draws the pane's screen into `rect`; rows whose formatted text matches the cache are
 /// left as they are in `frame`.
 pub fn draw_pane(

@@ -11,7 +11,7 @@ use super::chrome::{
     chrome_signature, clear_chrome, draw_help, draw_sidebar, draw_status, draw_tab_bar,
 };
 use super::diff::Frame;
-use super::pane::{draw_pane, PaneCursor, RowCache};
+use super::pane::{draw_ended, draw_pane, PaneCursor, RowCache};
 use super::view::{pane_area, tab_geometry, with_screen, Overlay, View, ACCENT, MUTED};
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::SplitDir;
@@ -34,6 +34,13 @@ struct LayoutKey {
     scroll: Vec<(TerminalId, Scroll, usize, usize)>,
     /// Agent badges on the pane borders: pane, agent, state.
     badges: Vec<(PaneId, String, String)>,
+    /// Shown panes whose program ended, with its status (a line over their last row).
+    ended: Vec<(TerminalId, Option<i32>)>,
+}
+
+/// The exit status of a terminal whose program ended (`Some(None)`: ended by a signal).
+fn ended(state: &AppState, tid: TerminalId) -> Option<Option<i32>> {
+    state.terminals.get(&tid).and_then(|t| t.exited)
 }
 
 /// The agent badge of each shown pane that has one: its agent and state as users see it.
@@ -117,9 +124,15 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
     let area = pane_area(size, view.sidebar);
     let tab = view.state.active_tab();
     let geometry = tab.map(|t| tab_geometry(t, area)).unwrap_or_default();
-    let scroll = geometry
-        .iter()
-        .filter_map(|(p, _)| view.state.panes.get(p).map(|ps| ps.terminal))
+    let shown = || {
+        geometry
+            .iter()
+            .filter_map(|(p, _)| view.state.panes.get(p).map(|ps| ps.terminal))
+    };
+    let ended_panes = shown()
+        .filter_map(|tid| Some((tid, ended(view.state, tid)?)))
+        .collect();
+    let scroll = shown()
         .filter_map(|tid| {
             let st = *view.scroll.get(&tid)?;
             with_screen(view.screens, tid, |emu| {
@@ -140,6 +153,7 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
         geometry,
         scroll,
         badges: badges(view.state, tab),
+        ended: ended_panes,
     }
 }
 
@@ -183,6 +197,9 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
             let Some(cursor) = drawn else {
                 continue;
             };
+            if let Some(code) = ended(view.state, tid) {
+                draw_ended(&mut frame.buffer, rect, code);
+            }
             if pane == tab.focused {
                 highlight_border(&mut frame.buffer, rect, area);
                 apply_cursor(
@@ -285,6 +302,11 @@ pub fn compose_update(
             let Some(cursor) = drawn else {
                 continue;
             };
+            if let Some(code) = ended(view.state, tid) {
+                if let Some(row) = draw_ended(&mut frame.buffer, rect, code) {
+                    dirty[usize::from(row)] = true;
+                }
+            }
             if pane == tab.focused {
                 apply_cursor(frame, &cursor, true);
             }

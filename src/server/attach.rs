@@ -59,6 +59,7 @@ impl Server {
                 behind: false,
                 input_flush_at: None,
                 room_wait: None,
+                repeat_until: None,
                 backlog: super::input::Backlog::default(),
                 paste: None,
                 bindings,

@@ -19,6 +19,8 @@ pub(crate) enum Mode {
     Normal,
     Prefix,
     Help,
+    /// A question on the status line, answered with `y` or anything else.
+    Confirm(super::habits::Ask),
 }
 
 pub(crate) struct Client {
@@ -44,6 +46,8 @@ pub(crate) struct Client {
     /// An incomplete escape sequence is buffered; if nothing follows by then, it was
     /// typed as is (e.g. alt+[) and is flushed.
     pub(super) input_flush_at: Option<Instant>,
+    /// Until when a resize key works without the prefix (see `habits::REPEAT_TIME`).
+    pub(super) repeat_until: Option<Instant>,
     /// What it sent that is not handled yet (taken a bounded amount per turn).
     pub(super) backlog: input::Backlog,
     /// Its input waits for the focused pane to make room: since when that pane has read

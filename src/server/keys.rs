@@ -95,7 +95,7 @@ impl Server {
             .unwrap_or(Mode::Normal)
     }
 
-    fn set_mode(&mut self, id: ClientId, mode: Mode) {
+    pub(super) fn set_mode(&mut self, id: ClientId, mode: Mode) {
         if let Some(c) = self.clients.by_id.get_mut(&id) {
             if c.mode != mode {
                 c.mode = mode;
@@ -108,12 +108,12 @@ impl Server {
         match (self.mode(id), token) {
             (_, Token::Text(text)) => self.text(id, &text, out),
             (Mode::Normal, Token::Key { key, raw })
-                if key != self.bindings_of(id).prefix && self.scrolling_focused().is_none() =>
+                if key != self.bindings_of(id).prefix && self.pane_takes_keys(id) =>
             {
                 self.key_for_pane(key, &raw, out)
             }
             (Mode::Normal, Token::Unknown(raw)) => out.extend_from_slice(&raw),
-            (Mode::Normal, Token::Report(raw)) if self.scrolling_focused().is_none() => {
+            (Mode::Normal, Token::Report(raw)) if self.pane_takes_keys(id) => {
                 self.report_for_pane(id, &raw, out)
             }
             (Mode::Prefix, Token::Key { key, raw }) if key == self.bindings_of(id).prefix => {
@@ -136,7 +136,7 @@ impl Server {
             if !self.clients.by_id.contains_key(&id) || self.life.stopping.is_some() {
                 return;
             }
-            if self.mode(id) == Mode::Normal && self.scrolling_focused().is_none() {
+            if self.mode(id) == Mode::Normal && self.pane_takes_keys(id) {
                 let prefix = self.bindings_of(id).prefix;
                 let cut = match prefix.code {
                     KeyCode::Char(c) if prefix.mods.is_empty() => rest.find(c),
@@ -169,6 +169,10 @@ impl Server {
                 self.consume(id, &raw);
                 self.set_mode(id, Mode::Normal);
             }
+            (Mode::Confirm(ask), Token::Key { key, raw }) => {
+                self.consume(id, &raw);
+                self.answer(id, ask, &key);
+            }
             (Mode::Prefix, Token::Key { key, raw }) => {
                 self.consume(id, &raw);
                 self.set_mode(id, Mode::Normal);
@@ -177,12 +181,17 @@ impl Server {
                 }
             }
             (Mode::Normal, Token::Key { key, raw }) => {
-                if key == self.bindings_of(id).prefix {
+                if self.repeat_key(id, &key) {
+                    self.consume(id, &raw);
+                } else if key == self.bindings_of(id).prefix {
                     self.consume(id, &raw);
                     self.set_mode(id, Mode::Prefix);
                 } else if let Some(tid) = self.scrolling_focused() {
                     self.consume(id, &raw);
                     self.scroll_key(tid, key);
+                } else if let Some(tid) = self.session.ended_focused() {
+                    self.consume(id, &raw);
+                    self.ended_key(tid, key);
                 } else {
                     let mut bytes = Vec::new();
                     self.key_for_pane(key, &raw, &mut bytes);
@@ -202,6 +211,19 @@ impl Server {
         }
     }
 
+    /// Whether keys in normal mode go to the focused pane's program: not while it is
+    /// scrolled back, nor once it has ended, nor right after a resize key (then they are
+    /// herdr's).
+    fn pane_takes_keys(&self, id: ClientId) -> bool {
+        self.scrolling_focused().is_none()
+            && self.session.ended_focused().is_none()
+            && self
+                .clients
+                .by_id
+                .get(&id)
+                .is_none_or(|c| c.repeat_until.is_none())
+    }
+
     /// Bytes for the focused pane's program. A full queue is reported, never waited on.
     pub(crate) fn write_focused(&mut self, bytes: Vec<u8>) {
         let Some(tid) = self.session.state.focused_terminal() else {
@@ -215,6 +237,16 @@ impl Server {
         let Some(rt) = self.session.runtimes.get(tid) else {
             return false;
         };
+        // A program that has ended takes nothing, and that is no news.
+        let ended = self
+            .session
+            .state
+            .terminals
+            .get(&tid)
+            .and_then(|t| t.exited);
+        if ended.is_some() {
+            return false;
+        }
         match rt.handle.try_write(bytes) {
             Ok(()) => true,
             Err(e) => {
@@ -305,21 +337,22 @@ impl Server {
             Action::FocusDown => self.move_focus(Side::Down),
             Action::FocusUp => self.move_focus(Side::Up),
             Action::FocusRight => self.move_focus(Side::Right),
-            Action::ResizeLeft => self.resize_focused(Side::Left),
-            Action::ResizeDown => self.resize_focused(Side::Down),
-            Action::ResizeUp => self.resize_focused(Side::Up),
-            Action::ResizeRight => self.resize_focused(Side::Right),
+            Action::ResizeLeft => self.resize_focused(id, Side::Left),
+            Action::ResizeDown => self.resize_focused(id, Side::Down),
+            Action::ResizeUp => self.resize_focused(id, Side::Up),
+            Action::ResizeRight => self.resize_focused(id, Side::Right),
+            Action::NextPane => self.focus_next_pane(),
+            Action::LastPane => self.focus_last_pane(),
+            Action::SwapPrev => self.swap_focused(false),
+            Action::SwapNext => self.swap_focused(true),
+            Action::CloseTab => self.ask_close_tab(id),
             Action::Zoom => {
                 if let Some(tab) = self.session.state.active_tab_mut() {
                     tab.zoomed = !tab.zoomed && tab.layout.len() > 1;
                 }
                 self.relayout();
             }
-            Action::ClosePane => {
-                if let Some(p) = self.session.state.focused_pane() {
-                    self.close_pane(p);
-                }
-            }
+            Action::ClosePane => self.ask_close_pane(id),
             Action::NewTab => {
                 let cwd = self.session.focused_cwd();
                 if let Err(e) = self.create_tab(cwd) {
@@ -373,18 +406,19 @@ impl Server {
                 return;
             }
             if let Some(next) = tab.layout.neighbor(area, tab.focused, side) {
-                tab.focused = next;
+                tab.focus(next);
             }
         }
     }
 
-    fn resize_focused(&mut self, side: Side) {
+    fn resize_focused(&mut self, id: ClientId, side: Side) {
         let area = self.session.pane_area();
         if let Some(tab) = self.session.state.active_tab_mut() {
             let focused = tab.focused;
             tab.layout.resize(area, focused, side, RESIZE_STEP);
         }
         self.relayout();
+        self.start_repeat(id);
     }
 
     // ----- mouse -----

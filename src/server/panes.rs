@@ -70,7 +70,7 @@ impl Session {
         self.spawn_terminal_as(no, vec![], cwd, rect, preface)
     }
 
-    fn spawn_terminal_as(
+    pub(super) fn spawn_terminal_as(
         &mut self,
         pane_no: u32,
         argv: Vec<String>,
@@ -316,7 +316,8 @@ impl Server {
         self.relayout();
     }
 
-    /// A pane's program ended: record it, tell subscribers and waiters, close the pane.
+    /// A pane's program ended: record it, tell subscribers and waiters, and close the
+    /// pane unless it stays to show its result (`Session::remains`).
     pub(crate) fn terminal_exited(&mut self, tid: TerminalId, code: Option<i32>) {
         let Some(pane) = self.session.state.pane_of_terminal(tid) else {
             return;
@@ -331,6 +332,14 @@ impl Server {
             );
         }
         self.recheck_waits(Some(tid));
+        if self.session.remains(tid) {
+            // Its number may be another process's soon: nothing is read from it again.
+            if let Some(rt) = self.session.runtimes.get_mut(tid) {
+                rt.pid = None;
+            }
+            self.request_render();
+            return;
+        }
         self.close_pane(pane);
         self.recheck_waits(Some(tid));
         if let (Some(no), Some(code)) = (no, code) {

@@ -89,6 +89,7 @@ impl Server {
                     name: tab.name.clone(),
                     layout,
                     focused,
+                    last: None,
                     zoomed: tab.zoomed,
                 });
                 panes.extend(made);

@@ -89,8 +89,14 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     let overlay = match client.mode {
         Mode::Help => Overlay::Help,
         Mode::Prefix => Overlay::Prefix,
-        Mode::Normal => Overlay::None,
+        Mode::Normal | Mode::Confirm(_) => Overlay::None,
     };
+    // A question this client is asked takes the status line's message.
+    let question = match client.mode {
+        Mode::Confirm(ask) => Some(session.question(ask)),
+        _ => None,
+    };
+    let message = question.as_deref().or(message);
     let client_size = client.size;
     let bindings = client.bindings.as_ref().unwrap_or(&session.bindings);
     let view = session.view(overlay, message, bindings);

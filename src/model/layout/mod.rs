@@ -148,6 +148,19 @@ impl Layout {
         true
     }
 
+    /// Exchanges the places of panes `a` and `b`. False (unchanged) unless both are here.
+    pub fn swap(&mut self, a: PaneId, b: PaneId) -> bool {
+        let (Some(pa), Some(pb)) = (path_to(&self.root, a), path_to(&self.root, b)) else {
+            return false;
+        };
+        for (path, pane) in [(pa, b), (pb, a)] {
+            if let Some(node) = node_at_mut(&mut self.root, &path) {
+                *node = LayoutTree::Pane(pane);
+            }
+        }
+        true
+    }
+
     /// Removes leaf `pane`; its sibling subtree takes the parent's place (and area).
     /// Returns the pane to focus next: the sibling's leaf that touched the removed
     /// pane. None (layout unchanged) if `pane` is absent or the only pane.

@@ -537,3 +537,20 @@ fn random_operations_keep_tiling() {
         }
     }
 }
+
+#[test]
+fn swapping_two_panes_exchanges_their_places_and_nothing_else() {
+    let mut l = grid();
+    let (before_1, before_3) = (rect_of(&l, AREA, 1), rect_of(&l, AREA, 3));
+    let shape = l.geometry(AREA).len();
+    assert!(l.swap(p(1), p(3)));
+    assert_eq!(rect_of(&l, AREA, 3), before_1);
+    assert_eq!(rect_of(&l, AREA, 1), before_3);
+    assert_eq!(l.geometry(AREA).len(), shape);
+    assert!(!l.swap(p(1), p(99)), "a pane that is not there");
+    assert_eq!(
+        rect_of(&l, AREA, 1),
+        before_3,
+        "unchanged by a refused swap"
+    );
+}

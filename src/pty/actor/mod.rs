@@ -247,6 +247,23 @@ impl PtyHandle {
         })
     }
 
+    /// The handle of a terminal whose program has ended and whose master is closed, as
+    /// that of an actor that ran to its end: writes are refused, pauses fail, resizes and
+    /// shutdown do nothing. For a finished pane's screen carried by a live handoff.
+    pub fn ended(emulator: SharedEmulator) -> std::io::Result<PtyHandle> {
+        let waker = WakePipe::new()?.waker();
+        let (control, _) = mpsc::channel();
+        Ok(PtyHandle {
+            shared: Master::ended(waker.clone()),
+            control,
+            waker,
+            emulator,
+            preserve: Arc::new(AtomicBool::new(false)),
+            background: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        })
+    }
+
     /// Stops all I/O on the terminal and hands over what a new owner needs. Bytes the
     /// actor read are all in the emulator by then; bytes it did not read stay in the
     /// kernel for whoever reads next.

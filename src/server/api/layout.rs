@@ -224,6 +224,12 @@ impl Server {
             "agent": term.agent,
             "agent_state": self.session.state.agent_state(pane),
             "agent_error": term.agent_error,
+            // While it runs: null; then its status, or "signal" when a signal ended it.
+            "exited": match term.exited {
+                None => Value::Null,
+                Some(Some(code)) => json!(code),
+                Some(None) => json!("signal"),
+            },
         }))
     }
 

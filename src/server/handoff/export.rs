@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{recv_word, send, HandoffError, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV};
+use super::{
+    recv_word, send, Ended, HandoffError, Manifest, PaneRuntime, HANDOFF_VERSION, TOKEN_ENV,
+};
 use crate::model::ids::TerminalId;
 use crate::paths;
 use crate::protocol::frame::ServerMsg;
@@ -321,10 +323,19 @@ impl<'a> Handoff<'a> {
         let runtimes = &self.parts.session.runtimes;
         let deadline = Instant::now() + PAUSE_TIMEOUT;
         let mut tickets = Vec::new();
+        let state = &self.parts.session.state;
         for tid in runtimes.ids() {
             let Some(rt) = runtimes.get(tid) else {
                 continue;
             };
+            // A finished pane has nothing to pause: only its screen moves.
+            if state
+                .terminals
+                .get(&tid)
+                .is_some_and(|t| t.exited.is_some())
+            {
+                continue;
+            }
             let ticket = rt
                 .handle
                 .request_pause()
@@ -367,19 +378,31 @@ impl<'a> Handoff<'a> {
             let Some(tid) = session.terminal_of_pane_no(ps.id) else {
                 continue;
             };
-            let (Some(rt), Some(term), Some((_, p))) = (
-                session.runtimes.get(tid),
-                session.state.terminals.get(&tid),
-                paused.iter().find(|(t, _)| *t == tid),
-            ) else {
+            let (Some(rt), Some(term)) =
+                (session.runtimes.get(tid), session.state.terminals.get(&tid))
+            else {
                 continue;
             };
-            let Some(pid) = rt.pid else {
-                continue;
+            let ended = term.exited.map(|status| Ended { status });
+            let live = paused.iter().find(|(t, _)| *t == tid).map(|(_, p)| p);
+            let pid = match (live, ended) {
+                (Some(p), None) => {
+                    let Some(pid) = rt.pid else {
+                        continue;
+                    };
+                    pending.push(p.pending_input.clone());
+                    masters.push(p.master.as_fd());
+                    pid as i32
+                }
+                (None, Some(_)) => {
+                    pending.push(Vec::new());
+                    0
+                }
+                _ => continue,
             };
             panes.push(PaneRuntime {
                 pane: ps.id,
-                pid: pid as i32,
+                pid,
                 rows: 0,
                 cols: 0,
                 agent_state: term.agent_state.clone(),
@@ -394,10 +417,9 @@ impl<'a> Handoff<'a> {
                     .pane_of_terminal(tid)
                     .and_then(|p| session.state.panes.get(&p))
                     .is_none_or(|p| p.seen),
+                ended,
             });
             emulators.push(rt.emulator.clone());
-            pending.push(p.pending_input.clone());
-            masters.push(p.master.as_fd());
         }
         // Images are the bulk of the work: taken on every core.
         let encoded = super::parallel_map(&emulators, |e| crate::pty::lock(e).encoded_image());

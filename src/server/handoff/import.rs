@@ -141,13 +141,19 @@ fn receive(
         });
     }
     send(sock, b"validated")?;
-    let fds = crate::sys::fdpass::recv_fds(sock, 1 + panes.len()).map_err(Refusal::Descriptors)?;
+    // One descriptor per pane whose program runs (a finished pane has none).
+    let live = panes.iter().filter(|p| p.runtime.ended.is_none()).count();
+    let fds = crate::sys::fdpass::recv_fds(sock, 1 + live).map_err(Refusal::Descriptors)?;
     if crate::server::fault::at("crash-after-fds") {
         std::process::abort();
     }
     let mut fds = fds.into_iter();
     let lock = fds.next().ok_or(Refusal::NoLock)?;
-    for (p, fd) in panes.iter_mut().zip(fds) {
+    for (p, fd) in panes
+        .iter_mut()
+        .filter(|p| p.runtime.ended.is_none())
+        .zip(fds)
+    {
         p.master = Some(fd);
     }
     Ok((manifest, panes, lock))
@@ -275,44 +281,20 @@ fn import_terminal(
         pending,
         master,
     } = incoming;
-    let master = master.ok_or(PaneStartError::NoDescriptor)?;
-    crate::sys::set_nonblocking(master.as_fd())?;
-    // The program must be the one leading this terminal, and watchable: otherwise this
-    // server could neither tell when it ends nor end it.
-    match crate::sys::fdpass::tty_session(master.as_fd()) {
-        Ok(sid) if sid == runtime.pid => {}
-        other => {
-            return Err(PaneStartError::NotItsProgram {
-                session: format!("{other:?}"),
-                pid: runtime.pid,
-            })
-        }
-    }
-    let pidfd =
-        crate::sys::fdpass::pidfd_open(runtime.pid).map_err(|cause| PaneStartError::NoWatch {
-            pid: runtime.pid,
-            cause,
-        })?;
     let id = server.session.state.alloc_terminal_id();
     let emulator = crate::pty::shared(emulator);
-    let tx = server.events.tx.clone();
-    let handle = PtyHandle::start(ActorParts {
-        master,
-        program: Program::Imported {
-            pid: runtime.pid,
-            pidfd,
-        },
-        emulator: emulator.clone(),
-        notify: Box::new(move |ev| {
-            let _ = tx.send(Event::Pty(id, ev));
-        }),
-        name: format!("herdr-pty-{}", id.0),
-        paused: true,
-        preserve: true,
-        pending_input: pending,
-    })?;
+    let (handle, pid) = match runtime.ended {
+        // Only its screen: its program is gone.
+        Some(_) => (PtyHandle::ended(emulator.clone())?, None),
+        None => {
+            let master = master.ok_or(PaneStartError::NoDescriptor)?;
+            let handle = adopt(server, id, &runtime, master, &emulator, pending)?;
+            (handle, Some(runtime.pid as u32))
+        }
+    };
     let mut term = TerminalState::new(id, ps.cwd.as_ref().map(PathBuf::from), ps.argv.clone());
     term.title = image.title.clone();
+    term.exited = runtime.ended.map(|e| e.status);
     term.agent = ps.agent.clone();
     term.agent_session = ps
         .agent_session
@@ -331,12 +313,57 @@ fn import_terminal(
     let rt = TerminalRuntime {
         handle,
         emulator,
-        pid: Some(runtime.pid as u32),
+        pid,
         size: (image.rows, image.cols),
         resized_at: None,
         title_seq: 0,
     };
     Ok((term, rt))
+}
+
+/// The actor of a terminal whose program runs: started paused, leaving the program alone
+/// until `committed`, once the descriptor is shown to be that program's terminal.
+fn adopt(
+    server: &Server,
+    id: crate::model::ids::TerminalId,
+    runtime: &super::PaneRuntime,
+    master: OwnedFd,
+    emulator: &crate::pty::SharedEmulator,
+    pending: Vec<u8>,
+) -> Result<PtyHandle, PaneStartError> {
+    crate::sys::set_nonblocking(master.as_fd())?;
+    // The program must be the one leading this terminal, and watchable: otherwise this
+    // server could neither tell when it ends nor end it.
+    match crate::sys::fdpass::tty_session(master.as_fd()) {
+        Ok(sid) if sid == runtime.pid => {}
+        other => {
+            return Err(PaneStartError::NotItsProgram {
+                session: format!("{other:?}"),
+                pid: runtime.pid,
+            })
+        }
+    }
+    let pidfd =
+        crate::sys::fdpass::pidfd_open(runtime.pid).map_err(|cause| PaneStartError::NoWatch {
+            pid: runtime.pid,
+            cause,
+        })?;
+    let tx = server.events.tx.clone();
+    Ok(PtyHandle::start(ActorParts {
+        master,
+        program: Program::Imported {
+            pid: runtime.pid,
+            pidfd,
+        },
+        emulator: emulator.clone(),
+        notify: Box::new(move |ev| {
+            let _ = tx.send(Event::Pty(id, ev));
+        }),
+        name: format!("herdr-pty-{}", id.0),
+        paused: true,
+        preserve: true,
+        pending_input: pending,
+    })?)
 }
 
 /// Connect probes until nobody answers on `socket` (the old server stopped listening).

@@ -81,6 +81,17 @@ pub struct PaneRuntime {
     /// False while a finished agent's pane waits to be looked at ("done").
     #[serde(default = "seen_default")]
     pub seen: bool,
+    /// Set for a pane whose program ended and that stays to show its result: it has a
+    /// screen but no descriptor (and `pid` means nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Ended>,
+}
+
+/// How a finished pane's program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ended {
+    /// Its exit status; none when a signal ended it.
+    pub status: Option<i32>,
 }
 
 fn seen_default() -> bool {
