@@ -204,3 +204,15 @@ fn the_server_survives_its_terminal_closing() {
     let t = env.client(100, 30);
     t.wait_text("before-close");
 }
+
+#[test]
+fn a_bare_pane_wait_names_the_conditions_it_needs_one_of() {
+    let env = Env::new("wait-usage");
+    let out = env.herdr(&["pane", "wait"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("<--output <REGEX>|--exit|--agent-state <STATE>>"),
+        "{err}"
+    );
+}

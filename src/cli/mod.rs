@@ -2,6 +2,9 @@
 
 pub mod agent;
 pub mod control;
+mod control_args;
+#[cfg(test)]
+mod help_tests;
 pub mod server;
 
 use clap::{Parser, Subcommand};
@@ -75,7 +78,7 @@ pub enum Command {
         #[command(subcommand)]
         command: control::PaneCommand,
     },
-    /// Agents: report state and session (used by the agents' hooks).
+    /// List the coding agents in the panes and their states; report an agent's state.
     Agent {
         #[command(subcommand)]
         command: agent::AgentCommand,
@@ -117,7 +120,12 @@ pub enum Command {
         command: ChannelCommand,
     },
     /// Print a shell completion script.
-    Completion { shell: clap_complete::Shell },
+    ///
+    /// For example: `herdr completion bash > ~/.local/share/bash-completion/completions/herdr`.
+    Completion {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,7 +133,10 @@ pub enum ChannelCommand {
     /// The channel, this binary's version and the manifest `herdr update` reads.
     Show,
     /// Follow `stable` (releases) or `preview` (builds between releases).
-    Set { channel: String },
+    Set {
+        /// `stable` or `preview`.
+        channel: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,13 +156,13 @@ pub enum ServerCommand {
     Handoff {
         /// The new herdr binary (default: the file now at the server's own path, e.g.
         /// after an update replaced it).
-        #[arg(long)]
+        #[arg(long, value_name = "PATH")]
         binary: Option<std::path::PathBuf>,
         /// Refuse unless the new binary reports this version.
-        #[arg(long)]
+        #[arg(long, value_name = "VERSION")]
         expect_version: Option<String>,
         /// Refuse unless the new binary speaks this client protocol.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         expect_protocol: Option<u32>,
     },
     /// Run the server in this process (used by `start`; not needed by hand).
@@ -159,13 +170,14 @@ pub enum ServerCommand {
     Run {
         /// An inherited pipe to write one byte to once the socket listens (how the
         /// process that started us learns it can connect).
-        #[arg(long)]
+        #[arg(long, value_name = "FD")]
         ready_fd: Option<i32>,
     },
     /// Take a session over from a running server (started by it during a handoff).
     #[command(hide = true)]
     Import {
-        #[arg(long)]
+        /// The old server's handoff socket.
+        #[arg(long, value_name = "SOCKET")]
         from: std::path::PathBuf,
     },
 }
