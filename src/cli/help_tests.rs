@@ -1,16 +1,17 @@
-//! The help that `--help` shows: every command and argument a user can see says what it
-//! does, and the internal commands stay out of sight.
+//! The help that `--help`, completion and `herdr man` show: every command and argument a
+//! user can see says what it does, and the internal commands stay out of sight.
 
 use clap::{Command, CommandFactory};
 
 use super::Cli;
 
 /// The commands only herdr itself runs: hidden from help, completion and the man page.
-const INTERNAL: [&str; 4] = [
+const INTERNAL: [&str; 5] = [
     "herdr remote-bridge",
     "herdr server run",
     "herdr server import",
     "herdr agent hook",
+    "herdr man",
 ];
 
 /// The tree as clap shows it, with its `help` subcommands and global arguments in place.
@@ -106,4 +107,14 @@ fn exactly_the_internal_commands_are_hidden() {
     let mut want = INTERNAL.map(String::from).to_vec();
     want.sort();
     assert_eq!(hidden, want);
+}
+
+#[test]
+fn completion_and_the_man_page_leave_the_internal_commands_out() {
+    let public = paths(&super::manual::public_command(), true);
+    assert_eq!(public, paths(&Cli::command(), false));
+    assert!(
+        public.contains(&"herdr pane wait".to_string()),
+        "{public:?}"
+    );
 }

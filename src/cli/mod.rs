@@ -5,6 +5,7 @@ pub mod control;
 mod control_args;
 #[cfg(test)]
 mod help_tests;
+pub mod manual;
 pub mod server;
 
 use clap::{Parser, Subcommand};
@@ -126,6 +127,9 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff; read it with `herdr man | man -l -`).
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -234,16 +238,16 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             ChannelCommand::Show => crate::update::channel_show(),
             ChannelCommand::Set { channel } => crate::update::channel_set(&channel),
         }?),
-        Some(Command::Completion { shell }) => {
-            use clap::CommandFactory;
-            use std::io::Write;
-            // Generated in memory: clap_complete panics when its writer fails, and a
-            // reader that has gone (`| head`) must end the command quietly instead.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut script);
-            let mut out = std::io::stdout().lock();
-            out.write_all(&script).and_then(|_| out.flush())?;
-            Ok(0)
-        }
+        Some(Command::Completion { shell }) => print(&manual::completion(shell)),
+        Some(Command::Man) => print(&manual::man_page()?),
     }
+}
+
+/// Writes generated text to stdout (a reader that has gone ends the command quietly: see
+/// `main`).
+fn print(text: &[u8]) -> anyhow::Result<i32> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text).and_then(|_| out.flush())?;
+    Ok(0)
 }
