@@ -134,7 +134,7 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ChannelCommand {
-    /// The channel, this binary's version and the manifest `herdr update` reads.
+    /// Print the channel, this binary's version and the manifest `herdr update` reads.
     Show,
     /// Follow `stable` (releases) or `preview` (builds between releases).
     Set {
