@@ -5,10 +5,11 @@
 #   curl -fsSL https://releases.herdr.dev/install.sh | sh
 #   sh install.sh [--prefix DIR] [--channel stable|preview] [--releases-url URL]
 #
-# Installs to DIR/bin/herdr (default DIR: ~/.local). The same settings can come from
-# HERDR_PREFIX, HERDR_CHANNEL and HERDR_RELEASES_URL. Nothing partial or unverified is
-# ever left at DIR/bin/herdr: the download goes to a temporary file beside it and is
-# renamed into place only after its checksum matched.
+# Installs to DIR/bin/herdr (default DIR: ~/.local), and the manual page that binary
+# prints to DIR/share/man/man1/herdr.1. The same settings can come from HERDR_PREFIX,
+# HERDR_CHANNEL and HERDR_RELEASES_URL. Nothing partial or unverified is ever left at
+# DIR/bin/herdr: the download goes to a temporary file beside it and is renamed into
+# place only after its checksum matched.
 set -eu
 
 prefix=${HERDR_PREFIX:-${HOME:?HOME is not set}/.local}
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --prefix) [ $# -ge 2 ] || die "--prefix needs a folder"; prefix=$2; shift 2 ;;
     --channel) [ $# -ge 2 ] || die "--channel needs stable or preview"; channel=$2; shift 2 ;;
     --releases-url) [ $# -ge 2 ] || die "--releases-url needs a URL"; releases=$2; shift 2 ;;
-    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -67,12 +68,14 @@ sha256() {
 }
 
 bindir="$prefix/bin"
+mandir="$prefix/share/man/man1"
 mkdir -p "$bindir" || die "cannot create $bindir"
 work=$(mktemp -d 2>/dev/null || mktemp -d -t herdr-install)
 partial="$bindir/.herdr-install.$$"
+partial_man="$mandir/.herdr.1.$$"
 cleanup() {
   rm -rf "$work"
-  rm -f "$partial"
+  rm -f "$partial" "$partial_man"
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' HUP INT TERM
@@ -103,6 +106,17 @@ chmod 755 "$partial"
 installed=$("$partial" --version 2>/dev/null) || die "the downloaded herdr does not run on this machine; nothing was installed"
 mv -f "$partial" "$bindir/herdr"
 echo "installed $installed at $bindir/herdr"
+
+# The manual page, as the binary just verified prints it (a release without `herdr man`
+# has none to install).
+if "$bindir/herdr" man > "$work/herdr.1" 2>/dev/null && [ -s "$work/herdr.1" ]; then
+  if mkdir -p "$mandir" && cp "$work/herdr.1" "$partial_man" &&
+    mv -f "$partial_man" "$mandir/herdr.1"; then
+    echo "installed its manual page at $mandir/herdr.1 (man herdr)"
+  else
+    echo "note: could not write $mandir/herdr.1; herdr itself is installed"
+  fi
+fi
 case ":${PATH:-}:" in
   *":$bindir:"*) ;;
   *) echo "note: $bindir is not on your PATH; add it, e.g.: echo 'export PATH=\"$bindir:\$PATH\"' >> ~/.profile" ;;

@@ -8,9 +8,10 @@
 # --version is X.Y.Z; on the preview channel the stamped version is X.Y.Z-preview.N
 # (--build N, required there). --base-url is where DIR will be served from: artifact URLs
 # in the manifest are <base-url>/<artifact>. --binary stamps an already built binary
-# instead of running `cargo build --release`. Writes DIR/herdr-<version>-<platform> and
-# DIR/<channel>.json (one platform per line, which install.sh relies on). An existing
-# manifest in DIR keeps its other platforms' entries if it is for the same version.
+# instead of running `cargo build --release`. Writes DIR/herdr-<version>-<platform>,
+# DIR/<channel>.json (one platform per line, which install.sh relies on) and the manual
+# page DIR/herdr.1 (as the binary prints it). An existing manifest in DIR keeps its other
+# platforms' entries if it is for the same version.
 set -eu
 
 channel='' version='' base_url='' out='' build='' binary='' notes=''
@@ -136,3 +137,13 @@ os.replace(tmp, manifest_path)
 print(f"{dst}: herdr {full} for {platform}, {len(stamped)} bytes, sha256 {platforms[platform]['sha256']}")
 print(f"{manifest_path}: {channel} manifest for {full}")
 PY
+
+# The manual page, for packagers and mirrors: the same on every platform. install.sh does
+# not download it; it asks the binary it verified.
+if ! "$out/$artifact" man > "$out/herdr.1.tmp"; then
+  rm -f "$out/herdr.1.tmp"
+  echo "release.sh: $out/$artifact cannot print its manual page (herdr man)" >&2
+  exit 1
+fi
+mv -f "$out/herdr.1.tmp" "$out/herdr.1"
+echo "$out/herdr.1: the manual page"

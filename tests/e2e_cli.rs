@@ -204,3 +204,117 @@ fn the_server_survives_its_terminal_closing() {
     let t = env.client(100, 30);
     t.wait_text("before-close");
 }
+
+/// The first word of each line under `Commands:` in a `--help`.
+fn listed_commands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect()
+}
+
+#[test]
+fn help_and_completion_leave_the_internal_commands_out() {
+    let env = Env::new("help");
+    let help = |args: &[&str]| support::ok(env.herdr(args));
+    let top = listed_commands(&help(&["--help"]));
+    assert!(top.contains(&"pane".to_string()), "{top:?}");
+    assert!(
+        !top.iter().any(|c| c == "remote-bridge" || c == "man"),
+        "{top:?}"
+    );
+    let server = listed_commands(&help(&["server", "--help"]));
+    assert_eq!(server, ["start", "stop", "status", "handoff", "help"]);
+    let agent = listed_commands(&help(&["agent", "--help"]));
+    assert_eq!(agent, ["list", "report", "help"]);
+    // Out of sight, still there.
+    help(&["server", "run", "--help"]);
+    let bash = help(&["completion", "bash"]);
+    for word in [
+        "remote-bridge",
+        "__subcmd__run",
+        "__subcmd__import",
+        "__subcmd__hook",
+        "__subcmd__man",
+        "--ready-fd",
+    ] {
+        assert!(!bash.contains(word), "{word} is in the bash completion");
+    }
+    assert!(bash.contains("__subcmd__handoff"), "{bash}");
+}
+
+#[test]
+fn a_bare_pane_wait_names_the_conditions_it_needs_one_of() {
+    let env = Env::new("wait-usage");
+    let out = env.herdr(&["pane", "wait"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("<--output <REGEX>|--exit|--agent-state <STATE>>"),
+        "{err}"
+    );
+}
+
+/// The control requests herdr's man page may use (all of them from the man macros).
+const MAN_REQUESTS: [&str; 13] = [
+    "ie", "el", "TH", "SH", "SS", "TP", "PP", "RS", "RE", "IP", "br", "nh", "ad",
+];
+
+#[test]
+fn herdr_man_is_a_manual_page_of_every_command() {
+    let env = Env::new("man");
+    let page = support::ok(env.herdr(&["man"]));
+    assert!(page.is_ascii());
+    assert!(
+        page.lines().any(|l| l.starts_with(".TH herdr 1 ")),
+        "{page}"
+    );
+    for line in page.lines().filter(|l| l.starts_with(['.', '\''])) {
+        let request = line[1..].split_whitespace().next().unwrap_or("");
+        assert!(MAN_REQUESTS.contains(&request), "unexpected {line:?}");
+    }
+    for section in ["NAME", "SYNOPSIS", "OPTIONS", "COMMANDS", "\"EXIT STATUS\""] {
+        let heading = format!(".SH {section}");
+        assert!(page.lines().any(|l| l == heading), "no {heading}");
+    }
+    let top = listed_commands(&support::ok(env.herdr(&["--help"])));
+    assert!(top.len() > 5, "{top:?}");
+    for name in top.iter().filter(|n| *n != "help") {
+        let heading = format!(".SS \"herdr {name}\"");
+        assert!(page.contains(&heading), "{name} is not in the man page");
+    }
+    assert!(
+        !page.contains("remote\\-bridge"),
+        "an internal command is in it"
+    );
+    let file = env.dir.path().join("herdr.1");
+    std::fs::write(&file, &page).unwrap();
+    // Checked by the formatters where they are installed (not required).
+    if let Ok(out) = std::process::Command::new("groff")
+        .args(["-ww", "-z", "-man", "-Tutf8"])
+        .arg(&file)
+        .output()
+    {
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{}",
+            stderr(&out)
+        );
+    }
+    if let Ok(out) = std::process::Command::new("man")
+        .arg("-l")
+        .arg(&file)
+        .env("MANWIDTH", "100")
+        .env("MANPAGER", "cat")
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            text.contains("herdr pane wait") && text.contains("EXIT STATUS"),
+            "{text}"
+        );
+    }
+}

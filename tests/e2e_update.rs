@@ -346,6 +346,19 @@ fn install_sh_installs_a_verified_binary() {
         .output()
         .unwrap());
     assert_eq!(v, format!("herdr {NEW}"));
+    // The manual page, as the verified binary prints it (and as the release ships it).
+    assert!(out.contains("manual page"), "{out}");
+    let man1 = prefix.join("share/man/man1");
+    assert_eq!(listing(&man1), ["herdr.1"]);
+    let page = std::fs::read_to_string(man1.join("herdr.1")).unwrap();
+    assert!(
+        page.contains(&format!(".TH herdr 1  \"herdr {NEW}\"")),
+        "{page}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.releases.join("herdr.1")).unwrap(),
+        page
+    );
 }
 
 #[test]
@@ -369,6 +382,7 @@ fn install_sh_refuses_a_checksum_mismatch_and_leaves_nothing() {
         "{:?}",
         listing(&prefix.join("bin"))
     );
+    assert!(!prefix.join("share").exists(), "no manual page either");
 }
 
 #[test]

@@ -12,9 +12,9 @@ use crate::protocol::exit;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
-    /// Every pane an agent runs in: its state and since when, its session, where it is.
+    /// List every pane an agent runs in: its state and since when, its session, where it is.
     List {
-        /// Only the agents in this state.
+        /// Only the agents in this state (blocked: waiting for the user).
         #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
         state: Option<String>,
         #[command(flatten)]
@@ -27,25 +27,30 @@ pub enum AgentCommand {
         /// Who reports: `herdr:<agent>` for herdr's own integrations.
         #[arg(long)]
         source: String,
-        #[arg(long)]
+        /// The agent that runs in the pane (claude, codex, …; see docs/agents.md).
+        #[arg(long, value_name = "NAME")]
         agent: String,
-        #[arg(long, conflicts_with = "session_path")]
+        /// The agent's session id: what resumes its conversation after a restart.
+        #[arg(long, value_name = "ID", conflicts_with = "session_path")]
         session_id: Option<String>,
-        #[arg(long)]
+        /// The agent's session file, for agents that name sessions by file (absolute).
+        #[arg(long, value_name = "PATH")]
         session_path: Option<String>,
+        /// What the agent does now (blocked: it waits for the user).
         #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
         state: Option<String>,
         /// What went wrong, when an error ended the agent's turn (shown by `pane get`
         /// until its next turn).
-        #[arg(long)]
+        #[arg(long, value_name = "TEXT")]
         error: Option<String>,
         /// Increasing per source; an older report never overrides a newer one.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         seq: Option<u64>,
     },
     /// Run by the agents' hooks (installed with `herdr integration install AGENT`): reads
     /// what the hook tells (Claude Code: JSON on stdin; Codex: JSON as the last argument)
     /// and reports it. Never fails the agent: exits 0 regardless.
+    #[command(hide = true)]
     Hook {
         /// The agent whose hook this is (claude, codex).
         agent: String,
@@ -62,11 +67,20 @@ pub enum AgentCommand {
 #[derive(Debug, Subcommand)]
 pub enum IntegrationCommand {
     /// Add herdr's hooks to the agent's own settings (idempotent; keeps a backup).
-    Install { agent: String },
+    Install {
+        /// The agent: claude or codex.
+        agent: String,
+    },
     /// Remove exactly the hooks install added.
-    Uninstall { agent: String },
-    /// Whether the hooks are installed.
-    Status { agent: String },
+    Uninstall {
+        /// The agent: claude or codex.
+        agent: String,
+    },
+    /// Say whether the hooks are installed.
+    Status {
+        /// The agent: claude or codex.
+        agent: String,
+    },
 }
 
 type Action = fn(&std::path::Path) -> Result<String, crate::agent::IntegrationError>;

@@ -6,7 +6,6 @@
 
 use std::io::{BufRead, Write};
 
-use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 
 use crate::client::api::{self, ApiClient};
@@ -15,199 +14,9 @@ use crate::paths::SessionName;
 use crate::protocol::api::{self as req, NoParams, PublicId, Request, Strings};
 use crate::protocol::exit;
 
-#[derive(Debug, Args)]
-pub struct Output {
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub(super) json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum WorkspaceCommand {
-    List(Output),
-    Create {
-        #[arg(long)]
-        cwd: Option<String>,
-        #[arg(long)]
-        name: Option<String>,
-        #[command(flatten)]
-        out: Output,
-    },
-    Close {
-        workspace: Option<String>,
-    },
-    Rename {
-        #[arg(long)]
-        workspace: Option<String>,
-        name: String,
-    },
-    Focus {
-        workspace: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TabCommand {
-    List {
-        #[arg(long)]
-        workspace: Option<String>,
-        #[command(flatten)]
-        out: Output,
-    },
-    Create {
-        #[arg(long)]
-        workspace: Option<String>,
-        #[arg(long)]
-        cwd: Option<String>,
-        #[arg(long)]
-        name: Option<String>,
-        #[command(flatten)]
-        out: Output,
-    },
-    Close {
-        tab: Option<String>,
-    },
-    Rename {
-        #[arg(long)]
-        tab: Option<String>,
-        name: String,
-    },
-    Focus {
-        tab: String,
-    },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SplitDirection {
-    Right,
-    Down,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Edge {
-    Left,
-    Right,
-    Up,
-    Down,
-}
-
-/// The pane a command acts on: `--pane ID`, else the pane this command runs in
-/// (`$HERDR_PANE`), else the focused pane.
-#[derive(Debug, Args)]
-pub struct Target {
-    #[arg(long, value_name = "ID")]
-    pub(super) pane: Option<String>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum PaneCommand {
-    List {
-        #[arg(long)]
-        workspace: Option<String>,
-        #[arg(long)]
-        tab: Option<String>,
-        #[command(flatten)]
-        out: Output,
-    },
-    Get {
-        #[command(flatten)]
-        target: Target,
-        #[command(flatten)]
-        out: Output,
-    },
-    /// Split a pane; with `-- COMMAND ARGS…` the new pane runs that program.
-    Split {
-        #[command(flatten)]
-        target: Target,
-        #[arg(long, value_enum, default_value = "right")]
-        direction: SplitDirection,
-        #[arg(long)]
-        cwd: Option<String>,
-        #[command(flatten)]
-        out: Output,
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
-    Close {
-        #[command(flatten)]
-        target: Target,
-    },
-    Focus {
-        #[command(flatten)]
-        target: Target,
-    },
-    /// Toggle zoom (or force it with --on/--off).
-    Zoom {
-        #[command(flatten)]
-        target: Target,
-        #[arg(long, conflicts_with = "off")]
-        on: bool,
-        #[arg(long)]
-        off: bool,
-    },
-    Resize {
-        #[command(flatten)]
-        target: Target,
-        #[arg(long, value_enum)]
-        direction: Edge,
-        #[arg(long, default_value_t = 1)]
-        cells: u16,
-    },
-    Rename {
-        #[command(flatten)]
-        target: Target,
-        name: String,
-    },
-    /// Send text as typed (no Enter).
-    Send {
-        #[command(flatten)]
-        target: Target,
-        text: String,
-    },
-    /// Send named keys: Enter, C-c, Up, M-x, F5, …
-    Keys {
-        #[command(flatten)]
-        target: Target,
-        #[arg(required = true)]
-        keys: Vec<String>,
-    },
-    /// Send text, then Enter (Enter lands after the text and before later input).
-    Submit {
-        #[command(flatten)]
-        target: Target,
-        #[arg(long)]
-        delay_ms: Option<u64>,
-        text: String,
-    },
-    /// Print the visible screen, or the last N lines including scrollback.
-    Read {
-        #[command(flatten)]
-        target: Target,
-        #[arg(long)]
-        lines: Option<u64>,
-        /// Keep colours and attributes as ANSI sequences.
-        #[arg(long)]
-        ansi: bool,
-        #[command(flatten)]
-        out: Output,
-    },
-    /// Wait until the output matches a regex, the program exits, or the agent state is S.
-    Wait {
-        #[command(flatten)]
-        target: Target,
-        #[arg(long, value_name = "REGEX", group = "cond", required = true)]
-        output: Option<String>,
-        #[arg(long, group = "cond")]
-        exit: bool,
-        #[arg(long, value_name = "STATE", group = "cond")]
-        agent_state: Option<String>,
-        /// Give up after this many seconds (exit code 4).
-        #[arg(long, value_name = "SECONDS")]
-        timeout: Option<f64>,
-        #[command(flatten)]
-        out: Output,
-    },
-}
+pub use super::control_args::{
+    Edge, Output, PaneCommand, SplitDirection, TabCommand, Target, WorkspaceCommand,
+};
 
 fn connect(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
     match ApiClient::connect(session)? {
@@ -332,7 +141,7 @@ pub fn workspace(session: &SessionName, cmd: WorkspaceCommand) -> anyhow::Result
         WorkspaceCommand::Create { cwd, name, out } => (
             Request::WorkspaceCreate(req::WorkspaceCreate {
                 name,
-                cwd: abs(cwd).map(Into::into),
+                cwd: abs(cwd.cwd).map(Into::into),
             }),
             out.json,
             id_only,
@@ -391,7 +200,7 @@ pub fn tab(session: &SessionName, cmd: TabCommand) -> anyhow::Result<i32> {
         } => (
             Request::TabCreate(req::TabCreate {
                 workspace: opt_id(workspace)?,
-                cwd: abs(cwd).map(Into::into),
+                cwd: abs(cwd.cwd).map(Into::into),
                 name,
             }),
             out.json,

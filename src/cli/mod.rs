@@ -2,6 +2,10 @@
 
 pub mod agent;
 pub mod control;
+mod control_args;
+#[cfg(test)]
+mod help_tests;
+pub mod manual;
 pub mod server;
 
 use clap::{Parser, Subcommand};
@@ -75,7 +79,7 @@ pub enum Command {
         #[command(subcommand)]
         command: control::PaneCommand,
     },
-    /// Agents: report state and session (used by the agents' hooks).
+    /// List the coding agents in the panes and their states; report an agent's state.
     Agent {
         #[command(subcommand)]
         command: agent::AgentCommand,
@@ -117,15 +121,26 @@ pub enum Command {
         command: ChannelCommand,
     },
     /// Print a shell completion script.
-    Completion { shell: clap_complete::Shell },
+    ///
+    /// For example: `herdr completion bash > ~/.local/share/bash-completion/completions/herdr`.
+    Completion {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; read it with `herdr man | man -l -`).
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ChannelCommand {
-    /// The channel, this binary's version and the manifest `herdr update` reads.
+    /// Print the channel, this binary's version and the manifest `herdr update` reads.
     Show,
     /// Follow `stable` (releases) or `preview` (builds between releases).
-    Set { channel: String },
+    Set {
+        /// `stable` or `preview`.
+        channel: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,13 +160,13 @@ pub enum ServerCommand {
     Handoff {
         /// The new herdr binary (default: the file now at the server's own path, e.g.
         /// after an update replaced it).
-        #[arg(long)]
+        #[arg(long, value_name = "PATH")]
         binary: Option<std::path::PathBuf>,
         /// Refuse unless the new binary reports this version.
-        #[arg(long)]
+        #[arg(long, value_name = "VERSION")]
         expect_version: Option<String>,
         /// Refuse unless the new binary speaks this client protocol.
-        #[arg(long)]
+        #[arg(long, value_name = "N")]
         expect_protocol: Option<u32>,
     },
     /// Run the server in this process (used by `start`; not needed by hand).
@@ -159,13 +174,14 @@ pub enum ServerCommand {
     Run {
         /// An inherited pipe to write one byte to once the socket listens (how the
         /// process that started us learns it can connect).
-        #[arg(long)]
+        #[arg(long, value_name = "FD")]
         ready_fd: Option<i32>,
     },
     /// Take a session over from a running server (started by it during a handoff).
     #[command(hide = true)]
     Import {
-        #[arg(long)]
+        /// The old server's handoff socket.
+        #[arg(long, value_name = "SOCKET")]
         from: std::path::PathBuf,
     },
 }
@@ -222,16 +238,16 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             ChannelCommand::Show => crate::update::channel_show(),
             ChannelCommand::Set { channel } => crate::update::channel_set(&channel),
         }?),
-        Some(Command::Completion { shell }) => {
-            use clap::CommandFactory;
-            use std::io::Write;
-            // Generated in memory: clap_complete panics when its writer fails, and a
-            // reader that has gone (`| head`) must end the command quietly instead.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "herdr", &mut script);
-            let mut out = std::io::stdout().lock();
-            out.write_all(&script).and_then(|_| out.flush())?;
-            Ok(0)
-        }
+        Some(Command::Completion { shell }) => print(&manual::completion(shell)),
+        Some(Command::Man) => print(&manual::man_page()?),
     }
+}
+
+/// Writes generated text to stdout (a reader that has gone ends the command quietly: see
+/// `main`).
+fn print(text: &[u8]) -> anyhow::Result<i32> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text).and_then(|_| out.flush())?;
+    Ok(0)
 }
