@@ -4,9 +4,22 @@ use clap::{CommandFactory, FromArgMatches};
 
 fn main() {
     // `--version` reports the version stamped into this binary by a release.
-    let matches = herdr::cli::Cli::command()
+    let matches = match herdr::cli::Cli::command()
         .version(herdr::protocol::version())
-        .get_matches();
+        .try_get_matches()
+    {
+        Ok(m) => m,
+        Err(e) => {
+            // A mistyped command at the top meets the SSH-arguments positional first, so
+            // clap does not suggest one there: we do.
+            if let Some(tip) = herdr::cli::command_tip(&e) {
+                let _ = e.print();
+                eprintln!("\n  tip: {tip}");
+                std::process::exit(e.exit_code());
+            }
+            e.exit()
+        }
+    };
     let cli = match herdr::cli::Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

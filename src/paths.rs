@@ -120,13 +120,40 @@ pub fn repoint_agent_link(session: &SessionName) {
     }
 }
 
-pub fn state_dir(session: &SessionName) -> PathBuf {
+/// Every session with a socket file in the runtime folder (its server may have died),
+/// by name.
+pub fn socket_sessions() -> Vec<SessionName> {
+    let Ok(dir) = fs::read_dir(runtime_dir()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SessionName> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // A live handoff's private socket starts with '.', which no session name may.
+            SessionName::parse(name.strip_suffix(".sock")?).ok()
+        })
+        .collect();
+    out.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    out
+}
+
+/// The base of every session's state: the default session's folder.
+pub fn state_base() -> PathBuf {
     let base = env_dir("XDG_STATE_HOME").unwrap_or_else(|| home().join(".local/state"));
-    let base = base.join("herdr");
+    base.join("herdr")
+}
+
+/// The folder of the default session's state, which also holds every other session's
+/// folder (`sessions/`): what is the default session's own in it is all but that.
+pub const SESSIONS_DIR: &str = "sessions";
+
+pub fn state_dir(session: &SessionName) -> PathBuf {
+    let base = state_base();
     if session.is_default() {
         base
     } else {
-        base.join("sessions").join(session.as_str())
+        base.join(SESSIONS_DIR).join(session.as_str())
     }
 }
 

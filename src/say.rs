@@ -17,3 +17,10 @@ macro_rules! say {
         $crate::say::say_line(format_args!($($arg)*))
     };
 }
+
+/// Asks a yes/no question at the terminal (on stderr); anything but yes is no.
+pub fn confirm(question: &str) -> bool {
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
+}

@@ -7,6 +7,7 @@ mod control_args;
 mod help_tests;
 pub mod manual;
 pub mod server;
+pub mod session;
 
 use clap::{Parser, Subcommand};
 
@@ -59,6 +60,22 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// List, attach to, stop, rename and delete sessions.
+    Session {
+        #[command(subcommand)]
+        command: session::SessionCommand,
+    },
+    /// List the sessions (same as `herdr session list`).
+    Ls {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Attach to a session (same as `herdr session attach`).
+    Attach {
+        /// The session (default: the one attached to last).
+        name: Option<String>,
+    },
     /// Manage the session's background server.
     Server {
         #[command(subcommand)]
@@ -216,6 +233,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             None => Ok(crate::client::attach(&session)?),
         },
         Some(Command::RemoteBridge) => Ok(crate::remote::bridge::run(&session)?),
+        Some(Command::Session { command }) => session::run(command),
+        Some(Command::Ls { json }) => session::run(session::SessionCommand::List { json }),
+        Some(Command::Attach { name }) => session::run(session::SessionCommand::Attach { name }),
         Some(Command::Server { command }) => server::run(&session, command),
         Some(Command::Workspace { command }) => control::workspace(&session, command),
         Some(Command::Tab { command }) => control::tab(&session, command),
@@ -241,6 +261,28 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Completion { shell }) => print(&manual::completion(shell)),
         Some(Command::Man) => print(&manual::man_page()?),
     }
+}
+
+/// For a top-level word clap did not know: the command it most likely meant.
+pub fn command_tip(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(word)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if word.starts_with('-') {
+        return None;
+    }
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .flat_map(|c| std::iter::once(c.get_name()).chain(c.get_visible_aliases()))
+        .collect();
+    let best = session::closest(word, &names)?;
+    Some(format!("a similar command exists: '{best}'"))
 }
 
 /// Writes generated text to stdout (a reader that has gone ends the command quietly: see

@@ -159,7 +159,7 @@ fn status(session: &SessionName, as_json: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn stop(session: &SessionName) -> anyhow::Result<i32> {
+pub(super) fn stop(session: &SessionName) -> anyhow::Result<i32> {
     let Some(mut api) = ApiClient::connect(session)? else {
         crate::say!("no herdr server is running for session {session}");
         return Ok(0);

@@ -60,12 +60,7 @@ fn read(path: &Path) -> Result<Vec<u8>, Error> {
     })
 }
 
-/// Asks a yes/no question at the terminal; anything but yes is no.
-pub(super) fn confirm(question: &str) -> bool {
-    eprint!("{question} [y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
-}
+pub(super) use crate::say::confirm;
 
 /// The release build of this very version for `platform`, from the configured manifest.
 fn release_for(platform: &str, host: &str) -> Result<Source, Error> {

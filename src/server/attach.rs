@@ -44,6 +44,7 @@ impl Server {
         }
         let mut decoder = crate::protocol::frame::Decoder::default();
         decoder.push(&pending);
+        self.clients.attached_at = Some(crate::persist::unix_now());
         self.clients.by_id.insert(
             id,
             Client {

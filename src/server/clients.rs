@@ -90,6 +90,8 @@ pub(crate) struct Clients {
     /// The lending of the pane being typed in to this thread, which reads its output
     /// itself so the echo is drawn in the same wake-up; see `lend.rs`.
     pub(crate) lend: lend::Lending,
+    /// When a client last attached (seconds since the Unix epoch), for `session list`.
+    pub(crate) attached_at: Option<u64>,
 }
 
 impl Default for Clients {
@@ -103,6 +105,7 @@ impl Default for Clients {
             frame_due: None,
             sync_due: None,
             lend: lend::Lending::default(),
+            attached_at: None,
         }
     }
 }

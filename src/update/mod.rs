@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use crate::client::api::ApiClient;
 use crate::client::handoff::{hand_off, HandedOff};
-use crate::paths::SessionName;
 use crate::protocol::api::{NoParams, Request};
 use crate::protocol::version;
 use download::{DownloadError, Http};
@@ -260,35 +259,14 @@ fn check_runs(path: &Path, want: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn confirm(question: &str) -> bool {
-    eprint!("{question} [y/N] ");
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
-}
-
-/// Every running server of this user, by session.
-fn running_sessions() -> Vec<SessionName> {
-    let Ok(dir) = std::fs::read_dir(crate::paths::runtime_dir()) else {
-        return Vec::new();
-    };
-    let mut out: Vec<SessionName> = dir
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            // A live handoff's private socket starts with '.', which no session name may.
-            SessionName::parse(name.strip_suffix(".sock")?).ok()
-        })
-        .collect();
-    out.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    out
-}
+use crate::say::confirm;
 
 /// After installing: each running server is told apart — already new, compatible, or in
 /// need of the new binary — and with `--handoff` (or a yes on a terminal) moved to it
 /// without stopping a program. Returns the exit code.
 fn move_servers(binary: &Path, manifest: &Manifest, handoff: bool) -> i32 {
     let mut left = Vec::new();
-    for session in running_sessions() {
+    for session in crate::paths::socket_sessions() {
         let Ok(Some(mut api)) = ApiClient::connect(&session) else {
             continue;
         };

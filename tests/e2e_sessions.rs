@@ -1,0 +1,138 @@
+//! End-to-end: sessions as tmux users handle them — `herdr ls`, `session list`, `attach`,
+//! `session stop|rename|delete`, and a "did you mean" for a mistyped name.
+
+mod support;
+
+use std::process::Output;
+
+use serde_json::Value;
+use support::{ok, started, wait_until, Env, PROMPT};
+
+/// `herdr ARGS` without a `--session` of its own.
+fn herdr(env: &Env, args: &[&str]) -> Output {
+    env.command(support::BIN, args).output().expect("run herdr")
+}
+
+fn listed(env: &Env) -> Vec<Value> {
+    let out = ok(herdr(env, &["session", "list", "--json"]));
+    serde_json::from_str::<Value>(&out)
+        .expect("JSON")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn row<'a>(rows: &'a [Value], name: &str) -> Option<&'a Value> {
+    rows.iter().find(|r| r["name"] == name)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn sessions_are_listed_attached_stopped_renamed_and_deleted() {
+    let env = started("sessions");
+    let main = env.session.clone();
+    ok(herdr(&env, &["--session", "other", "server", "start"]));
+    let rows = listed(&env);
+    for name in [main.as_str(), "other"] {
+        let r = row(&rows, name).unwrap_or_else(|| panic!("{name} in {rows:?}"));
+        assert_eq!(r["running"], true, "{r}");
+        assert_eq!(r["panes"], 1, "{r}");
+        assert_eq!(r["clients"], 0, "{r}");
+    }
+    let text = ok(herdr(&env, &["ls"]));
+    let line = text.lines().find(|l| l.starts_with("other")).unwrap();
+    assert!(
+        line.contains("running") && line.contains("1 pane"),
+        "{text}"
+    );
+
+    // `attach NAME` attaches there; the list then knows it was attached.
+    let t = env.client_with_args(100, 30, &["attach", "other"]);
+    t.wait_text(PROMPT);
+    t.wait_text("[other]");
+    wait_until("other to have a client", || {
+        row(&listed(&env), "other")
+            .is_some_and(|r| r["clients"] == 1 && r["last_attached"].is_u64())
+    });
+    drop(t);
+
+    // A typo gets the closest name.
+    let out = herdr(&env, &["session", "attach", "othre"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("did you mean `other`?"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Stopped: still listed, as saved, with its panes.
+    ok(herdr(&env, &["session", "stop", "other"]));
+    let rows = listed(&env);
+    let r = row(&rows, "other").expect("other is saved");
+    assert_eq!(r["running"], false, "{r}");
+    assert_eq!(r["panes"], 1, "{r}");
+    assert!(ok(herdr(&env, &["ls"])).contains("saved"));
+
+    // A running session is not renamed; a stopped one is, with its state.
+    let out = herdr(&env, &["session", "rename", &main, "x"]);
+    assert!(stderr(&out).contains("stop it first"), "{}", stderr(&out));
+    ok(herdr(&env, &["session", "rename", "other", "renamed"]));
+    let rows = listed(&env);
+    assert!(
+        row(&rows, "other").is_none() && row(&rows, "renamed").is_some(),
+        "{rows:?}"
+    );
+
+    // Deleting asks; without a terminal it needs --yes.
+    let out = herdr(&env, &["session", "delete", "renamed"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
+    ok(herdr(&env, &["session", "delete", "renamed", "--yes"]));
+    assert!(row(&listed(&env), "renamed").is_none());
+    // A running one is stopped first.
+    ok(herdr(&env, &["session", "delete", &main, "--yes"]));
+    wait_until("nothing left", || listed(&env).is_empty());
+    assert!(ok(herdr(&env, &["ls"])).contains("no sessions"));
+}
+
+#[test]
+fn attach_without_a_name_takes_the_session_attached_to_last() {
+    let env = Env::new("attach-last");
+    ok(herdr(&env, &["--session", "first", "server", "start"]));
+    ok(herdr(&env, &["--session", "second", "server", "start"]));
+    let t = env.client_with_args(100, 30, &["attach", "second"]);
+    t.wait_text("[second]");
+    drop(t);
+    wait_until("second attached once", || {
+        row(&listed(&env), "second").is_some_and(|r| r["last_attached"].is_u64())
+    });
+    let t = env.client_with_args(100, 30, &["attach"]);
+    t.wait_text("[second]");
+    drop(t);
+    for s in ["first", "second"] {
+        ok(herdr(&env, &["--session", s, "server", "stop"]));
+    }
+}
+
+#[test]
+fn a_mistyped_command_gets_the_one_it_meant() {
+    let env = Env::new("typo");
+    for (typed, meant) in [
+        ("sesion", "'session'"),
+        ("attch", "'attach'"),
+        ("sl", "'ls'"),
+    ] {
+        let out = herdr(&env, &[typed, "list"]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let said = stderr(&out);
+        assert!(
+            said.contains(&format!("a similar command exists: {meant}")),
+            "{typed}: {said}"
+        );
+    }
+    let out = herdr(&env, &["zzzzzz"]);
+    assert!(!stderr(&out).contains("similar"), "{}", stderr(&out));
+}
