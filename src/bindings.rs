@@ -39,6 +39,7 @@ pub enum Action {
     Detach,
     Help,
     ScrollMode,
+    PasteBuffer,
     SendPrefix,
     ToggleSidebar,
 }
@@ -145,6 +146,11 @@ const ACTIONS: &[(&str, Action, &str)] = &[
         "scroll/copy mode over the scrollback",
     ),
     (
+        "paste_buffer",
+        Action::PasteBuffer,
+        "paste what copy mode copied last",
+    ),
+    (
         "send_prefix",
         Action::SendPrefix,
         "send the prefix key to the program",
@@ -203,6 +209,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("d", "detach"),
     ("?", "help"),
     ("[", "scroll_mode"),
+    ("]", "paste_buffer"),
     ("b", "toggle_sidebar"),
 ];
 

@@ -152,8 +152,8 @@ fn scroll_mode_shows_history_and_copies_lines() {
     t.wait("older lines", |t| {
         t.pane_lines().iter().any(|l| l.starts_with("220")) && !t.has_line("300")
     });
-    // Copy the highlighted line: it goes to the clipboard as OSC 52.
-    t.send(b"y");
+    // Copy the cursor's line: it goes to the clipboard as OSC 52.
+    t.send(b"Vy");
     t.wait("copied", |t| t.contents().contains("copied 1 line"));
     assert!(t.raw_output().windows(7).any(|w| w == b"\x1b]52;c;"));
     t.wait("live view again", |t| {

@@ -352,6 +352,11 @@ pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
             false,
             nothing,
         ),
+        PaneCommand::Paste { target: t } => (
+            Request::PanePaste(req::PaneTarget { pane: target(&t)? }),
+            false,
+            nothing,
+        ),
         PaneCommand::Keys { target: t, keys } => (
             Request::PaneKeys(req::PaneKeys {
                 pane: target(&t)?,

@@ -212,6 +212,12 @@ pub enum PaneCommand {
         /// The text, sent as it is (no escapes are read).
         text: String,
     },
+    /// Paste what copy mode copied last into the pane (as a paste: bracketed if its
+    /// program asked).
+    Paste {
+        #[command(flatten)]
+        target: Target,
+    },
     /// Send named keys, encoded the way the pane's program asked for.
     Keys {
         #[command(flatten)]

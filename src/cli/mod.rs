@@ -76,6 +76,11 @@ pub enum Command {
         /// The session (default: the one attached to last).
         name: Option<String>,
     },
+    /// Paste what copy mode copied last into a pane (same as `herdr pane paste`).
+    Paste {
+        #[command(flatten)]
+        target: control_args::Target,
+    },
     /// Manage the session's background server.
     Server {
         #[command(subcommand)]
@@ -234,6 +239,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         },
         Some(Command::RemoteBridge) => Ok(crate::remote::bridge::run(&session)?),
         Some(Command::Session { command }) => session::run(command),
+        Some(Command::Paste { target }) => {
+            control::pane(&session, control::PaneCommand::Paste { target })
+        }
         Some(Command::Ls { json }) => session::run(session::SessionCommand::List { json }),
         Some(Command::Attach { name }) => session::run(session::SessionCommand::Attach { name }),
         Some(Command::Server { command }) => server::run(&session, command),

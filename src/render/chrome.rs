@@ -283,16 +283,16 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
             )
             .0;
     }
-    if view
+    let copying = view
         .state
         .focused_terminal()
-        .is_some_and(|t| view.scroll.contains_key(&t))
-    {
+        .is_some_and(|t| view.scroll.contains_key(&t));
+    if copying {
         x = buf
             .set_stringn(
                 x + 1,
                 y,
-                " SCROLL  q:exit v:mark y:copy ",
+                " SCROLL ",
                 usize::MAX,
                 Style::default().fg(Color::Black).bg(Color::Yellow),
             )
@@ -300,7 +300,10 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
     }
     let hint = format!("{} ? help ", view.bindings.prefix);
     let hint_w = hint.chars().count() as u16;
-    if let Some(msg) = view.message {
+    // Copy mode's keys where a message would go, while there is none.
+    let keys = "q:exit v V ^v:select /?:search n N y:copy";
+    let message = view.message.or(copying.then_some(keys));
+    if let Some(msg) = message {
         let room = size.0.saturating_sub(x + 2 + hint_w);
         let msg: String = msg.chars().take(usize::from(room)).collect();
         buf.set_string(x + 2, y, msg, base.add_modifier(Modifier::BOLD));

@@ -155,8 +155,9 @@ pub fn draw_pane(
             *d = true;
         }
     }
+    drop(formatted);
     if let Some(st) = scroll {
-        draw_scroll_marks(frame, rect, st, offset, history);
+        draw_scroll_marks(frame, rect, st, emu, history);
     }
     let visible = !hidden && offset == 0 && crow < rect.height && ccol < rect.width;
     PaneCursor {
@@ -282,7 +283,9 @@ fn blank(c: &mut ratatui::buffer::Cell) {
     }
 }
 
-fn draw_scroll_marks(frame: &mut Frame, rect: Rect, st: &Scroll, offset: usize, history: usize) {
+/// Copy mode over the pane: the search's matches, the selection, the cursor, and a label
+/// with where the view is (or the search being typed).
+fn draw_scroll_marks(frame: &mut Frame, rect: Rect, st: &Scroll, emu: &Emulator, history: usize) {
     let buf = &mut frame.buffer;
     if rect.height == 0
         || rect.width == 0
@@ -291,33 +294,83 @@ fn draw_scroll_marks(frame: &mut Frame, rect: Rect, st: &Scroll, offset: usize, 
     {
         return;
     }
-    let rows = i64::from(rect.height);
-    let cursor_abs = offset as i64 + rows - 1 - i64::from(st.cursor);
-    let (lo, hi) = match st.mark {
-        Some(m) => (m.min(cursor_abs), m.max(cursor_abs)),
-        None => (cursor_abs, cursor_abs),
-    };
-    for row in 0..rect.height {
-        let abs = offset as i64 + rows - 1 - i64::from(row);
-        if abs >= lo && abs <= hi {
-            for x in rect.x..rect.right() {
-                if let Some(c) = buf.cell_mut((x, rect.y + row)) {
-                    c.modifier |= Modifier::REVERSED;
+    let offset = emu.scrollback();
+    let top = emu.text_history().saturating_sub(offset);
+    let found = st.search.as_ref().map(|(_, p)| p.as_str());
+    let mut paint = |y: u16,
+                     line: &str,
+                     (from, to): (usize, usize),
+                     style: &dyn Fn(&mut ratatui::buffer::Cell)| {
+        for (x, w) in cells_of(line, from, to, rect.width) {
+            for dx in 0..w {
+                if let Some(c) = buf.cell_mut((rect.x + x + dx, rect.y + y)) {
+                    style(c);
                 }
             }
         }
+    };
+    for y in 0..rect.height {
+        let r = top + usize::from(y);
+        let line = emu.text_row(r);
+        if let Some(p) = found {
+            let n = p.chars().count();
+            for at in crate::model::copy::matches_in(&line, p) {
+                paint(y, &line, (at, at + n), &|c| {
+                    c.set_bg(Color::Yellow).set_fg(Color::Black);
+                });
+            }
+        }
+        if let Some((from, to)) = crate::model::copy::selected_cols(st, r) {
+            // A whole-row selection reaches the pane's edge, as tmux draws it.
+            let to = if to == usize::MAX {
+                usize::from(rect.width)
+            } else {
+                to
+            };
+            let padded = format!("{line:<width$}", width = usize::from(rect.width));
+            paint(y, &padded, (from, to), &|c| {
+                c.modifier |= Modifier::REVERSED;
+            });
+        }
+        if r == st.row {
+            let padded = format!("{line:<width$}", width = st.col + 1);
+            paint(y, &padded, (st.col, st.col + 1), &|c| {
+                c.set_bg(Color::Cyan).set_fg(Color::Black);
+            });
+        }
     }
-    let label = format!("[{offset}/{history}]");
-    let w = label.chars().count() as u16;
-    if w <= rect.width {
-        buf.set_string(
-            rect.right() - w,
-            rect.y,
-            label,
-            Style::default().fg(Color::Black).bg(Color::Yellow),
-        );
-        frame.plain_extras(Rect::new(rect.right() - w, rect.y, w, 1));
+    let label = match &st.prompt {
+        Some((forward, typed)) => format!("{}{typed}", if *forward { "/" } else { "?" }),
+        None => format!("[{offset}/{history}]"),
+    };
+    let w = (label.chars().count() as u16).min(rect.width);
+    let text: String = label.chars().take(usize::from(w)).collect();
+    buf.set_string(
+        rect.right() - w,
+        rect.y,
+        text,
+        Style::default().fg(Color::Black).bg(Color::Yellow),
+    );
+    frame.plain_extras(Rect::new(rect.right() - w, rect.y, w, 1));
+}
+
+/// The cells (column, width) the characters `from..to` of `line` take, within `width`
+/// columns: a wide character takes two.
+fn cells_of(line: &str, from: usize, to: usize, width: u16) -> Vec<(u16, u16)> {
+    use unicode_width::UnicodeWidthChar;
+    let mut x = 0u16;
+    let mut out = Vec::new();
+    for (i, ch) in line.chars().enumerate() {
+        let w = ch.width().unwrap_or(0) as u16;
+        if i >= to || x >= width {
+            break;
+        }
+        if i >= from && w > 0 {
+            out.push((x, w.min(width - x)));
+        }
+        x = x.saturating_add(w);
     }
+    out
 }
 
 #[cfg(test)]

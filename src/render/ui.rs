@@ -134,7 +134,7 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
         .collect();
     let scroll = shown()
         .filter_map(|tid| {
-            let st = *view.scroll.get(&tid)?;
+            let st = view.scroll.get(&tid)?.clone();
             with_screen(view.screens, tid, |emu| {
                 (tid, st, emu.scrollback(), emu.history_len())
             })

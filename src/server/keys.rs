@@ -5,12 +5,11 @@
 
 use super::{ClientId, Mode, Server, Session};
 use crate::bindings::Action;
-use crate::input::keys::{Key, KeyCode};
+use crate::input::keys::KeyCode;
 use crate::input::mouse::{encode_for_pane, MouseButton, MouseEvent, MouseKind};
 use crate::input::parse::Token;
 use crate::model::ids::TerminalId;
 use crate::model::layout::{Side, SplitDir};
-use crate::model::Scroll;
 use crate::pty::WriteError;
 use crate::render::view::{self, Hit, Overlay};
 
@@ -381,6 +380,17 @@ impl Server {
                     self.enter_scroll(tid);
                 }
             }
+            Action::PasteBuffer => {
+                let Some(tid) = self.session.state.focused_terminal() else {
+                    return;
+                };
+                match self.session.buffer_paste(tid) {
+                    Some(bytes) => {
+                        self.write_terminal(tid, bytes);
+                    }
+                    None => self.say("nothing copied yet (prefix [ then v and y copies)"),
+                }
+            }
             Action::SendPrefix => {
                 let bytes = self.bindings_of(id).prefix.to_bytes();
                 self.write_focused(bytes);
@@ -527,123 +537,11 @@ impl Server {
         }
     }
 
-    // ----- scroll / copy mode -----
+    // ----- scroll / copy mode (copy.rs) -----
 
     fn scrolling_focused(&self) -> Option<TerminalId> {
         let tid = self.session.state.focused_terminal()?;
         self.session.scroll.contains_key(&tid).then_some(tid)
-    }
-
-    pub(crate) fn enter_scroll(&mut self, tid: TerminalId) {
-        if self.session.scroll.contains_key(&tid) {
-            return;
-        }
-        let rows = self.session.rows_of(tid);
-        self.session.scroll.insert(
-            tid,
-            Scroll {
-                cursor: rows.saturating_sub(1),
-                mark: None,
-            },
-        );
-        self.request_render();
-    }
-
-    fn exit_scroll(&mut self, tid: TerminalId) {
-        self.session.scroll.remove(&tid);
-        if let Some(rt) = self.session.runtimes.get(tid) {
-            crate::pty::lock(&rt.emulator).set_scrollback(0);
-        }
-        self.request_render();
-    }
-
-    fn scroll_offset(&self, tid: TerminalId) -> usize {
-        self.session
-            .runtimes
-            .get(tid)
-            .map(|rt| crate::pty::lock(&rt.emulator).scrollback())
-            .unwrap_or(0)
-    }
-
-    /// Positive = further back into history.
-    fn scroll_by(&mut self, tid: TerminalId, lines: i64) {
-        if let Some(rt) = self.session.runtimes.get(tid) {
-            let mut emu = crate::pty::lock(&rt.emulator);
-            let now = emu.scrollback() as i64;
-            emu.set_scrollback((now + lines).max(0) as usize);
-        }
-        self.request_render();
-    }
-
-    fn scroll_key(&mut self, tid: TerminalId, key: Key) {
-        let rows = self.session.rows_of(tid);
-        let page = i64::from(rows.max(2) - 1);
-        let Some(st) = self.session.scroll.get(&tid).copied() else {
-            return;
-        };
-        let ctrl = key.mods.contains(crate::input::keys::Mods::CTRL);
-        match (key.code, ctrl) {
-            (KeyCode::Char('q'), false) | (KeyCode::Esc, _) | (KeyCode::Char('c'), true) => {
-                self.exit_scroll(tid)
-            }
-            (KeyCode::Up, _) | (KeyCode::Char('k'), false) => self.move_scroll_cursor(tid, st, -1),
-            (KeyCode::Down, _) | (KeyCode::Char('j'), false) => self.move_scroll_cursor(tid, st, 1),
-            (KeyCode::PageUp, _) | (KeyCode::Char('b'), true) => self.scroll_by(tid, page),
-            (KeyCode::PageDown, _) | (KeyCode::Char('f'), true) => self.scroll_by(tid, -page),
-            (KeyCode::Char('u'), true) => self.scroll_by(tid, page / 2),
-            (KeyCode::Char('d'), true) => self.scroll_by(tid, -page / 2),
-            (KeyCode::Home, _) | (KeyCode::Char('g'), false) => self.scroll_by(tid, i64::MAX / 4),
-            (KeyCode::End, _) | (KeyCode::Char('G'), false) => self.scroll_by(tid, i64::MIN / 4),
-            (KeyCode::Char('v'), false) | (KeyCode::Char(' '), false) => {
-                let line = self.absolute_line(tid, st.cursor);
-                if let Some(s) = self.session.scroll.get_mut(&tid) {
-                    s.mark = if s.mark.is_some() { None } else { Some(line) };
-                }
-                self.request_render();
-            }
-            (KeyCode::Char('y'), false) | (KeyCode::Enter, _) => self.copy_selection(tid, st),
-            _ => {}
-        }
-    }
-
-    /// Moves the highlighted line; at the screen's edge the view scrolls instead.
-    fn move_scroll_cursor(&mut self, tid: TerminalId, st: Scroll, delta: i64) {
-        let rows = self.session.rows_of(tid);
-        let target = i64::from(st.cursor) + delta;
-        if target < 0 {
-            self.scroll_by(tid, 1);
-        } else if target >= i64::from(rows) {
-            self.scroll_by(tid, -1);
-        } else if let Some(s) = self.session.scroll.get_mut(&tid) {
-            s.cursor = target as u16;
-        }
-        self.request_render();
-    }
-
-    /// A line's position counted from the newest line (stable while the view scrolls).
-    fn absolute_line(&self, tid: TerminalId, row: u16) -> i64 {
-        let rows = self.session.rows_of(tid);
-        self.scroll_offset(tid) as i64 + i64::from(rows) - 1 - i64::from(row)
-    }
-
-    /// Copies the selected lines (or the highlighted one) to every client's clipboard
-    /// with OSC 52, then leaves scroll mode.
-    fn copy_selection(&mut self, tid: TerminalId, st: Scroll) {
-        let cursor = self.absolute_line(tid, st.cursor);
-        let mark = st.mark.unwrap_or(cursor);
-        let text = match self.session.runtimes.get(tid) {
-            Some(rt) => crate::pty::lock(&rt.emulator)
-                .lines_back(mark.max(0) as usize, cursor.max(0) as usize)
-                .join("\n"),
-            None => return,
-        };
-        let seq = format!("\x1b]52;c;{}\x07", crate::render::base64(text.as_bytes()));
-        for c in self.clients.by_id.values() {
-            c.writer.send_output(seq.clone().into_bytes());
-        }
-        let n = (mark - cursor).unsigned_abs() + 1;
-        self.exit_scroll(tid);
-        self.say(format!("copied {n} line{}", if n == 1 { "" } else { "s" }));
     }
 }
 

@@ -13,6 +13,7 @@ mod attach;
 mod capture;
 mod clients;
 mod conn;
+mod copy;
 mod exited;
 pub(crate) mod fault;
 mod habits;

@@ -28,6 +28,8 @@ pub(crate) struct Session {
     pub(crate) runtimes: TerminalRuntimeRegistry,
     /// Scroll/copy mode per terminal (shared by every client looking at it, like tmux).
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
+    /// What copy mode copied last, for prefix `]` and `herdr paste` (tmux's buffer).
+    pub(crate) buffer: Option<String>,
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
@@ -69,6 +71,7 @@ impl Session {
             state: AppState::default(),
             runtimes: TerminalRuntimeRegistry::default(),
             scroll: BTreeMap::new(),
+            buffer: None,
             attach_env: None,
             size: (80, 24),
             sidebar,
@@ -89,11 +92,6 @@ impl Session {
             .values()
             .find(|p| p.no.0 == no)
             .map(|p| p.terminal)
-    }
-
-    /// A terminal's height in rows, as last laid out (1 for one that is gone).
-    pub(crate) fn rows_of(&self, tid: TerminalId) -> u16 {
-        self.runtimes.get(tid).map_or(1, |rt| rt.size.0)
     }
 
     /// Columns of the sidebar as drawn now: none when hidden or when the screen is too

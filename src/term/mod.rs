@@ -485,6 +485,33 @@ impl Emulator {
     pub fn history_len(&self) -> usize {
         self.history.len()
     }
+
+    /// The history rows copy mode reads above the screen: none over the alternate screen
+    /// (a full-screen program's view has no history, as `set_scrollback` says).
+    pub fn text_history(&self) -> usize {
+        if self.term.screen().alternate_screen() {
+            0
+        } else {
+            self.history.len()
+        }
+    }
+
+    /// Rows of history and screen together: what copy mode moves over.
+    pub fn text_len(&self) -> usize {
+        self.text_history() + usize::from(self.size().0)
+    }
+
+    /// Row `i` of history and screen together (see [`Emulator::text_len`]), as plain
+    /// text with its trailing blanks trimmed.
+    pub fn text_row(&self, i: usize) -> String {
+        let h = self.text_history();
+        if i < h {
+            return self.history.get(i).map(history::plain).unwrap_or_default();
+        }
+        u16::try_from(i - h)
+            .map(|r| self.term.screen().row_plain(r, true))
+            .unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

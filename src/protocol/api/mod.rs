@@ -104,6 +104,8 @@ requests! {
     "pane.resize" => PaneResize(PaneResize),
     "pane.rename" => PaneRename(PaneRename),
     "pane.send" => PaneSend(PaneSend),
+    /// What copy mode copied last, pasted into the pane (tmux's paste-buffer).
+    "pane.paste" => PanePaste(PaneTarget),
     "pane.keys" => PaneKeys(PaneKeys),
     "pane.submit" => PaneSubmit(PaneSubmit),
     "pane.read" => PaneRead(PaneRead),

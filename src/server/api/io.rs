@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{now, ApiError, ApiResult};
 use crate::input::keys::Key;
 use crate::model::ids::{PaneNo, TerminalId};
-use crate::protocol::api::{PaneKeys, PaneRead, PaneSend, PaneSubmit};
+use crate::protocol::api::{PaneKeys, PaneRead, PaneSend, PaneSubmit, PaneTarget};
 use crate::pty::{lock, WriteError};
 use crate::server::Server;
 
@@ -47,6 +47,19 @@ impl Server {
         let text = p.text;
         self.send_bytes(tid, text.as_bytes().to_vec())?;
         now(json!({ "sent": text.len() }))
+    }
+
+    pub(crate) fn pane_paste(&mut self, p: PaneTarget) -> ApiResult {
+        let tid = self.target_terminal(p.pane)?;
+        let bytes = self.session.buffer_paste(tid).ok_or_else(|| {
+            ApiError::new(
+                "no_buffer",
+                "nothing copied yet: copy in copy mode first (prefix [, then v and y)",
+            )
+        })?;
+        let n = bytes.len();
+        self.send_bytes(tid, bytes)?;
+        now(json!({ "pasted": n }))
     }
 
     pub(crate) fn pane_keys(&mut self, p: PaneKeys) -> ApiResult {

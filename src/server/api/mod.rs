@@ -188,6 +188,7 @@ impl Server {
             Request::PaneResize(p) => self.pane_resize(p),
             Request::PaneRename(p) => self.pane_rename(p),
             Request::PaneSend(p) => self.pane_send(p),
+            Request::PanePaste(p) => self.pane_paste(p),
             Request::PaneKeys(p) => self.pane_keys(p),
             Request::PaneSubmit(p) => self.pane_submit(p),
             Request::PaneRead(p) => self.pane_read(p),
