@@ -389,6 +389,9 @@ impl Server {
                 self.session.sidebar = !self.session.sidebar;
                 self.relayout();
             }
+            Action::ReloadConfig => {
+                self.reload_config();
+            }
         }
         self.request_render();
     }
