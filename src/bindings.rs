@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::config::suggest::did_you_mean;
 use crate::config::{Config, Diagnostic};
 use crate::input::keys::Key;
 
@@ -42,6 +43,7 @@ pub enum Action {
     PasteBuffer,
     SendPrefix,
     ToggleSidebar,
+    ReloadConfig,
 }
 
 /// (name, action, description) for every action.
@@ -160,6 +162,11 @@ const ACTIONS: &[(&str, Action, &str)] = &[
         Action::ToggleSidebar,
         "show or hide the sidebar",
     ),
+    (
+        "reload_config",
+        Action::ReloadConfig,
+        "re-read config.toml and apply it",
+    ),
 ];
 
 const DEFAULTS: &[(&str, &str)] = &[
@@ -211,6 +218,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("[", "scroll_mode"),
     ("]", "paste_buffer"),
     ("b", "toggle_sidebar"),
+    ("R", "reload_config"),
 ];
 
 impl Action {
@@ -294,15 +302,7 @@ impl Bindings {
                     path: path.to_path_buf(),
                     line: Some(setting.line),
                     key: Some(format!("keys.{}", setting.key)),
-                    message: format!(
-                        "unknown action {:?}; known actions: {}, or \"none\" to unbind",
-                        setting.action,
-                        ACTIONS
-                            .iter()
-                            .map(|(n, _, _)| *n)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
+                    message: unknown_action(&setting.action),
                 }),
             }
         }
@@ -342,6 +342,40 @@ impl Bindings {
     }
 }
 
+/// What is said of an action name that is not one: the closest action, and every one.
+fn unknown_action(name: &str) -> String {
+    let mut names: Vec<&str> = ACTIONS.iter().map(|(n, _, _)| *n).collect();
+    names.push("none");
+    let hint = did_you_mean(name, &names);
+    names.pop();
+    format!(
+        "unknown action {name:?}{hint}; known actions: {}, or \"none\" to unbind",
+        names.join(", ")
+    )
+}
+
+/// The full commented default config (`herdr config default`): the schema's keys, and
+/// under `[keys]` the default bindings, commented, each with what it does.
+pub fn default_config_text() -> String {
+    let width = DEFAULTS
+        .iter()
+        .map(|(k, a)| quoted(k).len() + quoted(a).len())
+        .max();
+    let width = width.unwrap_or(0) + 3;
+    let mut body = String::from("# The defaults:\n");
+    for (key, action) in DEFAULTS {
+        let pair = format!("{} = {}", quoted(key), quoted(action));
+        let what = Action::from_name(action).map_or("", Action::description);
+        body.push_str(&format!("# {pair:<width$}  # {what}\n"));
+    }
+    crate::config::default_text(&body)
+}
+
+/// A string as TOML writes it.
+fn quoted(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
 fn unreachable_key() -> Key {
     // C-b always parses; this only satisfies the type checker without a panic path.
     Key::parse("b").unwrap_or_else(|_| unreachable_key())
@@ -350,5 +384,54 @@ fn unreachable_key() -> Key {
 impl Default for Bindings {
     fn default() -> Self {
         Bindings::from_config(&Config::default(), Path::new("config.toml")).0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_config_text_lists_every_default_binding_and_loads_as_the_defaults() {
+        let text = default_config_text();
+        let (config, diags) = crate::config::parse(&text, Path::new("config.toml"));
+        assert!(diags.is_empty(), "{diags:#?}");
+        assert_eq!(config, Config::default());
+        for (key, action) in DEFAULTS {
+            let pair = format!("# {} = {}", quoted(key), quoted(action));
+            assert!(text.contains(&pair), "{pair} is missing:\n{text}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_action_is_told_the_closest_one() {
+        let config = Config {
+            keys: vec![crate::config::KeySetting {
+                key: "v".into(),
+                action: "splt_right".into(),
+                line: 3,
+            }],
+            ..Config::default()
+        };
+        let (bindings, diags) = Bindings::from_config(&config, Path::new("c.toml"));
+        assert_eq!(diags.len(), 1);
+        assert_eq!(
+            (diags[0].line, diags[0].key.as_deref()),
+            (Some(3), Some("keys.v"))
+        );
+        assert!(
+            diags[0].message.contains("(did you mean `split_right`?)"),
+            "{}",
+            diags[0]
+        );
+        assert_eq!(
+            Action::from_name("reload_config"),
+            Some(Action::ReloadConfig)
+        );
+        let r = Key::parse("R").ok();
+        assert_eq!(
+            r.and_then(|k| bindings.lookup(&k)),
+            Some(Action::ReloadConfig)
+        );
     }
 }

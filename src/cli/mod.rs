@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and one small module per subcommand group.
 
 pub mod agent;
+pub mod config;
 pub mod control;
 mod control_args;
 #[cfg(test)]
@@ -111,6 +112,11 @@ pub enum Command {
         #[command(subcommand)]
         command: agent::IntegrationCommand,
     },
+    /// Check config.toml, or print the default one.
+    Config {
+        #[command(subcommand)]
+        command: config::ConfigCommand,
+    },
     /// Print the session's events as they happen (created, closed, focused, output, …).
     Events {
         /// One JSON object per line.
@@ -191,6 +197,9 @@ pub enum ServerCommand {
         #[arg(long, value_name = "N")]
         expect_protocol: Option<u32>,
     },
+    /// Re-read the config file and apply it (key bindings, prefix, sidebar, notifications,
+    /// …) without restarting anything; prints what changed and every problem.
+    ReloadConfig,
     /// Run the server in this process (used by `start`; not needed by hand).
     #[command(hide = true)]
     Run {
@@ -248,6 +257,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Workspace { command }) => control::workspace(&session, command),
         Some(Command::Tab { command }) => control::tab(&session, command),
         Some(Command::Pane { command }) => control::pane(&session, command),
+        Some(Command::Config { command }) => config::run(command),
         Some(Command::Events { json }) => control::events(&session, json),
         Some(Command::Agent { command }) => agent::agent(&session, command),
         Some(Command::Integration { command }) => agent::integration(command),

@@ -1,4 +1,4 @@
-//! `herdr server start|stop|status|run`.
+//! `herdr server start|stop|status|reload-config|handoff|run`.
 
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,7 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
             Ok(0)
         }
         ServerCommand::Status { json } => status(session, json),
+        ServerCommand::ReloadConfig => super::config::reload(session),
         ServerCommand::Stop => stop(session),
         ServerCommand::Handoff {
             binary,

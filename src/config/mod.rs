@@ -5,18 +5,29 @@
 //! the user their whole configuration (or their session), so everything that
 //! is valid still applies.
 //!
-//! The accepted keys are described by a small schema (`ROOT_FIELDS`); adding
-//! a key, or a nested section such as `[persistence]`, is one entry there.
+//! The accepted keys are described by a small schema (`schema::ROOT_FIELDS`); adding
+//! a key, or a nested section such as `[persistence]`, is one entry there, with the
+//! comment `herdr config default` writes for it (`default_text`).
 //! The document is parsed with toml's span-preserving [`DeTable`] so that
-//! every diagnostic can point at a line.
+//! every diagnostic can point at a line (`walk`); an unknown key is told the known one
+//! it is closest to (`suggest`).
+
+mod default_text;
+mod schema;
+pub mod suggest;
+mod walk;
 
 use std::env::var_os;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use toml::de::{DeString, DeTable, DeValue};
-use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+pub use default_text::{changes, default_text};
+use schema::{Kind, ROOT};
+pub use schema::{NOTIFY_TERMINALS, REMAIN_ON_EXIT};
+use walk::{line_of, Walker};
 
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,11 +198,19 @@ pub fn current() -> Config {
     load(&default_path().unwrap_or_default()).0
 }
 
-/// Reads and parses `path`. A missing file is the normal case (no config
-/// written yet), so it yields the defaults silently.
+/// Reads and parses `path`, and checks that the shell can run. A missing file is the
+/// normal case (no config written yet), so it yields the defaults silently.
 pub fn load(path: &Path) -> (Config, Vec<Diagnostic>) {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path),
+        Ok(text) => {
+            let mut walker = parse_with(&ROOT, &text, path);
+            let line = walker.lines.get("shell").copied();
+            let fallback = || shell_from(var_os("SHELL"));
+            if let Some(d) = check_shell(&mut walker.config, path, line, runnable, fallback) {
+                walker.diags.push(d);
+            }
+            (walker.config, walker.diags)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Config::default(), Vec::new()),
         Err(e) => {
             let message = format!("cannot read the config file: {e}; using the defaults");
@@ -203,17 +222,19 @@ pub fn load(path: &Path) -> (Config, Vec<Diagnostic>) {
 
 /// Parses config text; `path` is only used to label diagnostics.
 pub fn parse(text: &str, path: &Path) -> (Config, Vec<Diagnostic>) {
-    parse_with(&ROOT, text, path)
+    let walker = parse_with(&ROOT, text, path);
+    (walker.config, walker.diags)
 }
 
 /// [`parse`] against any schema, so tests can exercise nested sections
-/// before the real schema has any.
-fn parse_with(schema: &Kind, text: &str, path: &Path) -> (Config, Vec<Diagnostic>) {
+/// before the real schema has any; the walker keeps where each key was.
+fn parse_with<'a>(schema: &Kind, text: &'a str, path: &'a Path) -> Walker<'a> {
     let mut walker = Walker {
         text,
         path,
         config: Config::default(),
         diags: Vec::new(),
+        lines: Default::default(),
     };
     match DeTable::parse(text) {
         Ok(root) => walker.value(schema, "", 1, &DeValue::Table(root.into_inner())),
@@ -225,381 +246,41 @@ fn parse_with(schema: &Kind, text: &str, path: &Path) -> (Config, Vec<Diagnostic
             walker.diags.push(diag);
         }
     }
-    (walker.config, walker.diags)
+    walker
 }
 
-/// What a key accepts and where its value goes. Accessors are plain fn
-/// pointers so the schema can be a `const` table.
-enum Kind {
-    /// A section whose keys are described by a nested schema.
-    Table(&'static [Field]),
-    /// A non-empty string (an empty prefix or shell is never meaningful).
-    Str(fn(&mut Config) -> &mut String),
-    /// One of a few words.
-    Choice(&'static [&'static str], fn(&mut Config) -> &mut String),
-    Bool(fn(&mut Config) -> &mut bool),
-    /// An integer in `min..=max`; `get`/`set` bridge the field's own type.
-    UInt {
-        min: u64,
-        max: u64,
-        get: fn(&Config) -> u64,
-        set: fn(&mut Config, u64),
-    },
-    /// A table of free-form `key = "action"` pairs kept in file order.
-    Bindings(fn(&mut Config) -> &mut Vec<KeySetting>),
-    /// A list of non-empty strings.
-    StrList(fn(&mut Config) -> &mut Vec<String>),
-    /// A list of words, each one of those the function gives (a fn, so the list may come
-    /// from a table elsewhere, such as the agents').
-    Words(
-        fn() -> Vec<&'static str>,
-        fn(&mut Config) -> &mut Vec<String>,
-    ),
-    /// A command line: a list of strings kept exactly as written (arguments may hold
-    /// spaces), the program first and not empty. An empty list is no command.
-    Argv(fn(&mut Config) -> &mut Vec<String>),
+/// A configured shell that cannot run is replaced by `fallback` ($SHELL, else /bin/sh)
+/// or, if that cannot run either, by /bin/sh; the diagnostic names the value and what is
+/// used instead. A shell left to its default is not looked at (it is the fallback).
+fn check_shell(
+    config: &mut Config,
+    path: &Path,
+    line: Option<usize>,
+    runnable: impl Fn(&str) -> bool,
+    fallback: impl Fn() -> String,
+) -> Option<Diagnostic> {
+    let configured = line.map(|_| config.shell.clone())?;
+    if runnable(&configured) {
+        return None;
+    }
+    let from_env = fallback();
+    let shell = match from_env != configured && runnable(&from_env) {
+        true => from_env,
+        false => "/bin/sh".to_string(),
+    };
+    let whence = if shell == "/bin/sh" { "" } else { " ($SHELL)" };
+    let message =
+        format!("{configured:?} is not the path of an executable file; using {shell:?}{whence}");
+    config.shell = shell;
+    Some(Diagnostic::new(path, line, Some("shell"), message))
 }
 
-/// A known key: its name within its section and what it accepts.
-struct Field(&'static str, Kind);
-
-/// The whole document is a section like any other.
-const ROOT: Kind = Kind::Table(ROOT_FIELDS);
-
-/// The top-level keys. Add a key here; add a section as
-/// `Field("persistence", Kind::Table(PERSISTENCE_FIELDS))`.
-const ROOT_FIELDS: &[Field] = &[
-    Field("prefix", Kind::Str(|c| &mut c.prefix)),
-    Field("shell", Kind::Str(|c| &mut c.shell)),
-    Field(
-        "scrollback_lines",
-        Kind::UInt {
-            min: 0,
-            max: 1_000_000,
-            get: |c| u64::try_from(c.scrollback_lines).unwrap_or(u64::MAX),
-            // In range by construction; the fallback only keeps this panic-free.
-            set: |c, v| c.scrollback_lines = usize::try_from(v).unwrap_or(c.scrollback_lines),
-        },
-    ),
-    Field("sidebar", Kind::Bool(|c| &mut c.sidebar)),
-    Field(
-        "sidebar_width",
-        Kind::UInt {
-            min: 10,
-            max: 80,
-            get: |c| u64::from(c.sidebar_width),
-            set: |c, v| c.sidebar_width = u16::try_from(v).unwrap_or(c.sidebar_width),
-        },
-    ),
-    Field(
-        "remain_on_exit",
-        Kind::Choice(REMAIN_ON_EXIT, |c| &mut c.remain_on_exit),
-    ),
-    Field("keys", Kind::Bindings(|c| &mut c.keys)),
-    Field("persistence", Kind::Table(PERSISTENCE_FIELDS)),
-    Field("update", Kind::Table(UPDATE_FIELDS)),
-    Field("remote", Kind::Table(REMOTE_FIELDS)),
-    Field("notify", Kind::Table(NOTIFY_FIELDS)),
-];
-
-/// The words `remain_on_exit` accepts.
-pub const REMAIN_ON_EXIT: &[&str] = &["command", "always", "never"];
-
-/// The words `[notify] terminal` accepts.
-pub const NOTIFY_TERMINALS: &[&str] = &["auto", "osc9", "osc777", "bell", "off"];
-
-const NOTIFY_FIELDS: &[Field] = &[
-    Field(
-        "terminal",
-        Kind::Choice(NOTIFY_TERMINALS, |c| &mut c.notify_terminal),
-    ),
-    Field(
-        "states",
-        Kind::Words(|| vec!["blocked", "done"], |c| &mut c.notify_states),
-    ),
-    Field(
-        "off_for",
-        Kind::Words(
-            || crate::agent::AGENTS.iter().map(|a| a.name).collect(),
-            |c| &mut c.notify_off_for,
-        ),
-    ),
-    Field("command", Kind::Argv(|c| &mut c.notify_command)),
-    Field(
-        "bells",
-        Kind::Choice(&["any", "off"], |c| &mut c.notify_bells),
-    ),
-];
-
-const REMOTE_FIELDS: &[Field] = &[
-    Field(
-        "install",
-        Kind::Choice(&["auto", "upload", "download"], |c| &mut c.remote_install),
-    ),
-    Field(
-        "ssh",
-        Kind::Choice(&["system", "builtin"], |c| &mut c.remote_ssh),
-    ),
-];
-
-const PERSISTENCE_FIELDS: &[Field] = &[
-    Field("history", Kind::Bool(|c| &mut c.history)),
-    Field(
-        "history_lines",
-        Kind::UInt {
-            min: 0,
-            max: 100_000,
-            get: |c| u64::try_from(c.history_lines).unwrap_or(u64::MAX),
-            set: |c, v| c.history_lines = usize::try_from(v).unwrap_or(c.history_lines),
-        },
-    ),
-    Field(
-        "restore_commands",
-        Kind::StrList(|c| &mut c.restore_commands),
-    ),
-    Field(
-        "resume_agents_on_restore",
-        Kind::Bool(|c| &mut c.resume_agents_on_restore),
-    ),
-];
-
-const UPDATE_FIELDS: &[Field] = &[
-    Field("releases_url", Kind::Str(|c| &mut c.releases_url)),
-    Field(
-        "download_timeout_secs",
-        Kind::UInt {
-            min: 1,
-            max: 3600,
-            get: |c| c.download_timeout_secs,
-            set: |c, v| c.download_timeout_secs = v,
-        },
-    ),
-];
-
-/// Applies a parsed document to `config`, collecting diagnostics. Because each
-/// key can appear only once in valid TOML, a field still holds its default
-/// when we report a problem with it, so the message can quote that default.
-struct Walker<'a> {
-    text: &'a str,
-    path: &'a Path,
-    config: Config,
-    diags: Vec<Diagnostic>,
-}
-
-impl Walker<'_> {
-    fn table(&mut self, fields: &[Field], table: &DeTable<'_>, prefix: &str) {
-        for (key, value) in in_file_order(table) {
-            let dotted = join(prefix, key.get_ref());
-            let line = line_of(self.text, key.span().start);
-            match fields.iter().find(|f| f.0 == key.get_ref().as_ref()) {
-                Some(field) => self.value(&field.1, &dotted, line, value.get_ref()),
-                None => {
-                    let known: Vec<&str> = fields.iter().map(|f| f.0).collect();
-                    let message = format!("unknown key; known keys are {}", known.join(", "));
-                    self.report(&dotted, line, message);
-                }
-            }
-        }
-    }
-
-    fn value(&mut self, kind: &Kind, key: &str, line: usize, value: &DeValue<'_>) {
-        match (kind, value) {
-            (Kind::Table(fields), DeValue::Table(t)) => self.table(fields, t, key),
-            (Kind::Table(_), v) => self.wrong(key, line, "a table", v, "using its defaults"),
-            (Kind::Str(slot), DeValue::String(s)) if !s.is_empty() => {
-                *slot(&mut self.config) = s.to_string();
-            }
-            (Kind::Choice(words, slot), DeValue::String(s)) if words.contains(&s.as_ref()) => {
-                *slot(&mut self.config) = s.to_string();
-            }
-            (Kind::Choice(words, slot), v) => {
-                let default = format!("using the default {:?}", slot(&mut self.config));
-                let want = format!("one of {}", words.join(", "));
-                self.wrong(key, line, &want, v, &default);
-            }
-            (Kind::Str(slot), v) => {
-                let default = format!("using the default {:?}", slot(&mut self.config));
-                self.wrong(key, line, "a non-empty string", v, &default);
-            }
-            (Kind::Bool(slot), DeValue::Boolean(b)) => *slot(&mut self.config) = *b,
-            (Kind::Bool(slot), v) => {
-                let default = format!("using the default {}", slot(&mut self.config));
-                self.wrong(key, line, "true or false", v, &default);
-            }
-            (Kind::UInt { min, max, get, set }, v) => {
-                // Parse as i128 so negative and huge literals are "out of
-                // range" rather than a confusing type error.
-                let parsed = match v {
-                    DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix()).ok(),
-                    _ => None,
-                };
-                match parsed.and_then(|n| u64::try_from(n).ok()) {
-                    Some(n) if (*min..=*max).contains(&n) => set(&mut self.config, n),
-                    _ => {
-                        let expected = format!("an integer between {min} and {max}");
-                        let default = format!("using the default {}", get(&self.config));
-                        self.wrong(key, line, &expected, v, &default);
-                    }
-                }
-            }
-            (Kind::Bindings(slot), DeValue::Table(t)) => {
-                for (k, v) in in_file_order(t) {
-                    let line = line_of(self.text, k.span().start);
-                    match v.get_ref() {
-                        DeValue::String(action) => slot(&mut self.config).push(KeySetting {
-                            key: k.get_ref().to_string(),
-                            action: action.to_string(),
-                            line,
-                        }),
-                        other => {
-                            let (key, what) = (join(key, k.get_ref()), "an action name string");
-                            self.wrong(&key, line, what, other, "ignoring this binding");
-                        }
-                    }
-                }
-            }
-            (Kind::Bindings(_), v) => {
-                let what = "a table of key = \"action\" bindings";
-                self.wrong(key, line, what, v, "using the default bindings");
-            }
-            (Kind::StrList(slot), DeValue::Array(items)) => {
-                let mut list = Vec::new();
-                for item in items.iter() {
-                    match item.get_ref() {
-                        DeValue::String(s) if !s.trim().is_empty() => {
-                            list.push(s.trim().to_string())
-                        }
-                        other => {
-                            self.wrong(
-                                key,
-                                line,
-                                "non-empty strings",
-                                other,
-                                "ignoring this entry",
-                            );
-                        }
-                    }
-                }
-                *slot(&mut self.config) = list;
-            }
-            (Kind::StrList(_), v) => {
-                self.wrong(key, line, "a list of strings", v, "using an empty list")
-            }
-            (Kind::Words(allowed, slot), v) => self.words(key, line, &allowed(), *slot, v),
-            (Kind::Argv(slot), v) => self.argv(key, line, *slot, v),
-        }
-    }
-
-    /// A list of allowed words: each entry that is not one is reported (naming the
-    /// allowed ones) and left out; what is not a list keeps the default.
-    fn words(
-        &mut self,
-        key: &str,
-        line: usize,
-        allowed: &[&str],
-        slot: fn(&mut Config) -> &mut Vec<String>,
-        value: &DeValue<'_>,
-    ) {
-        let want = format!("a list of {}", allowed.join(", "));
-        let DeValue::Array(items) = value else {
-            let default = format!("using the default {:?}", slot(&mut self.config));
-            return self.wrong(key, line, &want, value, &default);
-        };
-        let mut list = Vec::new();
-        for item in items.iter() {
-            match item.get_ref() {
-                DeValue::String(s) if allowed.contains(&s.as_ref()) => list.push(s.to_string()),
-                other => {
-                    let want = format!("one of {}", allowed.join(", "));
-                    self.wrong(key, line, &want, other, "ignoring this entry");
-                }
-            }
-        }
-        *slot(&mut self.config) = list;
-    }
-
-    /// A command line, taken whole or not at all (a command missing an argument could do
-    /// something else than meant).
-    fn argv(
-        &mut self,
-        key: &str,
-        line: usize,
-        slot: fn(&mut Config) -> &mut Vec<String>,
-        value: &DeValue<'_>,
-    ) {
-        let want = "a list of strings, the program first (e.g. [\"notify-send\", \"herdr\"])";
-        let strings: Option<Vec<String>> = match value {
-            DeValue::Array(items) => items
-                .iter()
-                .map(|i| match i.get_ref() {
-                    DeValue::String(s) => Some(s.to_string()),
-                    _ => None,
-                })
-                .collect(),
-            _ => None,
-        };
-        match strings {
-            Some(argv) if argv.first().is_none_or(|p| !p.trim().is_empty()) => {
-                *slot(&mut self.config) = argv;
-            }
-            _ => self.wrong(key, line, want, value, "running no command"),
-        }
-    }
-
-    fn wrong(
-        &mut self,
-        key: &str,
-        line: usize,
-        expected: &str,
-        found: &DeValue<'_>,
-        fallback: &str,
-    ) {
-        let message = format!("expected {expected}, found {}; {fallback}", describe(found));
-        self.report(key, line, message);
-    }
-
-    fn report(&mut self, key: &str, line: usize, message: String) {
-        let diag = Diagnostic::new(self.path, Some(line), Some(key), message);
-        self.diags.push(diag);
-    }
-}
-
-type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
-
-/// Without toml's `preserve_order` feature tables iterate alphabetically;
-/// sorting by span restores file order for bindings and diagnostics.
-fn in_file_order<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
-    let mut entries: Vec<Entry<'t, 'i>> = table.iter().collect();
-    entries.sort_by_key(|(k, _)| k.span().start);
-    entries
-}
-
-fn join(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_string()
-    } else {
-        format!("{prefix}.{key}")
-    }
-}
-
-/// 1-based line containing byte `offset`; counts bytes so an offset that is
-/// out of range or inside a character cannot panic.
-fn line_of(text: &str, offset: usize) -> usize {
-    let newlines = text.bytes().take(offset).filter(|&b| b == b'\n').count();
-    newlines + 1
-}
-
-/// Shows the offending value the way the user wrote it, where that is short.
-fn describe(value: &DeValue<'_>) -> String {
-    match value {
-        DeValue::String(s) => format!("{s:?}"),
-        DeValue::Integer(i) => i.to_string(),
-        DeValue::Float(f) => f.to_string(),
-        DeValue::Boolean(b) => b.to_string(),
-        DeValue::Datetime(d) => d.to_string(),
-        DeValue::Array(_) => "an array".to_string(),
-        DeValue::Table(_) => "a table".to_string(),
-    }
+/// Whether `program` is a file this process may execute (what starting a pane needs).
+fn runnable(program: &str) -> bool {
+    let path = Path::new(program);
+    path.is_absolute()
+        && path.is_file()
+        && nix::unistd::access(path, nix::unistd::AccessFlags::X_OK).is_ok()
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The config loader's tests: defaults, diagnostics with lines, every section.
 
+use super::schema::{Field, Kind};
 use super::*;
 
 const PATH: &str = "/home/u/.config/herdr/config.toml";
@@ -47,12 +48,14 @@ fn unreadable_file_gives_defaults_and_one_diagnostic() {
 fn loads_all_valid_keys_from_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("config.toml");
-    std::fs::write(&path, format!("{ALL_VALID}[keys]\nx = \"close_pane\"\n")).expect("write");
+    // (`load` checks the shell can run: one every system has.)
+    let text = ALL_VALID.replace("/bin/zsh", "/bin/sh");
+    std::fs::write(&path, format!("{text}[keys]\nx = \"close_pane\"\n")).expect("write");
     let (config, diags) = load(&path);
     assert!(diags.is_empty(), "{diags:#?}");
     let want = Config {
         prefix: "C-a".into(),
-        shell: "/bin/zsh".into(),
+        shell: "/bin/sh".into(),
         scrollback_lines: 500,
         sidebar: false,
         sidebar_width: 30,
@@ -177,9 +180,12 @@ fn diagnostic_display_format() {
 #[test]
 fn nested_sections_are_walked_with_dotted_keys() {
     // Stand-in for a future `[persistence] history = true` section.
-    const HISTORY: &[Field] = &[Field("history", Kind::Bool(|c| &mut c.sidebar))];
-    const SCHEMA: Kind = Kind::Table(&[Field("persistence", Kind::Table(HISTORY))]);
-    let run = |text: &str| parse_with(&SCHEMA, text, Path::new(PATH));
+    const HISTORY: &[Field] = &[Field("history", Kind::Bool(|c| &mut c.sidebar), "")];
+    const SCHEMA: Kind = Kind::Table(&[Field("persistence", Kind::Table(HISTORY), "")]);
+    let run = |text: &str| {
+        let w = parse_with(&SCHEMA, text, Path::new(PATH));
+        (w.config, w.diags)
+    };
     let (c, diags) = run("[persistence]\nhistory = false\n");
     assert!(diags.is_empty() && !c.sidebar, "{diags:#?}");
     let (_, diags) = run("[persistence]\nhistroy = false\n");
@@ -272,4 +278,139 @@ fn remain_on_exit_takes_one_of_three_words() {
         text.contains(":1: remain_on_exit") && text.contains("never"),
         "{text}"
     );
+}
+
+#[test]
+fn the_default_text_loads_as_the_defaults_and_names_every_key() {
+    let text = default_text("# \"%\" = \"split_right\"\n");
+    let (config, diags) = parse_str(&text);
+    assert!(diags.is_empty(), "{diags:#?}\n{text}");
+    assert_eq!(config, Config::default());
+    for key in default_text::all_keys() {
+        let (section, name) = key.rsplit_once('.').unwrap_or(("", &key));
+        let written = match section {
+            "" => [
+                format!("\n{name} = "),
+                format!("\n# {name} = "),
+                format!("\n[{name}]\n"),
+            ]
+            .iter()
+            .any(|w| text.contains(w.as_str())),
+            _ => {
+                text.contains(&format!("\n[{section}]\n")) && text.contains(&format!("\n{name} = "))
+            }
+        };
+        assert!(written, "{key} is not in the default text:\n{text}");
+    }
+    // Every key has a comment saying what it does, with its range where it has one.
+    assert!(
+        text.contains(
+            "# Lines of history kept per pane. From 0 to 1000000.\nscrollback_lines = 10000\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("never.\nremain_on_exit = \"command\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n# shell = "),
+        "the shell depends on $SHELL: {text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 88), "{text}");
+}
+
+#[test]
+fn changes_name_the_keys_that_differ_with_their_new_value() {
+    let (new, _) =
+        parse_str("prefix = \"C-a\"\n[notify]\nbells = \"off\"\n[keys]\nv = \"split_right\"\n");
+    let got = changes(&Config::default(), &new);
+    let want = [
+        ("prefix", "\"C-a\""),
+        ("keys", "{ \"v\" = \"split_right\" }"),
+        ("notify.bells", "\"off\""),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(changes(&new, &new).is_empty());
+}
+
+#[test]
+fn unknown_keys_are_told_the_closest_known_one() {
+    let (_, diags) = parse_str("prefx = \"C-a\"\n[notify]\nbell = \"off\"\n");
+    assert_eq!(diags.len(), 2, "{diags:#?}");
+    assert_eq!(diags[0].line, Some(1));
+    assert!(
+        diags[0].message.contains("did you mean `prefix`?"),
+        "{}",
+        diags[0]
+    );
+    assert_eq!(
+        (diags[1].line, diags[1].key.as_deref()),
+        (Some(3), Some("notify.bell"))
+    );
+    assert!(
+        diags[1].message.contains("did you mean `bells`?"),
+        "{}",
+        diags[1]
+    );
+}
+
+#[test]
+fn a_bad_prefix_is_reported_at_its_line() {
+    let (config, diags) = parse_str("sidebar = true\nprefix = \"C-bogus\"\n");
+    let message = one(&diags, 2, "prefix");
+    assert!(
+        message.contains("invalid key \"C-bogus\"")
+            && message.ends_with("using the default \"C-b\""),
+        "{message}"
+    );
+    assert_eq!(config.prefix, "C-b");
+}
+
+#[test]
+fn a_shell_that_cannot_run_falls_back_to_shell_then_bin_sh() {
+    let path = Path::new(PATH);
+    let run = |configured: &str, env: &str, runs: &[&str]| {
+        let mut c = Config {
+            shell: configured.into(),
+            ..Config::default()
+        };
+        let runs: Vec<String> = runs.iter().map(|s| s.to_string()).collect();
+        let d = check_shell(
+            &mut c,
+            path,
+            Some(4),
+            |s| runs.iter().any(|r| r == s),
+            || env.into(),
+        );
+        (c.shell, d)
+    };
+    assert_eq!(
+        run("/bin/zsh", "/bin/bash", &["/bin/zsh"]),
+        ("/bin/zsh".into(), None)
+    );
+    let (shell, d) = run("/no/zsh", "/bin/bash", &["/bin/bash", "/bin/sh"]);
+    let d = d.unwrap();
+    assert_eq!(
+        (shell.as_str(), d.line, d.key.as_deref()),
+        ("/bin/bash", Some(4), Some("shell"))
+    );
+    assert_eq!(
+        d.message,
+        "\"/no/zsh\" is not the path of an executable file; using \"/bin/bash\" ($SHELL)"
+    );
+    let (shell, d) = run("/no/zsh", "/no/fish", &["/bin/sh"]);
+    assert_eq!(shell, "/bin/sh");
+    assert!(d.unwrap().message.ends_with("using \"/bin/sh\""));
+    // Not configured: the default is not second-guessed.
+    let mut c = Config {
+        shell: "/no/zsh".into(),
+        ..Config::default()
+    };
+    assert!(check_shell(&mut c, path, None, |_| false, || "/bin/sh".into()).is_none());
+    assert!(runnable("/bin/sh") && !runnable("sh") && !runnable("/") && !runnable("/no/such"));
 }

@@ -302,15 +302,39 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
     let hint_w = hint.chars().count() as u16;
     // Copy mode's keys where a message would go, while there is none.
     let keys = "q:exit v V ^v:select /?:search n N y:copy";
-    let message = view.message.or(copying.then_some(keys));
-    if let Some(msg) = message {
-        let room = size.0.saturating_sub(x + 2 + hint_w);
-        let msg: String = msg.chars().take(usize::from(room)).collect();
+    if let Some(msg) = view.message.or(copying.then_some(keys)) {
+        // A space before the hint too, so a long message never runs into it.
+        let room = size.0.saturating_sub(x + 3 + hint_w);
+        let msg = fit(msg, usize::from(room));
         buf.set_string(x + 2, y, msg, base.add_modifier(Modifier::BOLD));
     }
     if size.0 > hint_w + x {
         buf.set_string(size.0 - hint_w, y, hint, base);
     }
+}
+
+/// The first line of `text` in at most `room` columns: cut with an ellipsis when longer.
+fn fit(text: &str, room: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let line = text.lines().next().unwrap_or("");
+    let width = |s: &str| s.chars().map(|c| c.width().unwrap_or(0)).sum::<usize>();
+    if width(line) <= room && line.len() == text.trim_end().len() {
+        return line.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in line.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > room {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if room > 0 {
+        out.push('…');
+    }
+    out
 }
 
 /// Returns where it drew.
@@ -372,4 +396,18 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> 
         buf.set_string(x0 + 2, y0 + 1 + i as u16, text, style);
     }
     Some(Rect::new(x0, y0, w, h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn a_message_too_long_ends_with_an_ellipsis_within_its_room() {
+        assert_eq!(fit("config reloaded", 20), "config reloaded");
+        assert_eq!(fit("config: 3 problems", 10), "config: 3…");
+        assert_eq!(fit("first\nsecond", 20), "first…");
+        assert_eq!(fit("✓✓✓✓", 5), "✓✓✓✓");
+        assert_eq!(fit("abc", 0), "");
+    }
 }

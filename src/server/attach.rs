@@ -69,6 +69,7 @@ impl Server {
                     &self.session.config.notify_terminal,
                     terminal.notify,
                 ),
+                notify_said: terminal.notify,
                 owed: Vec::new(),
                 focused: true,
                 consumed: Vec::new(),

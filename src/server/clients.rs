@@ -66,6 +66,9 @@ pub(crate) struct Client {
     pub(super) consumed: Vec<crate::input::event::KeyId>,
     /// How its terminal shows a notification (`notify::client_style`).
     pub(super) notify: crate::protocol::terminal::Notify,
+    /// The style the client said its terminal takes (`notify` is made from it and the
+    /// config, again when the config is reloaded).
+    pub(super) notify_said: Option<crate::protocol::terminal::Notify>,
     /// Notifications and bells its writer had no room for: sent ahead of its next frame
     /// (at most `notify::MAX_OWED` bytes).
     pub(super) owed: Vec<u8>,

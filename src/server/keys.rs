@@ -399,6 +399,9 @@ impl Server {
                 self.session.sidebar = !self.session.sidebar;
                 self.relayout();
             }
+            Action::ReloadConfig => {
+                self.reload_config();
+            }
         }
         self.request_render();
     }

@@ -27,6 +27,7 @@ mod output;
 mod panes;
 mod persist;
 mod rebuild;
+mod reload;
 mod render;
 mod session;
 mod start;
@@ -51,7 +52,9 @@ use conn::{Acceptor, ApiWriter, ClientWriter};
 pub use input::EventTx;
 pub(crate) use session::Session;
 pub use start::{bind, main, SessionBusy, SessionLock, StartError};
-pub(crate) use start::{bind_socket, load_config, spawn_signal_thread};
+pub(crate) use start::{
+    bind_socket, config_path, load_config, load_config_at, spawn_signal_thread,
+};
 
 /// Time between two frames to one client under sustained output (~120 fps).
 const FRAME_INTERVAL: Duration = Duration::from_millis(8);

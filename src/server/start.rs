@@ -147,10 +147,22 @@ pub(crate) struct Loaded {
 }
 
 pub(crate) fn load_config() -> Loaded {
-    let config_path = crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"));
-    let (config, mut diags) = crate::config::load(&config_path);
-    let (bindings, more) = Bindings::from_config(&config, &config_path);
+    load_config_at(&config_path())
+}
+
+/// The config file in force: `$XDG_CONFIG_HOME/herdr/config.toml` or its default.
+pub(crate) fn config_path() -> PathBuf {
+    crate::config::default_path().unwrap_or_else(|| PathBuf::from("config.toml"))
+}
+
+/// Everything a server would make of the config file at `config_path`, and every problem
+/// in it (what `herdr config check` reports).
+pub(crate) fn load_config_at(config_path: &std::path::Path) -> Loaded {
+    let (config, mut diags) = crate::config::load(config_path);
+    let (bindings, more) = Bindings::from_config(&config, config_path);
     diags.extend(more);
+    // In the file's order (the agents' rules, in files of their own, after).
+    diags.sort_by_key(|d| (d.path != config_path, d.line));
     let (rules, problems) =
         crate::agent::rules::load(config_path.parent().map(|d| d.join("agents")).as_deref());
     diags.extend(
@@ -166,20 +178,31 @@ pub(crate) fn load_config() -> Loaded {
     }
 }
 
+/// The status line's word on config problems: how many, where to see them all, and the
+/// first (the line is cut to fit the screen; the log has every one).
+pub(crate) fn problems_line(diags: &[crate::config::Diagnostic]) -> String {
+    let n = diags.len();
+    let plural = if n == 1 { "" } else { "s" };
+    let first = diags.first().map(|d| match (d.line, &d.key) {
+        (Some(line), Some(key)) => format!("line {line}: {key}: {}", d.message),
+        _ => d.to_string(),
+    });
+    format!(
+        "config: {n} problem{plural} (herdr config check): {}",
+        first.unwrap_or_default()
+    )
+}
+
 impl Server {
-    /// Shows the first config problem on the status line; all of them go to the log.
+    /// Tells the status line how many config problems there are (and the first); all of
+    /// them go to the log.
     pub(crate) fn report_config(&mut self, diags: &[crate::config::Diagnostic]) {
         for d in diags {
             eprintln!("config: {d}");
         }
-        if let Some(first) = diags.first() {
-            let more = if diags.len() > 1 {
-                format!(" (+{} more, see the server log)", diags.len() - 1)
-            } else {
-                String::new()
-            };
+        if !diags.is_empty() {
             self.clients.message = Some((
-                format!("config: {first}{more}"),
+                problems_line(diags),
                 Instant::now() + Duration::from_secs(10),
             ));
         }

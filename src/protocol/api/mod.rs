@@ -83,6 +83,8 @@ requests! {
     "server.stop" => ServerStop(NoParams),
     /// Hands the session to a new server process (docs/handoff.md).
     "server.live_handoff" => LiveHandoff(LiveHandoff),
+    /// Re-reads the config file and applies it (docs/api.md).
+    "server.reload_config" => ReloadConfig(NoParams),
     /// From now on the connection also receives event lines.
     "events.subscribe" => EventsSubscribe(NoParams),
     "workspace.list" => WorkspaceList(NoParams),

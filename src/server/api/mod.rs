@@ -161,6 +161,7 @@ impl Server {
                 now(json!({ "stopping": true }))
             }
             Request::LiveHandoff(p) => self.api_live_handoff(conn, id, p),
+            Request::ReloadConfig(_) => now(self.reload_config().to_json()),
             Request::EventsSubscribe(_) => {
                 if let Some(c) = self.api.conns.get_mut(&conn) {
                     c.subscribed = true;
