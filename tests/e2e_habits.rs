@@ -116,3 +116,70 @@ fn resize_keys_repeat_without_the_prefix_for_a_moment() {
     t.wait_text("LLL-typed");
     assert_eq!(divider_col(&t), Some(start + 6));
 }
+
+#[test]
+fn comma_and_dollar_rename_the_tab_and_the_workspace_on_the_status_line() {
+    let env = Env::new("habit-rename");
+    let mut t = ready(&env);
+    t.prefix(b",");
+    t.wait_text("rename tab t1: _");
+    t.send(b"buildx");
+    t.wait_text("rename tab t1: buildx_");
+    t.send(b"\x7fs\r");
+    t.wait("the tab's new name", |t| t.contents().contains("1:builds"));
+    let tabs = support::json(env.herdr(&["tab", "list", "--json"]));
+    assert_eq!(tabs[0]["name"], "builds", "{tabs}");
+    // The workspace starts from its name; ctrl+u clears it; Esc would keep it.
+    t.prefix(b"$");
+    t.wait_text("rename workspace w1: ~_");
+    t.send(b"\x15agents\r");
+    t.wait("the workspace's new name", |t| {
+        t.contents().contains("agents")
+    });
+    t.prefix(b"$");
+    t.wait_text("rename workspace w1: agents_");
+    t.send(b"zzz\x1b");
+    t.wait("the prompt gone", |t| {
+        !t.contents().contains("rename workspace")
+    });
+    let ws = support::json(env.herdr(&["workspace", "list", "--json"]));
+    assert_eq!(ws[0]["name"], "agents", "Esc kept the name: {ws}");
+    // None of it reached the shell.
+    t.line("echo typed-$((1+1))");
+    t.wait_text("typed-2");
+    assert!(!t.contents().contains("buildsecho"), "{}", t.contents());
+}
+
+#[test]
+fn the_help_fits_in_two_columns_or_scrolls_at_80_by_24() {
+    let env = Env::new("habit-help");
+    let mut wide = env.client(120, 36);
+    wide.wait_text(PROMPT);
+    wide.prefix(b"?");
+    wide.wait_text("herdr keys");
+    for shown in [
+        "split the pane side by side",
+        "detach",
+        "1 … 9",
+        "go to tab N",
+    ] {
+        assert!(
+            wide.contents().contains(shown),
+            "{shown}:\n{}",
+            wide.contents()
+        );
+    }
+    assert!(!wide.contents().contains("j/k scroll"), "it all fits");
+    wide.send(b"q");
+    wide.wait("closed", |t| !t.contents().contains("herdr keys"));
+    drop(wide);
+    let mut small = env.client(80, 24);
+    small.wait_text(PROMPT);
+    small.prefix(b"?");
+    small.wait_text("j/k scroll (1-");
+    assert!(small.contents().contains("split the pane side by side"));
+    small.send(b"jj");
+    small.wait_text("j/k scroll (3-");
+    small.send(b"G");
+    small.wait("closed", |t| !t.contents().contains("herdr keys"));
+}

@@ -346,9 +346,42 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> 
         .max()
         .unwrap_or(0)
         .min(20);
+    let entries: Vec<String> = rows
+        .iter()
+        .map(|(k, what)| format!("{k:<key_w$}  {what}"))
+        .collect();
+    let entry_w = entries.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    // Room for the entries inside the border, the heading line and the footer line.
+    let room = usize::from(size.1.saturating_sub(1)).saturating_sub(4);
+    let two = (entry_w * 2 + 3 + 4) <= usize::from(size.0);
+    let columns = if entries.len() > room && two { 2 } else { 1 };
+    let per_column = entries.len().div_ceil(columns);
+    let mut body: Vec<String> = (0..per_column)
+        .map(|r| {
+            let left = entries.get(r).cloned().unwrap_or_default();
+            match entries.get(r + per_column).filter(|_| columns == 2) {
+                Some(right) => format!("{left:<entry_w$}   {right}"),
+                None => left,
+            }
+        })
+        .collect();
+    // Still too long: scrolled (j/k), with a note of where it is.
+    let scrolled = body.len() > room;
+    let footer = if scrolled {
+        let first = view.help_scroll.min(body.len() - room);
+        body = body[first..first + room].to_vec();
+        format!(
+            "j/k scroll ({}-{} of {}) · other keys close",
+            first + 1,
+            first + room,
+            per_column
+        )
+    } else {
+        "(any key closes this help)".to_string()
+    };
     let lines: Vec<String> = std::iter::once(format!("Press {} then:", view.bindings.prefix))
-        .chain(rows.iter().map(|(k, what)| format!("{k:<key_w$}  {what}")))
-        .chain(std::iter::once("(any key closes this help)".to_string()))
+        .chain(body)
+        .chain(std::iter::once(footer))
         .collect();
     let inner_w = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16;
     let w = (inner_w + 4).min(size.0);

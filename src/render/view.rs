@@ -42,6 +42,8 @@ pub struct View<'a> {
     pub sidebar: u16,
     pub message: Option<&'a str>,
     pub overlay: Overlay,
+    /// How far the help overlay is scrolled down (when it does not fit).
+    pub help_scroll: usize,
     /// The time the frame is for (synchronized output ends by it).
     pub now: Instant,
 }

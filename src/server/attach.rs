@@ -61,6 +61,8 @@ impl Server {
                 input_flush_at: None,
                 room_wait: None,
                 repeat_until: None,
+                typed: String::new(),
+                help_scroll: 0,
                 backlog: super::input::Backlog::default(),
                 paste: None,
                 bindings,

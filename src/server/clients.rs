@@ -48,6 +48,10 @@ pub(crate) struct Client {
     pub(super) input_flush_at: Option<Instant>,
     /// Until when a resize key works without the prefix (see `habits::REPEAT_TIME`).
     pub(super) repeat_until: Option<Instant>,
+    /// A name being typed on the status line (`,` and `$`).
+    pub(super) typed: String,
+    /// How far down the help overlay is scrolled.
+    pub(super) help_scroll: usize,
     /// What it sent that is not handled yet (taken a bounded amount per turn).
     pub(super) backlog: input::Backlog,
     /// Its input waits for the focused pane to make room: since when that pane has read

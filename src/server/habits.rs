@@ -7,17 +7,21 @@ use std::time::{Duration, Instant};
 use super::{ClientId, Mode, Server, Session};
 use crate::bindings::Action;
 use crate::input::keys::{Key, KeyCode};
-use crate::model::ids::{PaneId, TabNo};
+use crate::model::ids::{PaneId, TabNo, WorkspaceNo};
 
 /// How long after a resize key the next one works without the prefix (tmux's
 /// `repeat-time`).
 pub(crate) const REPEAT_TIME: Duration = Duration::from_millis(500);
 
-/// What a client is asked to confirm with `y`.
+/// What a client is asked: to confirm with `y`, or a new name typed on the status line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ask {
     ClosePane(PaneId),
     CloseTab(TabNo),
+    /// `,`: the tab's name (empty: named after its program again).
+    RenameTab(TabNo),
+    /// `$`: the workspace's name.
+    RenameWorkspace(WorkspaceNo),
 }
 
 impl Server {
@@ -81,13 +85,89 @@ impl Server {
         }
     }
 
+    /// `,` / `$`: a prompt on the status line for the focused tab's / workspace's name,
+    /// starting from the name it has.
+    pub(super) fn ask_rename(&mut self, id: ClientId, workspace: bool) {
+        let st = &self.session.state;
+        let (ask, now) = match (workspace, st.active_workspace(), st.active_tab()) {
+            (true, Some(ws), _) => (Ask::RenameWorkspace(ws.no), ws.name.clone()),
+            (false, _, Some(tab)) => (Ask::RenameTab(tab.no), tab.name.clone().unwrap_or_default()),
+            _ => return,
+        };
+        if let Some(c) = self.clients.by_id.get_mut(&id) {
+            c.typed = now;
+        }
+        self.set_mode(id, Mode::Confirm(ask));
+    }
+
+    /// A key while a name is typed: text, Backspace, ctrl+u clears, Enter applies, Esc
+    /// leaves it as it was.
+    fn rename_key(&mut self, id: ClientId, ask: Ask, key: &Key) {
+        let Some(c) = self.clients.by_id.get_mut(&id) else {
+            return;
+        };
+        let ctrl = key.mods.contains(crate::input::keys::Mods::CTRL);
+        match key.code {
+            KeyCode::Esc => {}
+            KeyCode::Enter => {
+                let name = std::mem::take(&mut c.typed).trim().to_string();
+                self.set_mode(id, Mode::Normal);
+                return self.rename(ask, name);
+            }
+            KeyCode::Backspace => {
+                c.typed.pop();
+                return self.request_render();
+            }
+            KeyCode::Char('u') if ctrl => {
+                c.typed.clear();
+                return self.request_render();
+            }
+            // A name is one line of at most a screen's width.
+            KeyCode::Char(ch) if !ctrl && c.typed.chars().count() < 200 => {
+                c.typed.push(ch);
+                return self.request_render();
+            }
+            _ => return,
+        }
+        c.typed.clear();
+        self.set_mode(id, Mode::Normal);
+    }
+
+    fn rename(&mut self, ask: Ask, name: String) {
+        let st = &mut self.session.state;
+        match ask {
+            Ask::RenameTab(no) => {
+                let tab = st
+                    .workspaces
+                    .iter_mut()
+                    .flat_map(|w| &mut w.tabs)
+                    .find(|t| t.no == no);
+                if let Some(tab) = tab {
+                    tab.name = (!name.is_empty()).then_some(name);
+                }
+            }
+            // A workspace always has a name: an empty one leaves it as it was.
+            Ask::RenameWorkspace(no) if !name.is_empty() => {
+                if let Some(ws) = st.workspaces.iter_mut().find(|w| w.no == no) {
+                    ws.name = name;
+                }
+            }
+            _ => {}
+        }
+        self.request_render();
+    }
+
     /// The answer to a question: `y` does it, anything else leaves things as they are.
     pub(super) fn answer(&mut self, id: ClientId, ask: Ask, key: &Key) {
+        if matches!(ask, Ask::RenameTab(_) | Ask::RenameWorkspace(_)) {
+            return self.rename_key(id, ask, key);
+        }
         self.set_mode(id, Mode::Normal);
         if key.code != KeyCode::Char('y') || !key.mods.is_empty() {
             return;
         }
         match ask {
+            Ask::RenameTab(_) | Ask::RenameWorkspace(_) => {}
             Ask::ClosePane(pane) => self.close_pane(pane),
             Ask::CloseTab(no) => {
                 let panes = self
@@ -104,6 +184,29 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// A key over the help: `j`/`k`, arrows and PageUp/PageDown/Space scroll it (when it
+    /// does not fit); any other key closes it.
+    pub(super) fn help_key(&mut self, id: ClientId, key: &Key) {
+        let most = self.bindings_of(id).help_rows().len();
+        let Some(c) = self.clients.by_id.get_mut(&id) else {
+            return;
+        };
+        let page = usize::from(c.size.1).saturating_sub(6).max(1);
+        let scroll = &mut c.help_scroll;
+        match key.code {
+            KeyCode::Char('j') | KeyCode::Down => *scroll += 1,
+            KeyCode::Char('k') | KeyCode::Up => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => *scroll += page,
+            KeyCode::PageUp => *scroll = scroll.saturating_sub(page),
+            _ => {
+                *scroll = 0;
+                return self.set_mode(id, Mode::Normal);
+            }
+        }
+        *scroll = (*scroll).min(most);
+        self.request_render();
     }
 
     /// After a resize key, the same kind of key works without the prefix for a moment.
@@ -141,9 +244,11 @@ impl Server {
 }
 
 impl Session {
-    /// The question as the status line shows it.
-    pub(crate) fn question(&self, ask: Ask) -> String {
+    /// The question as the status line shows it (`typed`: the name typed so far).
+    pub(crate) fn question(&self, ask: Ask, typed: &str) -> String {
         match ask {
+            Ask::RenameTab(no) => format!("rename tab {no}: {typed}_"),
+            Ask::RenameWorkspace(no) => format!("rename workspace {no}: {typed}_"),
             Ask::ClosePane(pane) => {
                 let st = &self.state;
                 let no = st.panes.get(&pane).map(|p| p.no.to_string());

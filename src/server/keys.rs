@@ -164,9 +164,9 @@ impl Server {
                 self.set_mode(id, Mode::Normal);
                 self.mouse(id, ev);
             }
-            (Mode::Help, Token::Key { raw, .. }) => {
+            (Mode::Help, Token::Key { key, raw }) => {
                 self.consume(id, &raw);
-                self.set_mode(id, Mode::Normal);
+                self.help_key(id, &key);
             }
             (Mode::Confirm(ask), Token::Key { key, raw }) => {
                 self.consume(id, &raw);
@@ -345,6 +345,8 @@ impl Server {
             Action::SwapPrev => self.swap_focused(false),
             Action::SwapNext => self.swap_focused(true),
             Action::CloseTab => self.ask_close_tab(id),
+            Action::RenameTab => self.ask_rename(id, false),
+            Action::RenameWorkspace => self.ask_rename(id, true),
             Action::Zoom => {
                 if let Some(tab) = self.session.state.active_tab_mut() {
                     tab.zoomed = !tab.zoomed && tab.layout.len() > 1;

@@ -61,6 +61,7 @@ impl Session {
             sidebar: self.sidebar_width(),
             message,
             overlay,
+            help_scroll: 0,
             now: Instant::now(),
         }
     }
@@ -93,13 +94,14 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     };
     // A question this client is asked takes the status line's message.
     let question = match client.mode {
-        Mode::Confirm(ask) => Some(session.question(ask)),
+        Mode::Confirm(ask) => Some(session.question(ask, &client.typed)),
         _ => None,
     };
     let message = question.as_deref().or(message);
     let client_size = client.size;
     let bindings = client.bindings.as_ref().unwrap_or(&session.bindings);
-    let view = session.view(overlay, message, bindings);
+    let mut view = session.view(overlay, message, bindings);
+    view.help_scroll = client.help_scroll;
     let mut dirty = Vec::new();
     let mut next = None;
     if let Some(prev) = prev.as_ref().filter(|_| client_size == session.size) {
