@@ -164,7 +164,8 @@ fn config_problems_are_counted_and_herdr_still_starts() {
     t.wait("the problems on the status line", |t| {
         let status = t.row(29);
         status.contains("config: 2 problems (herdr config check): line 2")
-            && status.contains("… C-a ? help")
+            && status.contains("… ")
+            && status.trim_end().ends_with("C-a ? help")
     });
     // The valid setting applied: the prefix is now C-a.
     t.send(b"\x01%");

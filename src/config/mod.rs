@@ -26,7 +26,7 @@ use toml::de::{DeTable, DeValue};
 
 pub use default_text::{changes, default_text};
 use schema::{Kind, ROOT};
-pub use schema::{NOTIFY_TERMINALS, REMAIN_ON_EXIT};
+pub use schema::{NOTIFY_TERMINALS, REMAIN_ON_EXIT, STATUS_ITEMS};
 use walk::{line_of, Walker};
 
 /// The effective configuration.
@@ -45,6 +45,9 @@ pub struct Config {
     /// Which panes stay open, showing their screen and exit status, when their program
     /// ends: `command` (those started with a command, not the shell), `always`, `never`.
     pub remain_on_exit: String,
+    /// What the status line shows, in order: `session`, `host`, `title` (the focused
+    /// tab's), `agents` (how many wait for you), `clock`.
+    pub status: Vec<String>,
     /// `[keys]` bindings in file order; they override the built-in table.
     pub keys: Vec<KeySetting>,
     /// `[persistence]`: save the panes' screens and scrollback too (may hold secrets).
@@ -150,6 +153,7 @@ impl Default for Config {
             sidebar: true,
             sidebar_width: 24,
             remain_on_exit: "command".to_string(),
+            status: STATUS_ITEMS.iter().map(|s| s.to_string()).collect(),
             keys: Vec::new(),
             history: false,
             history_lines: 1000,

@@ -98,6 +98,12 @@ pub(super) const ROOT_FIELDS: &[Field] = &[
          ends: those started with a command (not the shell), always, or never.",
     ),
     Field(
+        "status",
+        Kind::Words(|| STATUS_ITEMS.to_vec(), |c| &mut c.status),
+        "What the status line shows, in this order: the session, this machine's name, the \
+         focused tab's title, how many agents wait for you, the time.",
+    ),
+    Field(
         "keys",
         Kind::Bindings(|c| &mut c.keys),
         "Key after the prefix = action; \"none\" unbinds a key. Entries here are added to \
@@ -124,6 +130,9 @@ pub(super) const ROOT_FIELDS: &[Field] = &[
         "\"Needs you\" notifications of agents, and bells (docs/agents.md#notifications).",
     ),
 ];
+
+/// What the status line can show, in the default order.
+pub const STATUS_ITEMS: &[&str] = &["session", "host", "title", "agents", "clock"];
 
 /// The words `remain_on_exit` accepts.
 pub const REMAIN_ON_EXIT: &[&str] = &["command", "always", "never"];

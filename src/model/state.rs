@@ -19,6 +19,10 @@ pub struct TerminalState {
     /// Launch argv; empty = the default shell.
     pub argv: Vec<String>,
     pub title: String,
+    /// The program in front, by name, when it is not the pane's own program (`vim` run
+    /// from the shell): what a tab without a title is named after (tmux's
+    /// automatic-rename).
+    pub program: Option<String>,
     /// Exit code once the program ended.
     pub exited: Option<Option<i32>>,
     /// The agent running in it and its state, once detected or reported.
@@ -51,6 +55,7 @@ impl TerminalState {
             cwd,
             argv,
             title: String::new(),
+            program: None,
             exited: None,
             agent: None,
             agent_state: None,

@@ -35,6 +35,11 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
         let _ = write!(s.0, "{:?}", view.bindings.prefix);
     }
     s.opt(view.message);
+    s.opt(view.clock.as_deref());
+    s.text(view.host);
+    for item in view.status {
+        s.text(item);
+    }
     s.num(st.active as u64);
     for ws in &st.workspaces {
         s.num(u64::from(ws.no.0));
@@ -255,19 +260,7 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
             c.set_style(base);
         }
     }
-    let mut left = format!(" [{}]", view.session);
-    if let (Some(ws), Some(tab)) = (view.state.active_workspace(), view.state.active_tab()) {
-        let pane_no = view
-            .state
-            .panes
-            .get(&tab.focused)
-            .map(|p| p.no.to_string())
-            .unwrap_or_default();
-        left.push_str(&format!(" {} {} {}", ws.no, tab.no, pane_no));
-        if tab.zoomed {
-            left.push_str(" (zoomed)");
-        }
-    }
+    let (left, right) = status_text(view, view.message.is_some());
     let mut x = buf.set_stringn(0, y, &left, usize::MAX, base).0;
     if view.overlay == Overlay::Prefix {
         x = buf
@@ -298,7 +291,7 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
             )
             .0;
     }
-    let hint = format!("{} ? help ", view.bindings.prefix);
+    let hint = format!("{right}{} ? help ", view.bindings.prefix);
     let hint_w = hint.chars().count() as u16;
     // Copy mode's keys where a message would go, while there is none.
     let keys = "q:exit v V ^v:select /?:search n N y:copy";
@@ -311,6 +304,54 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
     if size.0 > hint_w + x {
         buf.set_string(size.0 - hint_w, y, hint, base);
     }
+}
+
+/// The status line's own text, by the `status` items: on the left the session, the host
+/// and the focused tab's title (and whether it is zoomed); on the right how many agents
+/// wait and the time.
+fn status_text(view: &View<'_>, message: bool) -> (String, String) {
+    let (mut left, mut right) = (String::new(), String::new());
+    for item in view.status {
+        match item.as_str() {
+            // A message takes the room of the host and the title while it shows.
+            "host" | "title" if message => {}
+            "session" => left.push_str(&format!(" [{}]", view.session)),
+            "host" if !view.host.is_empty() => left.push_str(&format!(" {}", view.host)),
+            "title" => {
+                if let Some(tab) = view.state.active_tab() {
+                    let title = view
+                        .state
+                        .panes
+                        .get(&tab.focused)
+                        .map(|p| super::view::terminal_title(view.state, p.terminal));
+                    let title = tab.name.clone().or(title).unwrap_or_default();
+                    left.push_str(&format!(" · {title}"));
+                }
+            }
+            "agents" => {
+                let waiting = view
+                    .state
+                    .panes
+                    .keys()
+                    .filter(|p| view.state.agent_state(**p) == Some("blocked"))
+                    .count();
+                if waiting > 0 {
+                    let s = if waiting == 1 { "" } else { "s" };
+                    right.push_str(&format!("{waiting} agent{s} waiting · "));
+                }
+            }
+            "clock" => {
+                if let Some(c) = &view.clock {
+                    right.push_str(&format!("{c} · "));
+                }
+            }
+            _ => {}
+        }
+    }
+    if view.state.active_tab().is_some_and(|t| t.zoomed) {
+        left.push_str(" (zoomed)");
+    }
+    (left, right)
 }
 
 /// The first line of `text` in at most `room` columns: cut with an ellipsis when longer.

@@ -44,6 +44,11 @@ pub struct View<'a> {
     pub overlay: Overlay,
     /// How far the help overlay is scrolled down (when it does not fit).
     pub help_scroll: usize,
+    /// What the status line shows (config `status`), this machine's name, and the time
+    /// (`HH:MM`) when it is shown.
+    pub status: &'a [String],
+    pub host: &'a str,
+    pub clock: Option<String>,
     /// The time the frame is for (synchronized output ends by it).
     pub now: Instant,
 }
@@ -192,12 +197,16 @@ pub fn terminal_title(state: &AppState, tid: TerminalId) -> String {
     }
 }
 
-/// A terminal's title: the one its program set, else its program's name. From the session
+/// A terminal's title: the one its program set, else the name of the program in front,
+/// else its own program's name. From the session
 /// state, which the title events keep: never from the emulator, whose lock a busy pane's
 /// I/O thread may hold (every frame looks at the title of every tab).
 pub(super) fn title_of(term: &TerminalState) -> &str {
     if !term.title.is_empty() {
         return &term.title;
+    }
+    if let Some(p) = &term.program {
+        return p;
     }
     match term.argv.first() {
         Some(argv0) => argv0.rsplit('/').next().unwrap_or(argv0),

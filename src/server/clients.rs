@@ -99,6 +99,10 @@ pub(crate) struct Clients {
     pub(crate) lend: lend::Lending,
     /// When a client last attached (seconds since the Unix epoch), for `session list`.
     pub(crate) attached_at: Option<u64>,
+    /// When the status line's clock shows the next minute.
+    pub(crate) clock_due: Option<Instant>,
+    /// When the programs in front are looked up next (`names.rs`).
+    pub(crate) names_at: Instant,
 }
 
 impl Default for Clients {
@@ -113,6 +117,8 @@ impl Default for Clients {
             sync_due: None,
             lend: lend::Lending::default(),
             attached_at: None,
+            clock_due: None,
+            names_at: Instant::now(),
         }
     }
 }

@@ -22,6 +22,7 @@ mod input;
 mod keyboard;
 mod keys;
 mod lend;
+mod names;
 mod notify;
 mod output;
 mod panes;
@@ -286,6 +287,8 @@ impl Server {
             self.session.hidden_output_at,
             self.clients.frame_due,
             self.clients.sync_due,
+            self.clients.clock_due,
+            self.names_deadline(),
             msg,
             input,
             wait,
@@ -491,6 +494,13 @@ impl Server {
         if self.agent_quiet_deadline().is_some_and(|d| d <= now) {
             self.agent_quiet_tick(now);
             changed = true;
+        }
+        if self.names_deadline().is_some_and(|d| d <= now) {
+            self.names_tick(now);
+        }
+        if self.clients.clock_due.is_some_and(|d| d <= now) {
+            self.clients.clock_due = None;
+            self.request_render();
         }
         if let Some((_, t)) = &self.clients.message {
             if now >= *t + MESSAGE_TIME {

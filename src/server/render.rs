@@ -62,6 +62,14 @@ impl Session {
             message,
             overlay,
             help_scroll: 0,
+            status: &self.config.status,
+            host: &self.host,
+            clock: self
+                .config
+                .status
+                .iter()
+                .any(|i| i == "clock")
+                .then(|| crate::sys::local_hhmm(crate::persist::unix_now() as i64)),
             now: Instant::now(),
         }
     }
@@ -76,6 +84,12 @@ impl Clients {
             render_client(client, session, message);
         }
         self.sync_due = self.by_id.values().filter_map(|c| c.cache.sync_due()).min();
+        // The clock is drawn again when its minute ends.
+        let clock = session.config.status.iter().any(|i| i == "clock");
+        self.clock_due = (clock && !self.by_id.is_empty()).then(|| {
+            let into = crate::persist::unix_now() % 60;
+            Instant::now() + std::time::Duration::from_secs(60 - into)
+        });
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) struct Session {
     pub(crate) scroll: BTreeMap<TerminalId, Scroll>,
     /// What copy mode copied last, for prefix `]` and `herdr paste` (tmux's buffer).
     pub(crate) buffer: Option<String>,
+    /// This machine's name, for the status line.
+    pub(crate) host: String,
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
@@ -72,6 +74,7 @@ impl Session {
             runtimes: TerminalRuntimeRegistry::default(),
             scroll: BTreeMap::new(),
             buffer: None,
+            host: crate::sys::host_name(),
             attach_env: None,
             size: (80, 24),
             sidebar,

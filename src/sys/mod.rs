@@ -437,6 +437,27 @@ pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::kill(pid, sig);
 }
 
+/// The local time of day of `unix` seconds as `HH:MM` (the status line's clock), by the
+/// C library's idea of the time zone (`TZ`, /etc/localtime).
+pub fn local_hhmm(unix: i64) -> String {
+    let t: libc::time_t = unix as libc::time_t;
+    // SAFETY: `tm` is plain data that `localtime_r` fills in; both pointers are valid for
+    // the call, and `localtime_r` (unlike `localtime`) keeps no shared state.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
+    if !ok {
+        return String::new();
+    }
+    format!("{:02}:{:02}", tm.tm_hour, tm.tm_min)
+}
+
+/// This machine's host name, as the kernel has it (empty if it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
