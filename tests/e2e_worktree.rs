@@ -8,8 +8,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use portable_pty::CommandBuilder;
 use serde_json::Value;
-use support::{json, ok, pane_list, started, submit, wait_foreground, wait_until, Env, BIN};
+use support::{json, ok, pane_list, started, submit, wait_foreground, wait_until, Env, Term, BIN};
 
 /// Runs git in `dir` with the test's environment; its stdout (it must succeed).
 fn git(env: &Env, dir: &Path, args: &[&str]) -> String {
@@ -39,6 +40,19 @@ fn worktree(env: &Env, dir: &Path, args: &[&str]) -> Output {
     let mut cmd = env.command(BIN, &["--session", &env.session, "worktree"]);
     cmd.args(args).current_dir(dir);
     cmd.output().expect("run herdr worktree")
+}
+
+/// `herdr worktree ARGS…` run in `dir` on a terminal of its own.
+fn on_a_terminal(env: &Env, dir: &Path, args: &[&str]) -> Term {
+    let mut cmd = CommandBuilder::new(BIN);
+    cmd.env_clear();
+    for (k, v) in env.vars() {
+        cmd.env(k, v);
+    }
+    cmd.args(["--session", &env.session, "worktree"]);
+    cmd.args(args);
+    cmd.cwd(dir);
+    Term::spawn(cmd, 200, 30)
 }
 
 /// `worktree create` that must succeed: the path and workspace it printed.
@@ -172,6 +186,15 @@ fn remove_refuses_changes_and_programs_then_force_closes_the_workspace() {
     );
     assert!(workspaces(&env).iter().any(|w| w["id"] == ws.as_str()));
 
+    // On a terminal it asks; anything but yes keeps both.
+    let mut t = on_a_terminal(&env, &app, &["remove", "fix", "--force"]);
+    t.wait_text("[y/N]");
+    assert!(t.contents().contains("sleep 300"), "{}", t.contents());
+    t.send(b"n\r");
+    assert_eq!(t.wait_exit(), 1);
+    assert!(workspaces(&env).iter().any(|w| w["id"] == ws.as_str()));
+    assert!(path.exists());
+
     // Forced, and yes: the workspace is closed and the worktree is gone.
     let said = ok(worktree(&env, &app, &["remove", "fix", "--force", "--yes"]));
     assert!(said.contains(&format!("closed workspace {ws}")), "{said}");
@@ -197,6 +220,12 @@ fn a_git_error_is_shown_as_git_gave_it() {
     );
     // Nothing was opened: no server was started for it.
     assert!(!env.socket().exists());
+
+    // The main worktree is not git's to remove: refused before anything is closed.
+    let out = worktree(&env, &app, &["remove", "main", "--force", "--yes"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("main worktree"), "{}", stderr(&out));
+    assert!(app.join("README").exists());
 
     // Outside a repository, git says so.
     let out = worktree(&env, &env.home(), &["list"]);

@@ -262,6 +262,15 @@ fn remove(
     let all = worktree::list(cwd)?;
     let wt = worktree::find(&all, name.as_deref(), cwd)?;
     let shown = wt.path.display().to_string();
+    // Refused before anything is closed: git would refuse them after.
+    if all.first() == Some(wt) && !wt.bare {
+        anyhow::bail!("{shown} is the repository's main worktree: git removes only the worktrees made from it");
+    }
+    if wt.locked {
+        anyhow::bail!(
+            "the worktree {shown} is locked; unlock it first with `git worktree unlock {shown}`"
+        );
+    }
     if !force && !wt.prunable {
         let changes = worktree::changes(&wt.path)?;
         if !changes.is_empty() {
