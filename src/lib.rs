@@ -34,3 +34,4 @@ pub mod server;
 pub mod sys;
 pub mod term;
 pub mod update;
+pub mod worktree;

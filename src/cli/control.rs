@@ -29,7 +29,7 @@ fn connect(session: &SessionName) -> anyhow::Result<Result<ApiClient, i32>> {
 }
 
 /// The id a user typed (`p3`, `3`); one that is no such id stops the command here.
-fn id<T: PublicId>(text: &str) -> anyhow::Result<T> {
+pub(super) fn id<T: PublicId>(text: &str) -> anyhow::Result<T> {
     T::parse(text).ok_or_else(|| anyhow::anyhow!("{text:?} is not {}", T::WHAT))
 }
 

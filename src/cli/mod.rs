@@ -9,6 +9,7 @@ mod help_tests;
 pub mod manual;
 pub mod server;
 pub mod session;
+pub mod worktree;
 
 use clap::{Parser, Subcommand};
 
@@ -101,6 +102,11 @@ pub enum Command {
     Pane {
         #[command(subcommand)]
         command: control::PaneCommand,
+    },
+    /// Git worktrees, one per agent, each in a workspace: create, list, open, remove.
+    Worktree {
+        #[command(subcommand)]
+        command: worktree::WorktreeCommand,
     },
     /// List the coding agents in the panes and their states; report an agent's state.
     Agent {
@@ -257,6 +263,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Workspace { command }) => control::workspace(&session, command),
         Some(Command::Tab { command }) => control::tab(&session, command),
         Some(Command::Pane { command }) => control::pane(&session, command),
+        Some(Command::Worktree { command }) => worktree::run(&session, command),
         Some(Command::Config { command }) => config::run(command),
         Some(Command::Events { json }) => control::events(&session, json),
         Some(Command::Agent { command }) => agent::agent(&session, command),
