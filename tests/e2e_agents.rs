@@ -156,6 +156,9 @@ fn only_official_sources_resume() {
     t.wait("the workspace is marked", |t| {
         t.rows().iter().any(|r| r.starts_with(" 1!"))
     });
+    t.wait("the status line counts it", |t| {
+        t.row(29).contains("1 agent waiting")
+    });
     drop(t);
     ok(env.herdr(&["server", "stop"]));
     let saved = std::fs::read_to_string(
