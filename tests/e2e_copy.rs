@@ -145,3 +145,86 @@ fn copy_mode_starts_at_the_programs_cursor_and_enter_alone_copies_nothing() {
     t.send(b"q");
     t.wait("left", |t| !t.contents().contains("SCROLL"));
 }
+
+/// (row, column) on screen, in cells, of the first `text`.
+fn at(t: &Term, text: &str) -> (u16, u16) {
+    t.rows()
+        .iter()
+        .enumerate()
+        .find_map(|(r, l)| {
+            let i = l.find(text)?;
+            Some((r as u16, l[..i].chars().count() as u16))
+        })
+        .unwrap_or_else(|| panic!("{text} on screen:\n{}", t.contents()))
+}
+
+/// SGR mouse bytes (`button` as xterm numbers it; 1-based cell).
+fn mouse(button: u8, (row, col): (u16, u16), release: bool) -> Vec<u8> {
+    let end = if release { 'm' } else { 'M' };
+    format!("\x1b[<{button};{};{}{end}", col + 1, row + 1).into_bytes()
+}
+
+#[test]
+fn the_mouse_selects_inside_its_pane_and_clicks_pick_words_and_lines() {
+    let env = Env::new("copy-mouse");
+    let mut t = env.client(120, 30);
+    t.wait_text(PROMPT);
+    t.prefix(b"%");
+    t.wait("two prompts", |t| t.count(PROMPT) == 2);
+    t.line("echo right-side-text");
+    t.wait_text("right-side-text");
+    t.prefix(b"h");
+    t.line("echo left-word-one two");
+    t.wait("the left pane's line", |t| {
+        t.count("left-word-one two") >= 2
+    });
+    // A drag from the start of the line to far into the right pane: only the left
+    // pane's text is selected, and it is copied on release.
+    let start = at(&t, "left-word-one two");
+    let far = (start.0, 115);
+    let mut bytes = mouse(0, start, false);
+    bytes.extend(mouse(32, (start.0, start.1 + 5), false));
+    bytes.extend(mouse(32, far, false));
+    bytes.extend(mouse(0, far, true));
+    t.send(&bytes);
+    copied(&t, "left-word-one two");
+    // A double click: the word; a triple click: the whole row.
+    let word = at(&t, "two");
+    let click = |n: usize, cell: (u16, u16)| -> Vec<u8> {
+        let mut b = Vec::new();
+        for _ in 0..n {
+            b.extend(mouse(0, cell, false));
+            b.extend(mouse(0, cell, true));
+        }
+        b
+    };
+    t.send(&click(2, word));
+    copied(&t, "two");
+    // (On the next cell: clicks elsewhere start counting again.)
+    t.send(&click(3, (word.0, word.1 + 1)));
+    copied(&t, &format!("{PROMPT} echo left-word-one two"));
+}
+
+#[test]
+fn shift_selects_over_a_program_that_took_the_mouse() {
+    let env = Env::new("copy-shift");
+    let mut t = env.client(120, 30);
+    t.wait_text(PROMPT);
+    // The shell leaves the mouse reporting on: clicks would go to the program.
+    t.line("printf '\\e[?1000h'; echo taken-$((2*3))");
+    t.wait_text("taken-6");
+    let (row, col) = at(&t, "taken-6");
+    let row = t
+        .rows()
+        .iter()
+        .enumerate()
+        .skip(usize::from(row) + 1)
+        .find(|(_, l)| l.contains("taken-6"))
+        .map_or(row, |(r, _)| r as u16);
+    // Shift (4) with the press, the drag (32 + 4) and the release.
+    let mut bytes = mouse(4, (row, col), false);
+    bytes.extend(mouse(36, (row, col + 6), false));
+    bytes.extend(mouse(4, (row, col + 6), true));
+    t.send(&bytes);
+    copied(&t, "taken-6");
+}

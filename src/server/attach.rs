@@ -57,6 +57,8 @@ impl Server {
                 mode: Mode::Normal,
                 parser: InputParser::new(),
                 drag: None,
+                mouse_select: None,
+                last_click: None,
                 behind: false,
                 input_flush_at: None,
                 room_wait: None,

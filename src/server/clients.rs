@@ -35,6 +35,9 @@ pub(crate) struct Client {
     pub(super) parser: InputParser,
     /// A divider being dragged with the mouse.
     pub(super) drag: Option<crate::model::layout::DividerId>,
+    /// A selection being made with the mouse, and the last click (`copy.rs`).
+    pub(super) mouse_select: Option<super::copy::MouseSelect>,
+    pub(super) last_click: Option<super::copy::LastClick>,
     /// A frame is owed (the last one could not be queued).
     pub(super) behind: bool,
     /// What its last frame was composed from (for incremental redraws).

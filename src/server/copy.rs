@@ -290,3 +290,188 @@ fn toggle(st: &mut Scroll, kind: SelectKind) {
         None => Some((st.row, st.col, kind)),
     };
 }
+
+/// Two clicks this close in time, on the same cell, are a double click (and three a
+/// triple one).
+const MULTI_CLICK: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// A selection being made with the mouse: the pane it is confined to, and where the
+/// button went down.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MouseSelect {
+    tid: TerminalId,
+    pane: crate::model::ids::PaneId,
+    from: (usize, usize),
+    dragged: bool,
+}
+
+/// The last click of a client: when, where, and how many in a row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LastClick {
+    at: std::time::Instant,
+    cell: (u16, u16),
+    count: u8,
+}
+
+impl Server {
+    /// The left button went down in a pane whose program does not take the mouse (or
+    /// with shift held): the start of a selection; a double click selects a word and a
+    /// triple one the row, and copies it.
+    pub(super) fn mouse_press(
+        &mut self,
+        id: crate::server::ClientId,
+        tid: TerminalId,
+        pane: crate::model::ids::PaneId,
+        (x, y): (u16, u16),
+    ) {
+        let now = std::time::Instant::now();
+        let Some(c) = self.clients.by_id.get_mut(&id) else {
+            return;
+        };
+        let count = match c.last_click {
+            Some(l) if l.cell == (x, y) && now.duration_since(l.at) < MULTI_CLICK => {
+                (l.count % 3) + 1
+            }
+            _ => 1,
+        };
+        c.last_click = Some(LastClick {
+            at: now,
+            cell: (x, y),
+            count,
+        });
+        let Some(from) = self.text_at(tid, x, y) else {
+            return;
+        };
+        if count == 1 {
+            if let Some(c) = self.clients.by_id.get_mut(&id) {
+                c.mouse_select = Some(MouseSelect {
+                    tid,
+                    pane,
+                    from,
+                    dragged: false,
+                });
+            }
+            return;
+        }
+        let Some(rt) = self.session.runtimes.get(tid) else {
+            return;
+        };
+        let emu = crate::pty::lock(&rt.emulator);
+        let text = Rows(&emu);
+        let mut st = Scroll::at(from.0, from.1);
+        st.anchor = Some(match count {
+            2 => {
+                // The word under the pointer: from its start to its end.
+                let start = copy::word_back(&text, from.0, from.1 + 1);
+                let end = copy::word_end(&text, start.0, start.1.saturating_sub(1));
+                (st.row, st.col) = end;
+                (start.0, start.1, SelectKind::Char)
+            }
+            _ => (from.0, 0, SelectKind::Line),
+        });
+        let copied = copy::selection(&text, &st);
+        drop(emu);
+        self.session.scroll.insert(tid, st);
+        self.copy_out(tid, copied);
+    }
+
+    /// A mouse event while a selection is being made: a drag moves its end (held inside
+    /// its pane), the release copies it (a click without a drag selects nothing). False
+    /// when no selection is being made.
+    pub(super) fn mouse_selecting(
+        &mut self,
+        id: crate::server::ClientId,
+        ev: &crate::input::mouse::MouseEvent,
+    ) -> bool {
+        use crate::input::mouse::MouseKind;
+        let Some(mut sel) = self.clients.by_id.get(&id).and_then(|c| c.mouse_select) else {
+            return false;
+        };
+        let rect = self.pane_rect(sel.pane);
+        let Some(rect) = rect else {
+            self.end_mouse_select(id);
+            return true;
+        };
+        // Held inside the pane: past its edge, the nearest cell of it.
+        let x = ev.x.clamp(rect.x, rect.right().saturating_sub(1)) - rect.x;
+        let y = ev.y.clamp(rect.y, rect.bottom().saturating_sub(1)) - rect.y;
+        match ev.kind {
+            MouseKind::Drag => {
+                let Some(to) = self.text_at(sel.tid, x, y) else {
+                    return true;
+                };
+                let mut st = self
+                    .session
+                    .scroll
+                    .get(&sel.tid)
+                    .cloned()
+                    .unwrap_or_else(|| Scroll::at(to.0, to.1));
+                st.anchor = Some((sel.from.0, sel.from.1, SelectKind::Char));
+                (st.row, st.col) = to;
+                self.session.scroll.insert(sel.tid, st);
+                sel.dragged = true;
+                if let Some(c) = self.clients.by_id.get_mut(&id) {
+                    c.mouse_select = Some(sel);
+                }
+                self.request_render();
+            }
+            MouseKind::Motion => {}
+            // A press without the release before it (a terminal that lost it): the
+            // selection is dropped and the press is handled as any other.
+            MouseKind::Press => {
+                self.end_mouse_select(id);
+                return false;
+            }
+            MouseKind::Release => {
+                self.end_mouse_select(id);
+                if sel.dragged {
+                    let copied = self.session.runtimes.get(sel.tid).and_then(|rt| {
+                        let emu = crate::pty::lock(&rt.emulator);
+                        let st = self.session.scroll.get(&sel.tid)?;
+                        copy::selection(&Rows(&emu), st)
+                    });
+                    self.copy_out(sel.tid, copied);
+                }
+            }
+        }
+        true
+    }
+
+    fn end_mouse_select(&mut self, id: crate::server::ClientId) {
+        if let Some(c) = self.clients.by_id.get_mut(&id) {
+            c.mouse_select = None;
+        }
+    }
+
+    /// Where a pane is on the screen now, if it is shown.
+    fn pane_rect(&self, pane: crate::model::ids::PaneId) -> Option<ratatui::layout::Rect> {
+        let tab = self.session.state.active_tab()?;
+        let area = self.session.pane_area();
+        crate::render::view::tab_geometry(tab, area)
+            .into_iter()
+            .find(|(p, _)| *p == pane)
+            .map(|(_, r)| r)
+    }
+
+    /// The row and character under cell (`x`, `y`) of a pane's view.
+    fn text_at(&self, tid: TerminalId, x: u16, y: u16) -> Option<(usize, usize)> {
+        use unicode_width::UnicodeWidthChar;
+        let rt = self.session.runtimes.get(tid)?;
+        let emu = crate::pty::lock(&rt.emulator);
+        let (top, rows) = view_of(&emu);
+        let row = (top + usize::from(y)).min(top + rows - 1);
+        let line = emu.text_row(row);
+        let mut cells = 0u16;
+        let mut col = 0;
+        for ch in line.chars() {
+            let w = ch.width().unwrap_or(0) as u16;
+            if cells + w > x {
+                break;
+            }
+            cells += w;
+            col += 1;
+        }
+        // Past the row's text: the cells there count one character each.
+        Some((row, col + usize::from(x.saturating_sub(cells))))
+    }
+}

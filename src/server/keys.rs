@@ -439,6 +439,9 @@ impl Server {
     // ----- mouse -----
 
     fn mouse(&mut self, id: ClientId, ev: MouseEvent) {
+        if self.mouse_selecting(id, &ev) {
+            return;
+        }
         // A drag in progress owns the mouse until the button is released.
         if let Some(div) = self.clients.by_id.get(&id).and_then(|c| c.drag) {
             match ev.kind {
@@ -482,7 +485,7 @@ impl Server {
                     c.drag = Some(div);
                 }
             }
-            Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(pane, x, y, ev),
+            Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(id, pane, x, y, ev),
             None if is_click(&ev) => {
                 if let Some(t) = view::tab_bar_hit(
                     &self
@@ -500,7 +503,14 @@ impl Server {
         self.request_render();
     }
 
-    fn mouse_in_pane(&mut self, pane: crate::model::ids::PaneId, x: u16, y: u16, ev: MouseEvent) {
+    fn mouse_in_pane(
+        &mut self,
+        id: ClientId,
+        pane: crate::model::ids::PaneId,
+        x: u16,
+        y: u16,
+        ev: MouseEvent,
+    ) {
         let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) else {
             return;
         };
@@ -519,13 +529,19 @@ impl Server {
             }
             None => return,
         };
+        // Shift selects even over a program that took the mouse, as in most terminals.
+        let shift = ev.mods.contains(crate::input::keys::Mods::SHIFT);
         if mode != crate::term::vt::MouseProtocolMode::None
             && !self.session.scroll.contains_key(&tid)
+            && !shift
         {
             if let Some(bytes) = encode_for_pane(&ev, x, y, mode, enc) {
                 self.write_terminal(tid, bytes);
             }
             return;
+        }
+        if is_click(&ev) {
+            return self.mouse_press(id, tid, pane, (x, y));
         }
         match ev.button {
             MouseButton::WheelUp if !alt => {
