@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::config::suggest::did_you_mean;
 use crate::config::{Config, Diagnostic};
 use crate::input::keys::Key;
+use crate::suggest::did_you_mean;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Action {

@@ -31,6 +31,7 @@ pub mod remote;
 pub mod render;
 pub mod say;
 pub mod server;
+pub mod suggest;
 pub mod sys;
 pub mod term;
 pub mod update;

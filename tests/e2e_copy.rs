@@ -117,15 +117,7 @@ fn copy_mode_starts_at_the_programs_cursor_and_enter_alone_copies_nothing() {
     t.prefix(b"[");
     t.wait_text("SCROLL");
     // The cursor cell is highlighted where the shell's cursor was: after "echo abc".
-    let (row, col) = t
-        .rows()
-        .iter()
-        .enumerate()
-        .find_map(|(r, l)| {
-            let at = l.find("PROMPT> echo abc")?;
-            Some((r as u16, l[..at].chars().count() as u16))
-        })
-        .unwrap();
+    let (row, col) = t.find("PROMPT> echo abc").unwrap();
     let at = col + "PROMPT> echo abc".len() as u16;
     t.wait("the copy cursor at the prompt", |t| {
         t.with_screen(|s| {
@@ -148,13 +140,7 @@ fn copy_mode_starts_at_the_programs_cursor_and_enter_alone_copies_nothing() {
 
 /// (row, column) on screen, in cells, of the first `text`.
 fn at(t: &Term, text: &str) -> (u16, u16) {
-    t.rows()
-        .iter()
-        .enumerate()
-        .find_map(|(r, l)| {
-            let i = l.find(text)?;
-            Some((r as u16, l[..i].chars().count() as u16))
-        })
+    t.find(text)
         .unwrap_or_else(|| panic!("{text} on screen:\n{}", t.contents()))
 }
 

@@ -19,14 +19,6 @@ fn focused(env: &Env) -> String {
         .to_string()
 }
 
-/// Column of the divider between the two panes side by side.
-fn divider_col(t: &Term) -> Option<u16> {
-    t.with_screen(|s| {
-        let (_, cols) = s.size();
-        (30..cols.get()).find(|&c| s.cell(10, c).is_some_and(|cell| cell.contents() == "│"))
-    })
-}
-
 #[test]
 fn x_and_ampersand_ask_before_closing_what_runs() {
     let env = Env::new("habit-ask");
@@ -81,13 +73,8 @@ fn braces_swap_the_pane_with_its_neighbour_and_keep_it_focused() {
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
     t.line("echo marker-of-p2");
     t.wait_text("marker-of-p2");
-    let div = divider_col(&t).expect("a divider");
-    let col = |t: &Term| {
-        t.rows().iter().find_map(|r| {
-            r.find("marker-of-p2")
-                .map(|i| r[..i].chars().count() as u16)
-        })
-    };
+    let div = t.divider_col(10).expect("a divider");
+    let col = |t: &Term| t.find("marker-of-p2").map(|(_, c)| c);
     assert!(col(&t).unwrap() > div, "p2 starts on the right");
     t.prefix(b"{");
     t.wait("p2 on the left", |t| col(t).is_some_and(|c| c < div));
@@ -104,17 +91,17 @@ fn resize_keys_repeat_without_the_prefix_for_a_moment() {
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
     t.prefix(b"h");
     wait_until("p1 focused", || focused(&env) == "p1");
-    let start = divider_col(&t).expect("a divider");
+    let start = t.divider_col(10).expect("a divider");
     // The prefix, then L three times: one resize after the prefix, two repeats.
     t.send(b"\x02LLL");
     t.wait("the divider three steps right", |t| {
-        divider_col(t) == Some(start + 6)
+        t.divider_col(10) == Some(start + 6)
     });
     // Once the moment has passed, L is typed again.
     std::thread::sleep(std::time::Duration::from_millis(700));
     t.line("echo LLL-typed");
     t.wait_text("LLL-typed");
-    assert_eq!(divider_col(&t), Some(start + 6));
+    assert_eq!(t.divider_col(10), Some(start + 6));
 }
 
 #[test]

@@ -5,22 +5,6 @@ mod support;
 
 use support::{Env, Term, PROMPT};
 
-/// Column of the vertical divider between panes (not the sidebar's), if any.
-fn divider_col(t: &Term, row: u16) -> Option<u16> {
-    t.with_screen(|s| {
-        let (_, cols) = s.size();
-        (30..cols.get()).find(|&c| s.cell(row, c).is_some_and(|cell| cell.contents() == "│"))
-    })
-}
-
-/// (row, column in cells) of the first occurrence of `text`.
-fn find(t: &Term, text: &str) -> Option<(u16, u16)> {
-    t.rows().iter().enumerate().find_map(|(r, line)| {
-        line.find(text)
-            .map(|i| (r as u16, line[..i].chars().count() as u16))
-    })
-}
-
 fn ready(env: &Env) -> Term {
     let t = env.client(120, 36);
     t.wait_text(PROMPT);
@@ -33,12 +17,12 @@ fn mouse_click_focuses_a_pane_and_typing_goes_there() {
     let mut t = ready(&env);
     t.prefix(b"%");
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
-    let div = divider_col(&t, 10).expect("divider");
+    let div = t.divider_col(10).expect("divider");
     // Click (SGR mouse, 1-based) in the left pane, then type.
     t.send(format!("\x1b[<0;{};10M\x1b[<0;{};10m", div - 5, div - 5).as_bytes());
     t.line("echo went-left");
     t.wait_text("went-left");
-    let (_, col) = find(&t, "went-left").unwrap();
+    let (_, col) = t.find("went-left").unwrap();
     assert!(col < div, "expected the left pane:\n{}", t.contents());
 }
 
@@ -51,11 +35,11 @@ fn focus_keys_move_between_stacked_panes() {
     t.prefix(b"k");
     t.line("echo in-top");
     t.wait_text("in-top");
-    let (row_top, _) = find(&t, "in-top").unwrap();
+    let (row_top, _) = t.find("in-top").unwrap();
     t.prefix(b"j");
     t.line("echo in-bottom");
     t.wait_text("in-bottom");
-    let (row_bottom, _) = find(&t, "in-bottom").unwrap();
+    let (row_bottom, _) = t.find("in-bottom").unwrap();
     assert!(
         row_top < 18 && row_bottom > 18,
         "top {row_top}, bottom {row_bottom}:\n{}",
@@ -71,14 +55,14 @@ fn zoom_and_unzoom() {
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
     t.prefix(b"z");
     t.wait("zoomed", |t| {
-        t.contents().contains("(zoomed)") && divider_col(t, 10).is_none()
+        t.contents().contains("(zoomed)") && t.divider_col(10).is_none()
     });
     t.line("echo cols=$(tput cols)");
     // Zoomed: the pane has the whole area right of the sidebar (120 - 24).
     t.wait_text("cols=96");
     t.prefix(b"z");
     t.wait("unzoomed", |t| {
-        !t.contents().contains("(zoomed)") && divider_col(t, 10).is_some()
+        !t.contents().contains("(zoomed)") && t.divider_col(10).is_some()
     });
 }
 
@@ -91,7 +75,7 @@ fn close_by_key_and_by_program_exit() {
     t.prefix(b"x");
     t.wait_text("(y/n)");
     t.send(b"y");
-    t.wait("one pane", |t| divider_col(t, 10).is_none());
+    t.wait("one pane", |t| t.divider_col(10).is_none());
     t.prefix(b"\"");
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
     t.line("exit");
@@ -124,7 +108,7 @@ fn tabs_new_next_previous_and_by_number() {
     t.prefix(b"p");
     t.wait_text("first-tab");
     // Clicking the second tab in the tab bar (row 0) switches too.
-    let (row, col) = find(&t, " 2:").unwrap();
+    let (row, col) = t.find(" 2:").unwrap();
     assert_eq!(row, 0);
     t.send(format!("\x1b[<0;{};1M\x1b[<0;{};1m", col + 2, col + 2).as_bytes());
     t.wait_text("second-tab");
@@ -141,7 +125,7 @@ fn workspaces_listed_in_sidebar_and_switched_by_click() {
         t.contents().contains("2 ~") && !t.contents().contains("in-ws-one")
     });
     // The sidebar lists both workspaces; click the first one.
-    let (row, _) = find(&t, "1 ~").expect("workspace 1 in the sidebar");
+    let (row, _) = t.find("1 ~").expect("workspace 1 in the sidebar");
     t.send(format!("\x1b[<0;3;{}M\x1b[<0;3;{}m", row + 1, row + 1).as_bytes());
     t.wait_text("in-ws-one");
     t.prefix(b")");
@@ -154,10 +138,10 @@ fn resize_by_keys_and_by_dragging_the_divider() {
     let mut t = ready(&env);
     t.prefix(b"%");
     t.wait("two prompts", |t| t.count(PROMPT) == 2);
-    let before = divider_col(&t, 10).unwrap();
+    let before = t.divider_col(10).unwrap();
     t.prefix(b"H");
     t.wait("divider moved left", |t| {
-        divider_col(t, 10) == Some(before - 2)
+        t.divider_col(10) == Some(before - 2)
     });
     // Drag the divider 10 columns to the right (SGR: press, drag with button 32, release).
     let from = before - 2 + 1;
@@ -169,7 +153,7 @@ fn resize_by_keys_and_by_dragging_the_divider() {
         )
         .as_bytes(),
     );
-    t.wait("divider dragged", |t| divider_col(t, 10) == Some(to - 1));
+    t.wait("divider dragged", |t| t.divider_col(10) == Some(to - 1));
     t.line("echo cols=$(tput cols)");
     // The focused right pane now spans from the divider to the edge.
     t.wait_text(&format!("cols={}", 120 - to));

@@ -306,7 +306,7 @@ pub fn command_tip(e: &clap::Error) -> Option<String> {
         .filter(|c| !c.is_hide_set())
         .flat_map(|c| std::iter::once(c.get_name()).chain(c.get_visible_aliases()))
         .collect();
-    let best = session::closest(word, &names)?;
+    let best = crate::suggest::closest(word, &names)?;
     Some(format!("a similar command exists: '{best}'"))
 }
 

@@ -54,10 +54,7 @@ pub fn run(command: SessionCommand) -> anyhow::Result<i32> {
     match command {
         SessionCommand::List { json } => list(json),
         SessionCommand::Attach { name } => attach(name.as_deref()),
-        SessionCommand::Stop { name } => {
-            let session = known(&name)?;
-            super::server::stop(&session)
-        }
+        SessionCommand::Stop { name } => super::server::stop(&known(sessions(), &name)?.name),
         SessionCommand::Rename { old, new } => rename(&old, &new),
         SessionCommand::Delete { name, yes } => delete(&name, yes),
     }
@@ -190,16 +187,18 @@ fn list(as_json: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// A session that runs or was saved; otherwise an error naming the ones there are and
-/// the closest name.
-fn known(name: &str) -> anyhow::Result<SessionName> {
+/// The session named `name` among `rows` (those that run or were saved); otherwise an
+/// error naming the ones there are and the closest name.
+fn known(mut rows: Vec<Row>, name: &str) -> anyhow::Result<Row> {
     let session = SessionName::parse(name)?;
-    let rows = sessions();
-    if rows.iter().any(|r| r.name.as_str() == session.as_str()) {
-        return Ok(session);
+    if let Some(at) = rows
+        .iter()
+        .position(|r| r.name.as_str() == session.as_str())
+    {
+        return Ok(rows.swap_remove(at));
     }
     let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-    let hint = match closest(name, &names) {
+    let hint = match crate::suggest::closest(name, &names) {
         Some(c) => format!("; did you mean `{c}`?"),
         None if names.is_empty() => String::new(),
         None => format!("; sessions: {}", names.join(", ")),
@@ -211,7 +210,7 @@ fn known(name: &str) -> anyhow::Result<SessionName> {
 
 fn attach(name: Option<&str>) -> anyhow::Result<i32> {
     let session = match name {
-        Some(n) => known(n)?,
+        Some(n) => known(sessions(), n)?.name,
         // The one attached to last among those running, else the default.
         None => sessions()
             .into_iter()
@@ -224,14 +223,17 @@ fn attach(name: Option<&str>) -> anyhow::Result<i32> {
 }
 
 fn rename(old: &str, new: &str) -> anyhow::Result<i32> {
-    let from = known(old)?;
+    let rows = sessions();
+    let taken = rows.iter().any(|r| r.name.as_str() == new);
+    let row = known(rows, old)?;
+    let from = row.name.clone();
     let to = SessionName::parse(new)?;
-    if ApiClient::connect(&from)?.is_some() {
+    if row.running() {
         anyhow::bail!(
             "session {from} is running: its programs were started under that name; stop it first (`herdr session stop {from}`), then rename it"
         );
     }
-    if sessions().iter().any(|r| r.name.as_str() == to.as_str()) {
+    if taken {
         anyhow::bail!("a session named {to} exists already (`herdr session list`)");
     }
     let dest = paths::state_dir(&to);
@@ -242,8 +244,8 @@ fn rename(old: &str, new: &str) -> anyhow::Result<i32> {
 }
 
 fn delete(name: &str, yes: bool) -> anyhow::Result<i32> {
-    let session = known(name)?;
-    let row = Row::of(session.clone());
+    let row = known(sessions(), name)?;
+    let session = row.name.clone();
     if !yes {
         if !std::io::stdin().is_terminal() {
             anyhow::bail!("deleting session {session} needs a yes: pass --yes");
@@ -330,46 +332,10 @@ fn ago(now: u64, then: u64) -> String {
     }
 }
 
-/// The candidate closest to `word` by edit distance, if it is close (a typo).
-pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (distance(word, c), *c))
-        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-/// Edit distance over characters, a swap of two neighbours counting as one edit (the
-/// usual typo: `othre` for `other`).
-fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    // d[i][j]: the distance between a[..i] and b[..j].
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suggest::closest;
 
     #[test]
     fn a_typo_finds_its_session_and_a_stranger_finds_none() {
@@ -381,7 +347,7 @@ mod tests {
             Some("other"),
             "a swap is one edit"
         );
-        assert_eq!(distance("kitten", "sitting"), 3);
+        // (The distance itself: `suggest`'s tests.)
     }
 
     #[test]

@@ -14,7 +14,6 @@
 
 mod default_text;
 mod schema;
-pub mod suggest;
 mod walk;
 
 use std::env::var_os;

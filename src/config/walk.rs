@@ -9,8 +9,8 @@ use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
 use super::schema::{Field, Kind};
-use super::suggest::did_you_mean;
 use super::{Config, Diagnostic, KeySetting};
+use crate::suggest::did_you_mean;
 
 /// Applies a parsed document to `config`, collecting diagnostics. Because each
 /// key can appear only once in valid TOML, a field still holds its default

@@ -47,6 +47,13 @@ pub struct TerminalState {
     pub agent_since: Option<std::time::SystemTime>,
 }
 
+/// A program's name as people say it, from its `argv[0]`: `/usr/bin/vim` → `vim`, a
+/// login shell's `-bash` → `bash`.
+pub fn program_name(argv0: &str) -> &str {
+    let name = argv0.rsplit('/').next().unwrap_or(argv0);
+    name.trim_start_matches('-')
+}
+
 impl TerminalState {
     /// A terminal just started: nothing known yet but how and where.
     pub fn new(id: TerminalId, cwd: Option<PathBuf>, argv: Vec<String>) -> TerminalState {
@@ -373,6 +380,19 @@ impl AppState {
             }
         }
         None
+    }
+
+    /// How a terminal's program ended, once it has (`Some(None)`: a signal ended it).
+    pub fn exit_status(&self, tid: TerminalId) -> Option<Option<i32>> {
+        self.terminals.get(&tid).and_then(|t| t.exited)
+    }
+
+    /// How many agents wait for the user (blocked), in every workspace.
+    pub fn agents_waiting(&self) -> usize {
+        self.panes
+            .keys()
+            .filter(|p| self.agent_state(**p) == Some("blocked"))
+            .count()
     }
 
     /// The agent state of a pane as users see it: an idle agent whose pane has not been

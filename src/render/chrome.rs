@@ -329,12 +329,7 @@ fn status_text(view: &View<'_>, message: bool) -> (String, String) {
                 }
             }
             "agents" => {
-                let waiting = view
-                    .state
-                    .panes
-                    .keys()
-                    .filter(|p| view.state.agent_state(**p) == Some("blocked"))
-                    .count();
+                let waiting = view.state.agents_waiting();
                 if waiting > 0 {
                     let s = if waiting == 1 { "" } else { "s" };
                     right.push_str(&format!("{waiting} agent{s} waiting · "));

@@ -38,11 +38,6 @@ struct LayoutKey {
     ended: Vec<(TerminalId, Option<i32>)>,
 }
 
-/// The exit status of a terminal whose program ended (`Some(None)`: ended by a signal).
-fn ended(state: &AppState, tid: TerminalId) -> Option<Option<i32>> {
-    state.terminals.get(&tid).and_then(|t| t.exited)
-}
-
 /// The agent badge of each shown pane that has one: its agent and state as users see it.
 fn badges(state: &AppState, tab: Option<&Tab>) -> Vec<(PaneId, String, String)> {
     let Some(tab) = tab.filter(|t| !t.zoomed) else {
@@ -130,7 +125,7 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
             .filter_map(|(p, _)| view.state.panes.get(p).map(|ps| ps.terminal))
     };
     let ended_panes = shown()
-        .filter_map(|tid| Some((tid, ended(view.state, tid)?)))
+        .filter_map(|tid| Some((tid, view.state.exit_status(tid)?)))
         .collect();
     let scroll = shown()
         .filter_map(|tid| {
@@ -197,7 +192,7 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
             let Some(cursor) = drawn else {
                 continue;
             };
-            if let Some(code) = ended(view.state, tid) {
+            if let Some(code) = view.state.exit_status(tid) {
                 draw_ended(&mut frame.buffer, rect, code);
             }
             if pane == tab.focused {
@@ -302,7 +297,7 @@ pub fn compose_update(
             let Some(cursor) = drawn else {
                 continue;
             };
-            if let Some(code) = ended(view.state, tid) {
+            if let Some(code) = view.state.exit_status(tid) {
                 if let Some(row) = draw_ended(&mut frame.buffer, rect, code) {
                     dirty[usize::from(row)] = true;
                 }

@@ -26,11 +26,7 @@ impl Session {
     /// The focused pane's terminal when its program has ended.
     pub(crate) fn ended_focused(&self) -> Option<TerminalId> {
         let tid = self.state.focused_terminal()?;
-        self.state
-            .terminals
-            .get(&tid)
-            .and_then(|t| t.exited)
-            .map(|_| tid)
+        self.state.exit_status(tid).map(|_| tid)
     }
 
     /// Starts a finished pane's command again, in the folder and size it had, under the

@@ -66,11 +66,12 @@ impl Server {
         let Some(pane) = self.session.state.focused_pane() else {
             return;
         };
-        let ended = self.session.state.panes.get(&pane).is_some_and(|ps| {
-            let term = self.session.state.terminals.get(&ps.terminal);
-            term.is_some_and(|t| t.exited.is_some())
-        });
-        if ended {
+        let st = &self.session.state;
+        let ended = st
+            .panes
+            .get(&pane)
+            .and_then(|ps| st.exit_status(ps.terminal));
+        if ended.is_some() {
             self.close_pane(pane);
         } else {
             self.set_mode(id, Mode::Confirm(Ask::ClosePane(pane)));
@@ -258,7 +259,7 @@ impl Session {
                     .and_then(|ps| self.runtimes.get(ps.terminal))
                     .and_then(|rt| rt.foreground())
                     .and_then(|fg| fg.argv.first().cloned())
-                    .map(|p| format!(" ({})", program_name(&p)))
+                    .map(|p| format!(" ({})", crate::model::state::program_name(&p)))
                     .unwrap_or_default();
                 format!("close pane {}{what}? (y/n)", no.unwrap_or_default())
             }
@@ -273,10 +274,4 @@ pub(crate) fn is_repeatable(action: Action) -> bool {
         action,
         Action::ResizeLeft | Action::ResizeDown | Action::ResizeUp | Action::ResizeRight
     )
-}
-
-/// `/usr/bin/vim` → `vim`; a login shell's `-bash` → `bash`.
-fn program_name(path: &str) -> &str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.trim_start_matches('-')
 }

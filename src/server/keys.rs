@@ -237,13 +237,7 @@ impl Server {
             return false;
         };
         // A program that has ended takes nothing, and that is no news.
-        let ended = self
-            .session
-            .state
-            .terminals
-            .get(&tid)
-            .and_then(|t| t.exited);
-        if ended.is_some() {
+        if self.session.state.exit_status(tid).is_some() {
             return false;
         }
         match rt.handle.try_write(bytes) {

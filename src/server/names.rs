@@ -33,17 +33,13 @@ impl Server {
             let Some(rt) = self.session.runtimes.get(tid) else {
                 continue;
             };
-            let (leader, fg) = (rt.pid, rt.foreground());
-            let program = fg
-                .filter(|f| Some(f.pid as u32) != leader)
-                .and_then(|f| f.argv.first().cloned())
-                .map(|a| {
-                    a.rsplit('/')
-                        .next()
-                        .unwrap_or(&a)
-                        .trim_start_matches('-')
-                        .to_string()
-                })
+            // Only the command line is read: a name is all a tab needs.
+            let leader = rt.pid;
+            let program = rt
+                .foreground_pid()
+                .filter(|pid| Some(*pid as u32) != leader)
+                .and_then(crate::pty::proc::cmdline)
+                .and_then(|argv| Some(crate::model::state::program_name(argv.first()?).to_string()))
                 .filter(|n| !n.is_empty());
             if let Some(term) = self.session.state.terminals.get_mut(&tid) {
                 if term.program != program {

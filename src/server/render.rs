@@ -84,12 +84,15 @@ impl Clients {
             render_client(client, session, message);
         }
         self.sync_due = self.by_id.values().filter_map(|c| c.cache.sync_due()).min();
-        // The clock is drawn again when its minute ends.
+        // The clock is drawn again when its minute ends (worked out once a minute, not
+        // every frame).
         let clock = session.config.status.iter().any(|i| i == "clock");
-        self.clock_due = (clock && !self.by_id.is_empty()).then(|| {
+        if !clock || self.by_id.is_empty() {
+            self.clock_due = None;
+        } else if self.clock_due.is_none() {
             let into = crate::persist::unix_now() % 60;
-            Instant::now() + std::time::Duration::from_secs(60 - into)
-        });
+            self.clock_due = Some(Instant::now() + std::time::Duration::from_secs(60 - into));
+        }
     }
 }
 

@@ -462,6 +462,22 @@ impl Term {
         self.contents().matches(text).count()
     }
 
+    /// (row, column in cells) of the first occurrence of `text` on screen.
+    pub fn find(&self, text: &str) -> Option<(u16, u16)> {
+        self.rows().iter().enumerate().find_map(|(r, line)| {
+            line.find(text)
+                .map(|i| (r as u16, line[..i].chars().count() as u16))
+        })
+    }
+
+    /// Column of the vertical divider between panes on `row` (not the sidebar's), if any.
+    pub fn divider_col(&self, row: u16) -> Option<u16> {
+        self.with_screen(|s| {
+            let (_, cols) = s.size();
+            (30..cols.get()).find(|&c| s.cell(row, c).is_some_and(|cell| cell.contents() == "│"))
+        })
+    }
+
     pub fn resize(&mut self, cols: u16, rows: u16) {
         self.parser.lock().unwrap().set_size(nz(rows), nz(cols));
         self.master

@@ -216,13 +216,7 @@ impl Server {
             "clients": self.clients.by_id.len(),
             "last_attached": self.clients.attached_at,
             // Agents waiting for the user (blocked), as the sidebar counts them.
-            "agents_waiting": self
-                .session
-                .state
-                .panes
-                .keys()
-                .filter(|p| self.session.state.agent_state(**p) == Some("blocked"))
-                .count(),
+            "agents_waiting": self.session.state.agents_waiting(),
             // How each attached client's terminal reports keys (docs/terminal.md).
             "client_keys": self.clients.by_id.values().map(|c| c.keys).collect::<Vec<_>>(),
             "api_clients": self.api.conns.len(),

@@ -329,11 +329,7 @@ impl<'a> Handoff<'a> {
                 continue;
             };
             // A finished pane has nothing to pause: only its screen moves.
-            if state
-                .terminals
-                .get(&tid)
-                .is_some_and(|t| t.exited.is_some())
-            {
+            if state.exit_status(tid).is_some() {
                 continue;
             }
             let ticket = rt
