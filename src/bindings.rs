@@ -46,6 +46,7 @@ pub enum Action {
     SendPrefix,
     ToggleSidebar,
     ReloadConfig,
+    Sessions,
 }
 
 /// (name, action, description) for every action.
@@ -175,6 +176,11 @@ const ACTIONS: &[(&str, Action, &str)] = &[
         Action::ReloadConfig,
         "re-read config.toml and apply it",
     ),
+    (
+        "sessions",
+        Action::Sessions,
+        "choose a session to switch to",
+    ),
 ];
 
 const DEFAULTS: &[(&str, &str)] = &[
@@ -229,6 +235,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("]", "paste_buffer"),
     ("b", "toggle_sidebar"),
     ("R", "reload_config"),
+    ("s", "sessions"),
 ];
 
 impl Action {

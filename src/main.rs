@@ -3,6 +3,8 @@
 use clap::{CommandFactory, FromArgMatches};
 
 fn main() {
+    // A shell asking for completions gets them and nothing else runs.
+    herdr::cli::manual::complete_if_asked();
     // `--version` reports the version stamped into this binary by a release.
     let matches = match herdr::cli::Cli::command()
         .version(herdr::protocol::version())

@@ -37,14 +37,18 @@ fn version_and_status() {
     let env = Env::new("status");
     let out = env.herdr(&["--version"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
-    for shell in ["bash", "zsh", "fish"] {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = env.herdr(&["completion", shell]);
         let script = String::from_utf8_lossy(&out.stdout);
         assert!(
-            out.status.success() && script.contains("herdr") && script.contains("workspace"),
-            "{shell}"
+            out.status.success() && script.contains("HERDR_COMPLETE") && script.contains("herdr"),
+            "{shell}: {script}"
         );
     }
+    assert_eq!(
+        completions(&env, &["herdr", "wor"]),
+        ["workspace", "worktree"]
+    );
     let out = env.herdr(&["server", "status"]);
     assert_eq!(out.status.code(), Some(3), "not running yet");
     let out = env.herdr(&["pane", "list"]);
@@ -251,18 +255,82 @@ fn help_and_completion_leave_the_internal_commands_out() {
     assert_eq!(agent, ["list", "report", "help"]);
     // Out of sight, still there.
     help(&["server", "run", "--help"]);
-    let bash = help(&["completion", "bash"]);
-    for word in [
-        "remote-bridge",
-        "__subcmd__run",
-        "__subcmd__import",
-        "__subcmd__hook",
-        "__subcmd__man",
-        "--ready-fd",
-    ] {
-        assert!(!bash.contains(word), "{word} is in the bash completion");
+    let top = completions(&env, &["herdr", ""]);
+    assert!(top.iter().any(|w| w == "pane"), "{top:?}");
+    assert!(
+        !top.iter().any(|w| w == "remote-bridge" || w == "man"),
+        "{top:?}"
+    );
+    let server = completions(&env, &["herdr", "server", ""]);
+    assert!(server.iter().any(|w| w == "handoff"), "{server:?}");
+    assert!(
+        !server.iter().any(|w| w == "run" || w == "import"),
+        "{server:?}"
+    );
+    let agent = completions(&env, &["herdr", "agent", ""]);
+    assert!(!agent.iter().any(|w| w == "hook"), "{agent:?}");
+    let run = completions(&env, &["herdr", "server", "start", "--"]);
+    assert!(!run.iter().any(|w| w == "--ready-fd"), "{run:?}");
+}
+
+/// What bash offers after `words` (the last one being typed), with the script
+/// `herdr completion bash` prints sourced as a user's .bashrc would: the real bash
+/// completion function asking the real herdr.
+fn completions(env: &Env, words: &[&str]) -> Vec<String> {
+    let script = env.home().join("herdr-completion.bash");
+    std::fs::write(&script, support::ok(env.herdr(&["completion", "bash"]))).unwrap();
+    let bin_dir = std::path::Path::new(support::BIN).parent().unwrap();
+    let out = env
+        .command(
+            "bash",
+            &[
+                "-c",
+                r#"source "$1"; shift
+COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMP_TYPE=9
+_clap_complete_herdr herdr "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}""#,
+                "bash",
+                &script.display().to_string(),
+            ],
+        )
+        .args(words)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .output()
+        .expect("run bash");
+    support::ok(out)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn session_names_complete_in_the_shell() {
+    let env = Env::new("complete-sessions");
+    let run = |args: &[&str]| support::ok(env.command(support::BIN, args).output().unwrap());
+    run(&["--session", "work", "server", "start"]);
+    run(&["--session", "play", "server", "start"]);
+    run(&["--session", "play", "server", "stop"]);
+    // Running or only saved, after --session, -s and the session commands.
+    assert_eq!(
+        completions(&env, &["herdr", "--session", ""]),
+        ["play", "work"]
+    );
+    assert_eq!(completions(&env, &["herdr", "-s", "w"]), ["work"]);
+    assert_eq!(completions(&env, &["herdr", "attach", "p"]), ["play"]);
+    for cmd in ["attach", "stop", "delete", "rename"] {
+        assert_eq!(
+            completions(&env, &["herdr", "session", cmd, "wo"]),
+            ["work"],
+            "session {cmd}"
+        );
     }
-    assert!(bash.contains("__subcmd__handoff"), "{bash}");
+    assert_eq!(
+        completions(&env, &["herdr", "pane", "list", "--session", "pl"]),
+        ["play"],
+        "a global flag, under a command"
+    );
+    run(&["--session", "work", "server", "stop"]);
 }
 
 #[test]

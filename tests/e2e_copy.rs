@@ -138,6 +138,39 @@ fn copy_mode_starts_at_the_programs_cursor_and_enter_alone_copies_nothing() {
     t.wait("left", |t| !t.contents().contains("SCROLL"));
 }
 
+#[test]
+fn the_help_lists_copy_modes_keys_while_in_copy_mode() {
+    let env = Env::new("copy-help");
+    let mut t = env.client(100, 40);
+    t.wait_text(PROMPT);
+    // Outside copy mode: herdr's keys only.
+    t.prefix(b"?");
+    t.wait_text("herdr keys");
+    assert!(!t.contents().contains("In copy mode:"));
+    t.send(b"x");
+    t.wait("the help to close", |t| {
+        !t.contents().contains("herdr keys")
+    });
+    // In copy mode, its keys come first, then herdr's.
+    t.prefix(b"[");
+    t.wait_text("SCROLL");
+    t.prefix(b"?");
+    t.wait_text("In copy mode:");
+    for line in [
+        "search forward, backward",
+        "select a rectangle",
+        "Press C-b then:",
+    ] {
+        assert!(t.contents().contains(line), "{line}: {}", t.contents());
+    }
+    // Closing the help leaves copy mode as it was.
+    t.send(b"x");
+    t.wait("the help to close", |t| {
+        !t.contents().contains("In copy mode:")
+    });
+    assert!(t.contents().contains("SCROLL"));
+}
+
 /// (row, column) on screen, in cells, of the first `text`.
 fn at(t: &Term, text: &str) -> (u16, u16) {
     t.find(text)

@@ -136,3 +136,71 @@ fn a_mistyped_command_gets_the_one_it_meant() {
     let out = herdr(&env, &["zzzzzz"]);
     assert!(!stderr(&out).contains("similar"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_picker_lists_every_session_and_enter_moves_the_client_there() {
+    let env = Env::new("picker");
+    for s in ["alpha", "beta", "gamma"] {
+        ok(herdr(&env, &["--session", s, "server", "start"]));
+    }
+    // gamma is only saved: its server stopped.
+    ok(herdr(&env, &["session", "stop", "gamma"]));
+    wait_until("gamma to be saved, not running", || {
+        row(&listed(&env), "gamma").is_some_and(|r| r["running"] == false)
+    });
+    let mut t = env.client_with_args(120, 30, &["attach", "alpha"]);
+    t.wait_text("[alpha]");
+    t.wait_text(PROMPT);
+
+    // prefix s: every session with its facts, this one marked and chosen.
+    t.prefix(b"s");
+    t.wait("the sessions in the picker", |t| {
+        let c = t.contents();
+        c.contains("* alpha  running  1 pane  1 client")
+            && c.contains("beta   running  1 pane  0 clients")
+            && c.contains("gamma  saved  1 pane")
+    });
+    let (row_no, col) = t.find("* alpha").expect("alpha's row");
+    t.with_screen(|s| {
+        let cell = s.cell(row_no, col + 2).expect("a cell of alpha's row");
+        assert!(cell.inverse(), "the current session is the one chosen");
+    });
+
+    // j, Enter: the client is in beta now, and alpha has none.
+    t.send(b"j");
+    t.send(b"\r");
+    t.wait_text("[beta]");
+    wait_until("the client to move from alpha to beta", || {
+        let rows = listed(&env);
+        row(&rows, "beta").is_some_and(|r| r["clients"] == 1)
+            && row(&rows, "alpha").is_some_and(|r| r["clients"] == 0)
+    });
+    t.line("echo in-beta");
+    t.wait_text("in-beta");
+
+    // The saved one (G: the last row) is started and restored.
+    t.prefix(b"s");
+    t.wait("gamma in the picker", |t| {
+        t.contents().contains("gamma  saved")
+    });
+    t.send(b"G");
+    t.send(b"\r");
+    t.wait_text("[gamma]");
+    t.wait_text(PROMPT);
+    wait_until("gamma to run with the client", || {
+        row(&listed(&env), "gamma").is_some_and(|r| r["running"] == true && r["clients"] == 1)
+    });
+
+    // q closes the picker and stays.
+    t.prefix(b"s");
+    t.wait("the picker", |t| t.contents().contains("Enter switch"));
+    t.send(b"q");
+    t.wait("the picker to close", |t| {
+        !t.contents().contains("Enter switch")
+    });
+    assert!(t.contents().contains("[gamma]"));
+    drop(t);
+    for s in ["alpha", "beta", "gamma"] {
+        ok(herdr(&env, &["--session", s, "server", "stop"]));
+    }
+}

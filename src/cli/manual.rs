@@ -44,12 +44,43 @@ fn without_hidden(cmd: &Command) -> Command {
     )
 }
 
-/// The completion script for `shell`, in memory (clap_complete panics when its writer
-/// fails; the caller decides what a failed write means).
+/// The variable that makes herdr answer a completion request instead of running: the
+/// registration `herdr completion SHELL` prints sets it when it calls herdr back.
+pub const COMPLETE_VAR: &str = "HERDR_COMPLETE";
+
+/// Answers the shell and exits, when this run is a completion request (see
+/// [`COMPLETE_VAR`]); otherwise returns at once.
+pub fn complete_if_asked() {
+    clap_complete::CompleteEnv::with_factory(public_command)
+        .var(COMPLETE_VAR)
+        .bin("herdr")
+        .complete();
+}
+
+/// What the shell sources (`source <(herdr completion bash)`): a function that asks herdr
+/// for the candidates each time, so session names are this user's sessions of the
+/// moment. In memory: the caller decides what a failed write means.
 pub fn completion(shell: clap_complete::Shell) -> Vec<u8> {
+    use clap_complete::env::Shells;
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut public_command(), "herdr", &mut script);
+    let name = shell.to_string();
+    if let Some(shell) = Shells::builtins().completer(&name) {
+        // Writing to a Vec does not fail.
+        let _ = shell.write_registration(COMPLETE_VAR, "herdr", "herdr", "herdr", &mut script);
+    }
     script
+}
+
+/// Completes a session name: every session that runs or was saved.
+pub fn session_names() -> clap_complete::ArgValueCompleter {
+    clap_complete::ArgValueCompleter::new(|typed: &std::ffi::OsStr| {
+        let typed = typed.to_string_lossy();
+        crate::client::sessions::names()
+            .into_iter()
+            .filter(|n| n.as_str().starts_with(typed.as_ref()))
+            .map(|n| clap_complete::CompletionCandidate::new(n.as_str()))
+            .collect()
+    })
 }
 
 /// herdr(1) in roff: clap_mangen's title, name and synopsis, then the options, every

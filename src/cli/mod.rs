@@ -24,7 +24,7 @@ use crate::paths::SessionName;
 )]
 pub struct Cli {
     /// Session name (default: "default"); each session has its own server, socket and state.
-    #[arg(long, short = 's', global = true, value_name = "NAME")]
+    #[arg(long, short = 's', global = true, value_name = "NAME", add = manual::session_names())]
     pub session: Option<String>,
 
     /// Attach to the session on HOST over SSH (installing herdr there if needed, with its
@@ -76,6 +76,7 @@ pub enum Command {
     /// Attach to a session (same as `herdr session attach`).
     Attach {
         /// The session (default: the one attached to last).
+        #[arg(add = manual::session_names())]
         name: Option<String>,
     },
     /// Paste what copy mode copied last into a pane (same as `herdr pane paste`).
@@ -154,9 +155,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ChannelCommand,
     },
-    /// Print a shell completion script.
+    /// Print the shell's completion hook (session names complete too).
     ///
-    /// For example: `herdr completion bash > ~/.local/share/bash-completion/completions/herdr`.
+    /// Put it in the shell's start-up file: `source <(herdr completion bash)` in ~/.bashrc,
+    /// `source <(herdr completion zsh)` in ~/.zshrc, `herdr completion fish | source` in
+    /// config.fish.
     Completion {
         /// The shell to complete for.
         shell: clap_complete::Shell,

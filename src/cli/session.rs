@@ -6,12 +6,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::client::api::ApiClient;
+use crate::client::sessions::Row;
 use crate::paths::{self, SessionName};
-use crate::persist::snapshot;
-use crate::protocol::api::{NoParams, Request};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
@@ -26,16 +24,19 @@ pub enum SessionCommand {
     /// new one).
     Attach {
         /// The session (default: the one attached to last).
+        #[arg(add = super::manual::session_names())]
         name: Option<String>,
     },
     /// Stop a session's server and every program in its panes (its saved state stays).
     Stop {
         /// The session.
+        #[arg(add = super::manual::session_names())]
         name: String,
     },
     /// Rename a session that is not running (its saved state and log move with it).
     Rename {
         /// The session's name now.
+        #[arg(add = super::manual::session_names())]
         old: String,
         /// Its new name (letters, digits, `-`, `_`, `.`).
         new: String,
@@ -43,6 +44,7 @@ pub enum SessionCommand {
     /// Stop a session and delete its saved state (asks first on a terminal).
     Delete {
         /// The session.
+        #[arg(add = super::manual::session_names())]
         name: String,
         /// Delete without asking.
         #[arg(long)]
@@ -60,108 +62,8 @@ pub fn run(command: SessionCommand) -> anyhow::Result<i32> {
     }
 }
 
-/// What `session list` says of one session.
-struct Row {
-    name: SessionName,
-    /// The server's `server.status`, when it runs.
-    status: Option<Value>,
-    /// The saved snapshot's pane count and time, when there is one.
-    saved: Option<(usize, u64)>,
-}
-
-impl Row {
-    fn of(name: SessionName) -> Row {
-        let status = ApiClient::connect(&name)
-            .ok()
-            .flatten()
-            .and_then(|mut api| api.request(&Request::ServerStatus(NoParams {})).ok());
-        let saved = std::fs::read(paths::state_dir(&name).join(crate::persist::SESSION_FILE))
-            .ok()
-            .and_then(|bytes| snapshot::parse(&bytes).ok())
-            .map(|s| {
-                let panes = s.workspaces.iter().flat_map(|w| &w.tabs);
-                (panes.map(|t| t.panes.len()).sum(), s.saved_at)
-            });
-        Row {
-            name,
-            status,
-            saved,
-        }
-    }
-
-    fn running(&self) -> bool {
-        self.status.is_some()
-    }
-
-    fn count(&self, key: &str) -> Option<u64> {
-        self.status.as_ref()?.get(key)?.as_u64()
-    }
-
-    fn json(&self) -> Value {
-        json!({
-            "name": self.name.as_str(),
-            "running": self.running(),
-            "panes": self.count("panes").or(self.saved.map(|(p, _)| p as u64)),
-            "clients": self.count("clients"),
-            "agents_waiting": self.count("agents_waiting"),
-            "last_attached": self.count("last_attached"),
-            "saved_at": self.saved.map(|(_, at)| at),
-        })
-    }
-
-    /// `work  running  3 panes  1 client  2 agents waiting  attached 5m ago`.
-    fn line(&self, width: usize, now: u64) -> String {
-        let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
-        let mut parts = vec![if self.running() { "running" } else { "saved" }.to_string()];
-        if let Some(p) = self.count("panes").or(self.saved.map(|(p, _)| p as u64)) {
-            parts.push(plural(p, "pane"));
-        }
-        if let Some(c) = self.count("clients") {
-            parts.push(plural(c, "client"));
-        }
-        match self.count("agents_waiting") {
-            Some(0) | None => {}
-            Some(n) => parts.push(format!("{} waiting", plural(n, "agent"))),
-        }
-        match (self.count("last_attached"), self.saved) {
-            (Some(at), _) => parts.push(format!("attached {} ago", ago(now, at))),
-            (None, Some((_, at))) if !self.running() => {
-                parts.push(format!("saved {} ago", ago(now, at)))
-            }
-            _ => {}
-        }
-        format!("{:<width$}  {}", self.name.as_str(), parts.join("  "))
-    }
-}
-
-/// Every session that runs or was saved, by name.
 fn sessions() -> Vec<Row> {
-    let mut names = paths::socket_sessions();
-    names.extend(state_sessions());
-    names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    names.dedup_by(|a, b| a.as_str() == b.as_str());
-    names
-        .into_iter()
-        .map(Row::of)
-        .filter(|r| r.running() || r.saved.is_some())
-        .collect()
-}
-
-/// Sessions with a state folder of their own, and the default one when its folder holds
-/// a session file.
-fn state_sessions() -> Vec<SessionName> {
-    let base = paths::state_base();
-    let mut out: Vec<SessionName> = std::fs::read_dir(base.join(paths::SESSIONS_DIR))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| SessionName::parse(&e.file_name().to_string_lossy()).ok())
-        .collect();
-    if base.join(crate::persist::SESSION_FILE).exists() {
-        out.push(SessionName::default_session());
-    }
-    out
+    crate::client::sessions::all()
 }
 
 fn list(as_json: bool) -> anyhow::Result<i32> {
@@ -175,14 +77,8 @@ fn list(as_json: bool) -> anyhow::Result<i32> {
         crate::say!("no sessions (`herdr` starts one)");
         return Ok(0);
     }
-    let width = rows
-        .iter()
-        .map(|r| r.name.as_str().len())
-        .max()
-        .unwrap_or(0);
-    let now = crate::persist::unix_now();
-    for r in &rows {
-        crate::say!("{}", r.line(width, now));
+    for line in crate::client::sessions::lines(&rows) {
+        crate::say!("{line}");
     }
     Ok(0)
 }
@@ -321,20 +217,8 @@ fn remove_state(dir: &Path, session: &SessionName) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// "5m", "3h", "2d": how long ago `then` was.
-fn ago(now: u64, then: u64) -> String {
-    let s = now.saturating_sub(then);
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m", s / 60),
-        3600..=86_399 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::suggest::closest;
 
     #[test]
@@ -348,12 +232,5 @@ mod tests {
             "a swap is one edit"
         );
         // (The distance itself: `suggest`'s tests.)
-    }
-
-    #[test]
-    fn ages_read_as_people_say_them() {
-        assert_eq!(ago(100, 40), "1m");
-        assert_eq!(ago(10_000, 10_000 - 7200), "2h");
-        assert_eq!(ago(5, 10), "0s");
     }
 }

@@ -62,6 +62,11 @@ impl ApiClient {
         })
     }
 
+    /// How long a reply may take before the request fails (`None`: for ever).
+    pub fn set_timeout(&mut self, timeout: Option<std::time::Duration>) -> std::io::Result<()> {
+        self.reader.get_ref().set_read_timeout(timeout)
+    }
+
     pub fn into_reader(self) -> BufReader<UnixStream> {
         self.reader
     }

@@ -9,6 +9,7 @@ mod error;
 pub mod handoff;
 pub mod notify;
 pub mod probe;
+pub mod sessions;
 pub mod terminal;
 
 use std::io::{Read, Write};
@@ -158,6 +159,10 @@ pub trait Transport {
     fn cancel_on(&mut self, _flag: Arc<AtomicBool>) {}
     /// For messages: "session work on devbox".
     fn describe(&self) -> String;
+    /// The session the next `open` attaches to (the user picked another one).
+    fn switch(&mut self, to: SessionName);
+    /// The session it attaches to.
+    fn session(&self) -> SessionName;
 }
 
 struct Local(SessionName, TerminalInfo);
@@ -193,6 +198,16 @@ impl Transport for Local {
 
     fn describe(&self) -> String {
         format!("the server of session {}", self.0)
+    }
+
+    fn switch(&mut self, to: SessionName) {
+        // The agent link of the session now attached to serves its panes.
+        crate::paths::repoint_agent_link(&to);
+        self.0 = to;
+    }
+
+    fn session(&self) -> SessionName {
+        self.0.clone()
     }
 }
 
@@ -268,6 +283,8 @@ enum Drop {
     Lost(String),
     /// The server is being replaced and asked us to come back.
     Replaced(String),
+    /// The user chose another session: attach to it.
+    Switch(String),
 }
 
 /// Runs an attachment until it ends: raw mode and the alternate screen for its whole life,
@@ -321,6 +338,19 @@ pub fn run(
                         replaced_until = Some(std::time::Instant::now() + REPLACED_WINDOW);
                         why
                     }
+                    Err(Drop::Switch(to)) => {
+                        *lock(&writer) = None;
+                        match switch(transport, &to, &mut stdout) {
+                            Some(link) => {
+                                backoff = FIRST_RETRY;
+                                replaced_until = None;
+                                reader =
+                                    Some(attach_link(link, &watched, &mut screen, &keys, &writer));
+                                continue;
+                            }
+                            None => String::from("cannot switch sessions"),
+                        }
+                    }
                 }
             }
             None => String::from("not connected"),
@@ -353,14 +383,7 @@ pub fn run(
                 // (`replaced_until` stays: a link that drops again soon, to a server that
                 // was on its way out, is retried the same way.)
                 backoff = FIRST_RETRY;
-                *watch(&watched) = Watch {
-                    breaker: link.watchdog,
-                    heard: Some(std::time::Instant::now()),
-                };
-                screen.set_keys(link.keys);
-                keys.hand_over(link.tty);
-                *lock(&writer) = Some(link.writer);
-                reader = Some(link.reader);
+                reader = Some(attach_link(link, &watched, &mut screen, &keys, &writer));
             }
             Err(e) => {
                 let note = format!(
@@ -382,6 +405,53 @@ pub fn run(
     screen.leave();
     drop(guard);
     Ok(outcome)
+}
+
+/// Makes `link` the one in use: watched, its key reporting on, the terminal handed over
+/// and its writer shared; returns its reader.
+fn attach_link(
+    link: Link,
+    watched: &SharedWatch,
+    screen: &mut terminal::Screen,
+    keys: &Keys,
+    writer: &SharedWriter,
+) -> Box<dyn Read + Send> {
+    *watch(watched) = Watch {
+        breaker: link.watchdog,
+        heard: Some(std::time::Instant::now()),
+    };
+    screen.set_keys(link.keys);
+    keys.hand_over(link.tty);
+    *lock(writer) = Some(link.writer);
+    link.reader
+}
+
+/// Opens a link to session `to` for a client the server moved there; if that fails, says
+/// why over the last screen and goes back to the session it came from (`None` when that
+/// fails too).
+fn switch(transport: &mut dyn Transport, to: &str, stdout: &mut std::io::Stdout) -> Option<Link> {
+    let from = transport.describe();
+    let failed = match SessionName::parse(to) {
+        Ok(name) => {
+            let back = transport.session();
+            transport.switch(name);
+            match transport.open(terminal_size()) {
+                Ok(link) => return Some(link),
+                Err(e) => {
+                    transport.switch(back);
+                    error::with_causes(&e)
+                }
+            }
+        }
+        Err(e) => e.to_string(),
+    };
+    let note = format!(
+        "\x1b7\x1b[999;1H\x1b[0;7m cannot attach to session {to}: {failed}; staying with {from} \x1b[0m\x1b[K\x1b8"
+    );
+    let _ = stdout
+        .write_all(note.as_bytes())
+        .and_then(|_| stdout.flush());
+    transport.open(terminal_size()).ok()
 }
 
 /// Copies frames to the terminal until the server ends the attachment (Ok) or the link
@@ -411,6 +481,7 @@ fn pump(
             }
             Ok(Some(ServerMsg::Exit(why))) => return Ok(Outcome::Ended(why)),
             Ok(Some(ServerMsg::Reconnect(why))) => return Err(Drop::Replaced(why)),
+            Ok(Some(ServerMsg::Switch(to))) => return Err(Drop::Switch(to)),
             Ok(None) => return Err(Drop::Lost("the server closed the connection".into())),
             Err(e) => return Err(Drop::Lost(e.to_string())),
         }

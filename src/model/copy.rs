@@ -9,6 +9,25 @@ pub trait Text {
     fn row(&self, i: usize) -> String;
 }
 
+/// Copy mode's keys as the help lists them (key, what it does).
+pub const KEYS: &[(&str, &str)] = &[
+    ("h j k l", "move a character or row"),
+    ("w b e", "next word, back a word, end of word"),
+    ("0 ^ $", "start, first non-blank, end of row"),
+    ("g G", "oldest row of history, last row"),
+    ("H M L", "top, middle, bottom of the view"),
+    ("{ }", "previous, next paragraph"),
+    ("PgUp PgDn C-b C-f", "a page up, down"),
+    ("C-u C-d", "half a page up, down"),
+    ("/ ?", "search forward, backward (smart case)"),
+    ("n N", "next, previous match"),
+    ("v Space", "select characters"),
+    ("V", "select rows"),
+    ("C-v", "select a rectangle"),
+    ("y Enter", "copy the selection and leave"),
+    ("q Esc C-c", "leave copy mode"),
+];
+
 /// A selection's kind: `v` from one character to another, `V` whole rows, ctrl+v a
 /// rectangle of columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,6 +21,7 @@ mod tag {
     pub const EXIT: u8 = 102;
     pub const RECONNECT: u8 = 103;
     pub const PONG: u8 = 104;
+    pub const SWITCH: u8 = 105;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,10 @@ pub enum ServerMsg {
     Reconnect(String),
     /// The answer to a ping.
     Pong,
+    /// The user chose another session (the session picker): leave this server and
+    /// attach to the named session's, starting it if it is only saved. Sent only to
+    /// clients whose hello says they can ([`Hello::switch`](crate::protocol::Hello)).
+    Switch(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +110,7 @@ impl ServerMsg {
             ServerMsg::Exit(s) => encode(tag::EXIT, s.as_bytes()),
             ServerMsg::Reconnect(s) => encode(tag::RECONNECT, s.as_bytes()),
             ServerMsg::Pong => encode(tag::PONG, &[]),
+            ServerMsg::Switch(s) => encode(tag::SWITCH, s.as_bytes()),
         }
     }
 
@@ -116,6 +122,7 @@ impl ServerMsg {
                 String::from_utf8_lossy(p).into_owned(),
             )),
             tag::PONG => Ok(ServerMsg::Pong),
+            tag::SWITCH => Ok(ServerMsg::Switch(String::from_utf8_lossy(p).into_owned())),
             t => Err(FrameError::UnknownTag(t)),
         }
     }
@@ -227,6 +234,14 @@ mod tests {
         assert_eq!(
             ServerMsg::Exit("x".into()).encode(),
             [0, 0, 0, 2, 102, b'x']
+        );
+        let switch = ServerMsg::Switch("work".into()).encode();
+        assert_eq!(switch, [0, 0, 0, 5, 105, b'w', b'o', b'r', b'k']);
+        let mut d = Decoder::default();
+        d.push(&switch);
+        assert_eq!(
+            d.next_server().unwrap(),
+            Some(ServerMsg::Switch("work".into()))
         );
     }
 

@@ -82,6 +82,10 @@ pub struct Hello {
     /// Interactive clients: the user's terminal (its key reporting and colours).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<terminal::TerminalInfo>,
+    /// Interactive clients that can be moved to another session
+    /// ([`ServerMsg::Switch`](frame::ServerMsg)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub switch: bool,
 }
 
 /// The server answers pings ([`ClientMsg::Ping`](frame::ClientMsg)).
@@ -135,6 +139,7 @@ impl Hello {
                 .then(|| std::env::current_dir().ok())
                 .flatten(),
             terminal: None,
+            switch: role == Role::Client,
         }
     }
 }

@@ -466,6 +466,14 @@ impl Transport for Bridge {
         self.cancel = flag;
     }
 
+    fn switch(&mut self, to: SessionName) {
+        self.session = to;
+    }
+
+    fn session(&self) -> SessionName {
+        self.session.clone()
+    }
+
     fn describe(&self) -> String {
         format!("{} (session {})", self.ssh.host, self.session)
     }

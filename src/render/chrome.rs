@@ -8,7 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 
 use super::view::{
     sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label, title_of, Overlay,
-    SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
+    Panel, SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
 };
 use crate::model::state::shown_agent_state;
 
@@ -29,6 +29,7 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
         Overlay::None => 0,
         Overlay::Prefix => 1,
         Overlay::Help => 2,
+        Overlay::Panel => 3,
     });
     {
         use std::io::Write;
@@ -276,10 +277,7 @@ pub(super) fn draw_status(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) {
             )
             .0;
     }
-    let copying = view
-        .state
-        .focused_terminal()
-        .is_some_and(|t| view.scroll.contains_key(&t));
+    let copying = copying(view);
     if copying {
         x = buf
             .set_stringn(
@@ -373,19 +371,41 @@ fn fit(text: &str, room: usize) -> String {
     out
 }
 
-/// Returns where it drew.
+/// Whether the focused pane is in copy mode.
+fn copying(view: &View<'_>) -> bool {
+    view.state
+        .focused_terminal()
+        .is_some_and(|t| view.scroll.contains_key(&t))
+}
+
+/// The help: herdr's keys after the prefix, and copy mode's keys first while the focused
+/// pane is in copy mode. Returns where it drew.
 pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> Option<Rect> {
     let rows = view.bindings.help_rows();
+    let copy = copying(view).then_some(crate::model::copy::KEYS);
     let key_w = rows
         .iter()
         .map(|(k, _)| k.chars().count())
+        .chain(
+            copy.unwrap_or_default()
+                .iter()
+                .map(|(k, _)| k.chars().count()),
+        )
         .max()
         .unwrap_or(0)
         .min(20);
-    let entries: Vec<String> = rows
-        .iter()
-        .map(|(k, what)| format!("{k:<key_w$}  {what}"))
-        .collect();
+    let prefix_line = format!("Press {} then:", view.bindings.prefix);
+    let mut entries: Vec<String> = Vec::new();
+    let heading = match copy {
+        Some(keys) => {
+            entries.extend(keys.iter().map(|(k, what)| format!("{k:<key_w$}  {what}")));
+            entries.push(String::new());
+            entries.push(prefix_line);
+            "In copy mode:".to_string()
+        }
+        None => prefix_line,
+    };
+    entries.extend(rows.iter().map(|(k, what)| format!("{k:<key_w$}  {what}")));
     let entry_w = entries.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     // Room for the entries inside the border, the heading line and the footer line.
     let room = usize::from(size.1.saturating_sub(1)).saturating_sub(4);
@@ -415,11 +435,47 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> 
     } else {
         "(any key closes this help)".to_string()
     };
-    let lines: Vec<String> = std::iter::once(format!("Press {} then:", view.bindings.prefix))
+    let lines: Vec<String> = std::iter::once(heading)
         .chain(body)
         .chain(std::iter::once(footer))
         .collect();
-    let inner_w = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u16;
+    draw_box(buf, size, " herdr keys ", &lines, None)
+}
+
+/// A [`Panel`]: its rows (scrolled to keep the chosen one in sight when they do not fit),
+/// the chosen one highlighted, then its footer. Returns where it drew.
+pub(super) fn draw_panel(panel: &Panel, buf: &mut Buffer, size: (u16, u16)) -> Option<Rect> {
+    let room = usize::from(size.1.saturating_sub(1))
+        .saturating_sub(3)
+        .max(1);
+    let selected = panel.selected.unwrap_or(0);
+    let first = selected
+        .saturating_sub(room - 1)
+        .min(panel.rows.len().saturating_sub(room));
+    let shown = panel.rows.iter().skip(first).take(room);
+    let lines: Vec<String> = shown
+        .cloned()
+        .chain(std::iter::once(panel.footer.clone()))
+        .collect();
+    let highlight = panel.selected.map(|s| s - first);
+    draw_box(buf, size, &format!(" {} ", panel.title), &lines, highlight)
+}
+
+/// A box in the middle of the screen (above the status line) with `title` on its top
+/// edge and `lines` inside, line `highlight` in reverse video. Returns where it drew.
+fn draw_box(
+    buf: &mut Buffer,
+    size: (u16, u16),
+    title: &str,
+    lines: &[String],
+    highlight: Option<usize>,
+) -> Option<Rect> {
+    let inner_w = lines
+        .iter()
+        .map(|l| l.chars().count())
+        .chain(std::iter::once(title.chars().count()))
+        .max()
+        .unwrap_or(0) as u16;
     let w = (inner_w + 4).min(size.0);
     let h = (lines.len() as u16 + 2).min(size.1.saturating_sub(1));
     if w < 4 || h < 3 {
@@ -457,12 +513,19 @@ pub(super) fn draw_help(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) -> 
     buf.set_string(
         x0 + 2,
         y0,
-        " herdr keys ",
+        title,
         style.fg(ACCENT).add_modifier(Modifier::BOLD),
     );
     for (i, line) in lines.iter().enumerate().take(usize::from(h - 2)) {
-        let text: String = line.chars().take(usize::from(w - 4)).collect();
-        buf.set_string(x0 + 2, y0 + 1 + i as u16, text, style);
+        let width = usize::from(w - 4);
+        let text: String = line.chars().take(width).collect();
+        let y = y0 + 1 + i as u16;
+        if highlight == Some(i) {
+            let padded = format!("{text:<width$}");
+            buf.set_string(x0 + 2, y, padded, style.add_modifier(Modifier::REVERSED));
+        } else {
+            buf.set_string(x0 + 2, y, text, style);
+        }
     }
     Some(Rect::new(x0, y0, w, h))
 }

@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 
 use super::chrome::{
-    chrome_signature, clear_chrome, draw_help, draw_sidebar, draw_status, draw_tab_bar,
+    chrome_signature, clear_chrome, draw_help, draw_panel, draw_sidebar, draw_status, draw_tab_bar,
 };
 use super::diff::Frame;
 use super::pane::{draw_ended, draw_pane, PaneCursor, RowCache};
@@ -200,16 +200,19 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
                 apply_cursor(
                     &mut frame,
                     &cursor,
-                    view.overlay != Overlay::Help && scroll.is_none(),
+                    !matches!(view.overlay, Overlay::Help | Overlay::Panel) && scroll.is_none(),
                 );
             }
         }
     }
     draw_status(view, &mut frame.buffer, size);
-    if view.overlay == Overlay::Help {
-        if let Some(drawn) = draw_help(view, &mut frame.buffer, size) {
-            frame.plain_extras(drawn);
-        }
+    let drawn = match (view.overlay, view.panel) {
+        (Overlay::Help, _) => draw_help(view, &mut frame.buffer, size),
+        (Overlay::Panel, Some(panel)) => draw_panel(panel, &mut frame.buffer, size),
+        _ => None,
+    };
+    if let Some(drawn) = drawn {
+        frame.plain_extras(drawn);
     }
     cache.key = Some(key);
     frame
@@ -232,7 +235,8 @@ pub fn compose_update(
     cache: &mut ComposeCache,
     dirty: &mut Vec<bool>,
 ) -> bool {
-    if frame.size() != size || size.0 == 0 || size.1 == 0 || view.overlay == Overlay::Help {
+    let boxed = matches!(view.overlay, Overlay::Help | Overlay::Panel);
+    if frame.size() != size || size.0 == 0 || size.1 == 0 || boxed {
         return false;
     }
     let key = layout_key(view, size);

@@ -29,6 +29,18 @@ pub enum Overlay {
     None,
     Prefix,
     Help,
+    /// A list to choose from ([`View::panel`]), e.g. the session picker.
+    Panel,
+}
+
+/// A boxed list over the panes: a title, rows with one of them chosen, and a last line
+/// that says which keys do what.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Panel {
+    pub title: String,
+    pub rows: Vec<String>,
+    pub selected: Option<usize>,
+    pub footer: String,
 }
 
 /// Everything a frame is composed from: values of the session, and the screens.
@@ -42,6 +54,8 @@ pub struct View<'a> {
     pub sidebar: u16,
     pub message: Option<&'a str>,
     pub overlay: Overlay,
+    /// What [`Overlay::Panel`] shows.
+    pub panel: Option<&'a Panel>,
     /// How far the help overlay is scrolled down (when it does not fit).
     pub help_scroll: usize,
     /// What the status line shows (config `status`), this machine's name, and the time

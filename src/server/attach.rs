@@ -26,6 +26,7 @@ impl Server {
             pending,
             tty,
             terminal,
+            switch,
         } = a;
         self.use_colors(terminal.colors.clone());
         let bindings = keys.map(|k| self.client_bindings(id, k));
@@ -65,6 +66,8 @@ impl Server {
                 repeat_until: None,
                 typed: String::new(),
                 help_scroll: 0,
+                picker: None,
+                can_switch: switch,
                 backlog: super::input::Backlog::default(),
                 paste: None,
                 bindings,

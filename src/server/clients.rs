@@ -21,6 +21,8 @@ pub(crate) enum Mode {
     Help,
     /// A question on the status line, answered with `y` or anything else.
     Confirm(super::habits::Ask),
+    /// The session picker (`Client::picker`).
+    Sessions,
 }
 
 pub(crate) struct Client {
@@ -55,6 +57,10 @@ pub(crate) struct Client {
     pub(super) typed: String,
     /// How far down the help overlay is scrolled.
     pub(super) help_scroll: usize,
+    /// The session picker's rows and choice, while it shows.
+    pub(super) picker: Option<super::picker::Picker>,
+    /// It can be moved to another session (its hello said so).
+    pub(super) can_switch: bool,
     /// What it sent that is not handled yet (taken a bounded amount per turn).
     pub(super) backlog: input::Backlog,
     /// Its input waits for the focused pane to make room: since when that pane has read

@@ -461,6 +461,7 @@ fn client_loop(
         env: hello.env,
         cwd: hello.cwd,
         terminal: hello.terminal.unwrap_or_default(),
+        switch: hello.switch,
         reader: reader.into_inner(),
         pending,
         tty,

@@ -190,7 +190,8 @@ impl Server {
     /// A key over the help: `j`/`k`, arrows and PageUp/PageDown/Space scroll it (when it
     /// does not fit); any other key closes it.
     pub(super) fn help_key(&mut self, id: ClientId, key: &Key) {
-        let most = self.bindings_of(id).help_rows().len();
+        // (Copy mode's keys and a heading come first while the focused pane copies.)
+        let most = self.bindings_of(id).help_rows().len() + crate::model::copy::KEYS.len() + 2;
         let Some(c) = self.clients.by_id.get_mut(&id) else {
             return;
         };

@@ -158,7 +158,7 @@ impl Server {
     fn act(&mut self, id: ClientId, token: Token) {
         match (self.mode(id), token) {
             (_, Token::Mouse(ev)) => {
-                if self.mode(id) == Mode::Help {
+                if matches!(self.mode(id), Mode::Help | Mode::Sessions) {
                     return;
                 }
                 self.set_mode(id, Mode::Normal);
@@ -171,6 +171,10 @@ impl Server {
             (Mode::Confirm(ask), Token::Key { key, raw }) => {
                 self.consume(id, &raw);
                 self.answer(id, ask, &key);
+            }
+            (Mode::Sessions, Token::Key { key, raw }) => {
+                self.consume(id, &raw);
+                self.picker_key(id, &key);
             }
             (Mode::Prefix, Token::Key { key, raw }) => {
                 self.consume(id, &raw);
@@ -371,6 +375,7 @@ impl Server {
             Action::PrevWorkspace => self.session.state.cycle_workspace(false),
             Action::Detach => self.detach(id, "detached"),
             Action::Help => self.set_mode(id, Mode::Help),
+            Action::Sessions => self.open_picker(id),
             Action::ScrollMode => {
                 if let Some(tid) = self.session.state.focused_terminal() {
                     self.enter_scroll(tid);

@@ -27,6 +27,7 @@ mod notify;
 mod output;
 mod panes;
 mod persist;
+mod picker;
 mod rebuild;
 mod reload;
 mod render;
@@ -102,6 +103,8 @@ pub enum Event {
     Pty(TerminalId, PtyEvent),
     /// The background saver finished a save.
     Saved(crate::persist::SaveReport),
+    /// The sessions a client's picker asked for (read on a thread of their own).
+    Sessions(ClientId, Vec<crate::client::sessions::Row>),
     /// SIGTERM/SIGINT: stop cleanly (clients told, children hung up, socket removed).
     Signal(i32),
 }
@@ -121,6 +124,8 @@ pub struct Attaching {
     /// read past the hello.
     pub reader: std::os::unix::net::UnixStream,
     pub pending: Vec<u8>,
+    /// It can be moved to another session (the session picker).
+    pub switch: bool,
     /// The client's terminal, when it handed it over: keys are read from it here.
     pub tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     /// What the user's terminal reports keys with, and its colours.
@@ -354,6 +359,7 @@ impl Server {
             Event::ApiClosed(id) => self.api.closed(id),
             Event::Pty(tid, pev) => self.pty_event(tid, pev),
             Event::Saved(report) => self.persist_saved(report),
+            Event::Sessions(id, rows) => self.sessions_read(id, rows),
             Event::Signal(sig) => self.stop(&format!("server stopped by signal {sig}")),
         }
     }

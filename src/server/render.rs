@@ -61,6 +61,7 @@ impl Session {
             sidebar: self.sidebar_width(),
             message,
             overlay,
+            panel: None,
             help_scroll: 0,
             status: &self.config.status,
             host: &self.host,
@@ -107,7 +108,12 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     let overlay = match client.mode {
         Mode::Help => Overlay::Help,
         Mode::Prefix => Overlay::Prefix,
+        Mode::Sessions => Overlay::Panel,
         Mode::Normal | Mode::Confirm(_) => Overlay::None,
+    };
+    let panel = match (client.mode, &client.picker) {
+        (Mode::Sessions, Some(picker)) => Some(picker.panel(session.name.as_str())),
+        _ => None,
     };
     // A question this client is asked takes the status line's message.
     let question = match client.mode {
@@ -119,6 +125,7 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     let bindings = client.bindings.as_ref().unwrap_or(&session.bindings);
     let mut view = session.view(overlay, message, bindings);
     view.help_scroll = client.help_scroll;
+    view.panel = panel.as_ref();
     let mut dirty = Vec::new();
     let mut next = None;
     if let Some(prev) = prev.as_ref().filter(|_| client_size == session.size) {
