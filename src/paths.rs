@@ -128,6 +128,8 @@ pub fn socket_sessions() -> Vec<SessionName> {
     };
     let mut out: Vec<SessionName> = dir
         .flatten()
+        // (A link is an old name of a renamed session, not a session.)
+        .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             // A live handoff's private socket starts with '.', which no session name may.
@@ -155,6 +157,56 @@ pub fn state_dir(session: &SessionName) -> PathBuf {
     } else {
         base.join(SESSIONS_DIR).join(session.as_str())
     }
+}
+
+/// What in `dir` is the session's own: all of it, but for the default session not the
+/// other sessions' folders.
+pub fn own_state_entries(dir: &Path, session: &SessionName) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        if session.is_default() && e.file_name() == SESSIONS_DIR {
+            continue;
+        }
+        out.push(e.path());
+    }
+    Ok(out)
+}
+
+/// Moves session `from`'s state (saved session, backups, log) to session `to`'s folder,
+/// made private first. What is moved is said in the error of the first that could not be.
+pub fn move_state(from: &SessionName, to: &SessionName) -> std::io::Result<()> {
+    let (src, dest) = (state_dir(from), state_dir(to));
+    ensure_private_dir(&dest)?;
+    for path in own_state_entries(&src, from)? {
+        let Some(name) = path.file_name() else {
+            continue;
+        };
+        fs::rename(&path, dest.join(name)).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot move {} to {}: {e}", path.display(), dest.display()),
+            )
+        })?;
+    }
+    if !from.is_default() {
+        let _ = fs::remove_dir(&src);
+    }
+    Ok(())
+}
+
+/// The session that `session`'s name leads to when it was renamed while its server ran:
+/// its socket is then a link to the new name's, kept for the programs started before.
+pub fn renamed_to(session: &SessionName) -> Option<SessionName> {
+    let socket = socket_path(session);
+    if !fs::symlink_metadata(&socket).ok()?.file_type().is_symlink() {
+        return None;
+    }
+    let target = fs::read_link(&socket).ok()?;
+    // A link whose socket is gone leads nowhere: the name is free.
+    fs::metadata(&target).ok()?;
+    let name = target.file_name()?.to_str()?.strip_suffix(".sock")?;
+    SessionName::parse(name).ok()
 }
 
 pub fn log_path(session: &SessionName) -> PathBuf {

@@ -76,9 +76,7 @@ fn sessions_are_listed_attached_stopped_renamed_and_deleted() {
     assert_eq!(r["panes"], 1, "{r}");
     assert!(ok(herdr(&env, &["ls"])).contains("saved"));
 
-    // A running session is not renamed; a stopped one is, with its state.
-    let out = herdr(&env, &["session", "rename", &main, "x"]);
-    assert!(stderr(&out).contains("stop it first"), "{}", stderr(&out));
+    // A stopped one is renamed with its state (a running one: below).
     ok(herdr(&env, &["session", "rename", "other", "renamed"]));
     let rows = listed(&env);
     assert!(
@@ -203,4 +201,78 @@ fn the_picker_lists_every_session_and_enter_moves_the_client_there() {
     for s in ["alpha", "beta", "gamma"] {
         ok(herdr(&env, &["--session", s, "server", "stop"]));
     }
+}
+
+#[test]
+fn a_running_session_is_renamed_and_its_programs_still_reach_it() {
+    let env = Env::new("rename-live");
+    let old = env.session.clone();
+    let mut t = env.client(100, 30);
+    t.wait_text(&format!("[{old}]"));
+    t.wait_text(PROMPT);
+    let state = env.dir.path().join("state/herdr/sessions");
+    wait_until("the session saved under its name", || {
+        state.join(&old).join("session.json").exists()
+    });
+
+    // Renamed while attached: the client stays and shows the new name.
+    let said = ok(herdr(&env, &["session", "rename", &old, "fresh"]));
+    assert!(said.contains("keep running"), "{said}");
+    t.wait_text("[fresh]");
+    let rows = listed(&env);
+    assert!(row(&rows, &old).is_none(), "{rows:?}");
+    let r = row(&rows, "fresh").expect("listed by its new name");
+    assert_eq!(
+        (r["running"].clone(), r["clients"].clone()),
+        (true.into(), 1.into())
+    );
+    // Its saved state moved with it, and is saved there from now on.
+    wait_until("the state under the new name", || {
+        state.join("fresh/session.json").exists() && !state.join(&old).exists()
+    });
+
+    // The shell started before the rename was told the old name; herdr run there still
+    // reaches this server by it.
+    t.line(&format!(
+        "echo name=$HERDR_SESSION; {} pane split --direction right",
+        support::BIN
+    ));
+    t.wait_text(&format!("name={old}"));
+    wait_until("the split made from inside", || {
+        let panes = support::json(herdr(
+            &env,
+            &["--session", "fresh", "pane", "list", "--json"],
+        ));
+        panes.as_array().is_some_and(|p| p.len() == 2)
+    });
+    // Outside those programs the old name is refused, saying the new one.
+    let out = herdr(&env, &["--session", &old, "pane", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("use `--session fresh`"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Nobody else gets the old name while it runs: no client attaches by it, no server
+    // starts under it.
+    let mut by_old = env.client(100, 30);
+    by_old.wait_text("was renamed to fresh");
+    by_old.wait_exit();
+    let out = herdr(&env, &["--session", &old, "server", "start"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("fresh"), "{}", stderr(&out));
+    let out = herdr(&env, &["session", "rename", "fresh", &old]);
+    assert!(
+        stderr(&out).contains("old name of session fresh"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Once it stops, the old name is free again.
+    drop(t);
+    ok(herdr(&env, &["--session", "fresh", "server", "stop"]));
+    ok(herdr(&env, &["--session", &old, "server", "start"]));
+    assert!(row(&listed(&env), &old).is_some_and(|r| r["running"] == true));
+    ok(herdr(&env, &["--session", &old, "server", "stop"]));
 }

@@ -3,13 +3,14 @@
 //! snapshot in its state folder, for the next start) or both.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::Subcommand;
 use serde_json::Value;
 
 use crate::client::sessions::Row;
 use crate::paths::{self, SessionName};
+use crate::protocol::api::{Request, ServerRename};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionCommand {
@@ -33,7 +34,8 @@ pub enum SessionCommand {
         #[arg(add = super::manual::session_names())]
         name: String,
     },
-    /// Rename a session that is not running (its saved state and log move with it).
+    /// Rename a session, running or saved (its saved state and log move with it; programs
+    /// started before keep reaching a running one by the old name).
     Rename {
         /// The session's name now.
         #[arg(add = super::manual::session_names())]
@@ -124,17 +126,24 @@ fn rename(old: &str, new: &str) -> anyhow::Result<i32> {
     let row = known(rows, old)?;
     let from = row.name.clone();
     let to = SessionName::parse(new)?;
-    if row.running() {
-        anyhow::bail!(
-            "session {from} is running: its programs were started under that name; stop it first (`herdr session stop {from}`), then rename it"
-        );
-    }
     if taken {
         anyhow::bail!("a session named {to} exists already (`herdr session list`)");
     }
-    let dest = paths::state_dir(&to);
-    paths::ensure_private_dir(&dest)?;
-    move_state(&paths::state_dir(&from), &from, &dest)?;
+    if let Some(other) = paths::renamed_to(&to) {
+        anyhow::bail!("the name {to} is an old name of session {other}, kept while it runs");
+    }
+    if row.running() {
+        // Renamed by its server, which keeps running: see `server::rename`.
+        let Some(mut api) = crate::client::api::ApiClient::connect(&from)? else {
+            anyhow::bail!("session {from} stopped meanwhile; run the rename again");
+        };
+        api.request(&Request::ServerRename(ServerRename {
+            name: to.as_str().into(),
+        }))?;
+        crate::say!("renamed session {from} to {to} (its programs keep running)");
+        return Ok(0);
+    }
+    paths::move_state(&from, &to)?;
     crate::say!("renamed session {from} to {to}");
     Ok(0)
 }
@@ -168,37 +177,8 @@ fn delete(name: &str, yes: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// What in `dir` is the session's own: all of it, but for the default session not the
-/// other sessions' folders.
-fn own_entries(dir: &Path, session: &SessionName) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir)? {
-        let e = e?;
-        if session.is_default() && e.file_name() == paths::SESSIONS_DIR {
-            continue;
-        }
-        out.push(e.path());
-    }
-    Ok(out)
-}
-
-fn move_state(from: &Path, session: &SessionName, to: &Path) -> anyhow::Result<()> {
-    for path in own_entries(from, session)? {
-        let Some(name) = path.file_name() else {
-            continue;
-        };
-        std::fs::rename(&path, to.join(name)).map_err(|e| {
-            anyhow::anyhow!("cannot move {} to {}: {e}", path.display(), to.display())
-        })?;
-    }
-    if !session.is_default() {
-        let _ = std::fs::remove_dir(from);
-    }
-    Ok(())
-}
-
 fn remove_state(dir: &Path, session: &SessionName) -> anyhow::Result<()> {
-    let entries = match own_entries(dir, session) {
+    let entries = match paths::own_state_entries(dir, session) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.into()),

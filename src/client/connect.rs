@@ -29,6 +29,17 @@ pub fn connect_with(
     hello: &Hello,
 ) -> Result<Option<(UnixStream, HelloReply)>, Error> {
     let socket = paths::socket_path(session);
+    // An old name is for the programs started under it (told it in HERDR_SESSION), not
+    // for attaching by, nor for anyone else.
+    let told = std::env::var("HERDR_SESSION").ok().as_deref() == Some(session.as_str());
+    if hello.role == Role::Client || !told {
+        if let Some(to) = paths::renamed_to(session) {
+            return Err(Error::Renamed {
+                from: session.clone(),
+                to,
+            });
+        }
+    }
     // Never talk to a socket in a folder someone else controls.
     if let Some(dir) = socket.parent() {
         match paths::check_private_dir(dir, false) {

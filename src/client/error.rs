@@ -53,6 +53,10 @@ pub enum Error {
          Use another session (--session NAME), or detach first"
     )]
     InsidePane(SessionName),
+    #[error(
+        "session {from} was renamed to {to} while it ran (only programs started before reach it by the old name); use `--session {to}` (`herdr attach {to}`)"
+    )]
+    Renamed { from: SessionName, to: SessionName },
     /// What the client was doing when the system said no.
     #[error("{doing}")]
     Io {

@@ -30,6 +30,7 @@ mod persist;
 mod picker;
 mod rebuild;
 mod reload;
+mod rename;
 mod render;
 mod session;
 mod start;
@@ -557,6 +558,9 @@ impl Server {
             }
         }
         let _ = std::fs::remove_file(&self.session.socket);
+        for old in std::mem::take(&mut self.session.old_names) {
+            old.remove();
+        }
         // Saved while every program still runs, so cwds and commands can be read.
         self.persist_final();
         // Stop every terminal in parallel: each actor hangs up its child, waits a grace

@@ -69,6 +69,27 @@ impl Persistence {
     pub fn paths(&self) -> &Paths {
         &self.paths
     }
+
+    /// The session's files change folder (a rename): the saver finishes what it was
+    /// writing, `relocate` moves the files and says where they are now, and a saver starts
+    /// again there — in the old folder if the move failed (its error is returned).
+    pub(crate) fn relocate(
+        &mut self,
+        events: super::EventTx,
+        relocate: impl FnOnce() -> std::io::Result<PathBuf>,
+    ) -> std::io::Result<()> {
+        self.saver.finish();
+        let moved = relocate();
+        if let Ok(dir) = &moved {
+            self.paths = Paths::in_dir(dir);
+        }
+        self.saver = Saver::start(self.paths.clone(), move |report| {
+            let _ = events.send(Event::Saved(report));
+        })?;
+        // Saved again in the new place at the next chance.
+        self.last_saved = None;
+        moved.map(drop)
+    }
 }
 
 /// Programs that run scripts: `node /usr/bin/npm run dev` is matched as `npm run dev`.

@@ -53,6 +53,8 @@ pub(crate) struct Session {
     /// Hidden terminals with output not looked at yet, and when they will be.
     pub(crate) hidden_output: BTreeSet<TerminalId>,
     pub(crate) hidden_output_at: Option<Instant>,
+    /// Names it had before a rename, kept for the programs started under them.
+    pub(crate) old_names: Vec<super::rename::OldName>,
 }
 
 impl Session {
@@ -65,6 +67,7 @@ impl Session {
     ) -> Session {
         let sidebar = config.sidebar;
         Session {
+            old_names: Vec::new(),
             name,
             socket,
             events,

@@ -19,9 +19,28 @@ pub fn bind(session: &SessionName) -> Result<(UnixListener, PathBuf, SessionLock
     paths::ensure_private_dir(&dir)
         .map_err(StartError::io(format!("cannot prepare {}", dir.display())))?;
     let socket = paths::socket_path(session);
+    if let Some(to) = paths::renamed_to(session) {
+        return Err(StartError::Busy(SessionBusy(format!(
+            "the name {session} still leads to session {to}, renamed while running (its programs started before the rename reach it by this name); choose another name, or stop session {to} first"
+        ))));
+    }
     // One server per session: two clients starting servers at the same moment must not
     // both get past the checks below (the second would delete the first's socket).
-    let lock_path = dir.join(format!("{}.lock", session.as_str()));
+    let lock = take_lock(session)?;
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        return Err(StartError::Running {
+            session: session.to_string(),
+            socket,
+        });
+    }
+    let listener = bind_socket(&socket)?;
+    Ok((listener, socket, lock))
+}
+
+/// Takes the session's lock (a file in the runtime folder, locked for the server's life):
+/// refused while another server holds the session or is starting it.
+pub(crate) fn take_lock(session: &SessionName) -> Result<SessionLock, StartError> {
+    let lock_path = paths::runtime_dir().join(format!("{}.lock", session.as_str()));
     let lock_file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -32,20 +51,12 @@ pub fn bind(session: &SessionName) -> Result<(UnixListener, PathBuf, SessionLock
             "cannot open {}",
             lock_path.display()
         )))?;
-    let lock = SessionLock::take(lock_file.into()).map_err(|_| {
+    SessionLock::take(lock_file.into()).map_err(|_| {
         StartError::Busy(SessionBusy(format!(
             "a herdr server for session {session} is already running or starting ({} is locked)",
             lock_path.display()
         )))
-    })?;
-    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        return Err(StartError::Running {
-            session: session.to_string(),
-            socket,
-        });
-    }
-    let listener = bind_socket(&socket)?;
-    Ok((listener, socket, lock))
+    })
 }
 
 /// Listens on `socket` (0600), replacing a stale file. The caller has made sure no live

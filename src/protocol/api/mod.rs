@@ -24,7 +24,7 @@ pub use pane::{
     Edge, PaneKeys, PaneList, PaneRead, PaneRename, PaneResize, PaneSend, PaneSplit, PaneSubmit,
     PaneTarget, PaneWait, PaneZoom, SplitDirection,
 };
-pub use server::{LiveHandoff, NoParams};
+pub use server::{LiveHandoff, NoParams, ServerRename};
 pub use tab::{TabCreate, TabList, TabRename, TabTarget};
 pub use values::{PublicId, Strings};
 pub use workspace::{WorkspaceCreate, WorkspaceRename, WorkspaceTarget};
@@ -85,6 +85,8 @@ requests! {
     "server.live_handoff" => LiveHandoff(LiveHandoff),
     /// Re-reads the config file and applies it (docs/api.md).
     "server.reload_config" => ReloadConfig(NoParams),
+    /// Renames the running session (docs/api.md).
+    "server.rename" => ServerRename(ServerRename),
     /// From now on the connection also receives event lines.
     "events.subscribe" => EventsSubscribe(NoParams),
     "workspace.list" => WorkspaceList(NoParams),

@@ -18,3 +18,9 @@ pub struct LiveHandoff {
     /// Refuse a binary that speaks another protocol.
     pub expected_protocol: Option<u32>,
 }
+
+/// `server.rename`: the session's new name (tmux's rename-session).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerRename {
+    pub name: String,
+}

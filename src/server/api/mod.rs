@@ -162,6 +162,7 @@ impl Server {
             }
             Request::LiveHandoff(p) => self.api_live_handoff(conn, id, p),
             Request::ReloadConfig(_) => now(self.reload_config().to_json()),
+            Request::ServerRename(p) => self.rename_session(&p.name).and_then(now),
             Request::EventsSubscribe(_) => {
                 if let Some(c) = self.api.conns.get_mut(&conn) {
                     c.subscribed = true;
