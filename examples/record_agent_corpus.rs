@@ -256,12 +256,18 @@ fn record_codex() {
     record_agent("codex");
 }
 
-/// Runs `command` at the shell prompt; working until the screen shows `done` (printed
-/// by the command when it ends).
+/// Runs `command` at the shell prompt; working from when the shell shows its line (it
+/// read it: before, nothing of the command can be seen, and a sample taken between the
+/// line sent and its echo is waiting) until the screen shows `done` (printed by the
+/// command when it ends).
 fn shell_job(api: &mut Api, rec: &Recorder, name: &str, command: &str, done: &'static str) {
+    // The start of the line: it fits on the prompt's row, and tells the jobs apart.
+    let line: String = command.chars().take(40).collect();
     rec.phase(
         name,
-        Truth::Judged(Arc::new(move |s: &str| !s.contains(done))),
+        Truth::Judged(Arc::new(move |s: &str| {
+            s.contains(&line) && !s.contains(done)
+        })),
     );
     api.call("pane.submit", json!({"pane": "p1", "text": command}));
     wait_screen(api, done, |t| t.contains(done));

@@ -14,18 +14,26 @@ use std::collections::BTreeMap;
 use herdr::agent::activity::{Classifier, Verdict};
 use support::corpus::{self, Scenario};
 
-/// The share of samples the classifier must get right, per corpus file and over all of
-/// them: the measured figures docs/agents.md reports, rounded down. Nearly all misses
-/// are in the first second after the truth changed (the classifier needs two samples of
-/// output to call it work, and half a second without to call it over).
+/// The share of samples the classifier must get right, per agent, per set of recordings
+/// (`-1`, `-2`: the second taken under CPU load) and over all of them: the measured
+/// figures docs/agents.md reports, rounded down. Nearly all misses are in the first
+/// second after the truth changed: the sample that holds an agent's last frame (its
+/// truth is already waiting; nothing in the samples tells a last frame from any other),
+/// the one after it where the CPU did not drop with the output, and the first one or two
+/// of a shell command.
 const MIN_ACCURACY: &[(&str, f64)] = &[
-    ("claude", 0.94),
-    ("codex", 0.92),
-    ("terminal", 0.94),
-    ("all", 0.94),
+    ("claude", 0.97),
+    ("codex", 0.94),
+    ("terminal", 0.949),
+    ("set 1", 0.95),
+    ("set 2", 0.95),
+    ("all", 0.95),
 ];
-/// The share it must get right from a second after each change of the truth on.
-const MIN_SETTLED: f64 = 0.99;
+/// The share it must get right from a second after each change of the truth on. Lower
+/// than the 99.6 % of the rules that waited for a second sample of output: a key's
+/// answer is work at once, so a redraw in answer to Esc at a prompt, or a prompt drawn
+/// at once in answer to Enter, is work for a sample while the truth stays waiting.
+const MIN_SETTLED: f64 = 0.985;
 
 /// Right and total samples.
 #[derive(Default, Clone, Copy)]
@@ -189,9 +197,10 @@ fn the_classifier_is_as_right_as_reported_on_the_recorded_sessions() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let r = replay(&corpus::parse(&std::fs::read_to_string(&path).unwrap()));
         report += &describe(&name, &r);
-        // `claude-2` is the second recording of claude.
-        let group = name.split('-').next().unwrap_or(&name).to_string();
-        groups.entry(group).or_default().add(&r);
+        // `claude-2` is the second recording of claude (the second set of recordings).
+        let (group, set) = name.split_once('-').unwrap_or((&name, "1"));
+        groups.entry(group.to_string()).or_default().add(&r);
+        groups.entry(format!("set {set}")).or_default().add(&r);
         groups.entry("all".into()).or_default().add(&r);
     }
     let mut failed = Vec::new();

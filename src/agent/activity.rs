@@ -9,7 +9,10 @@
 //! - output: Claude Code and Codex animate a spinner or a timer while they work (every
 //!   50–1000 ms) and draw nothing while they wait for the user;
 //! - CPU: a tool the agent runs (a build, a test) burns it in the pane's session even
-//!   when nothing is printed;
+//!   when nothing is printed, and an agent streaming an answer uses it: CPU that drops
+//!   as the output stops is the end of the work;
+//! - input: its echo is not work, and a single key (Enter) answered by more than an
+//!   echo is work at once;
 //! - a bell or a notification (BEL, OSC 9, OSC 777): the agent says it wants the user.
 //!
 //! Invariant: everything here is pure (no clock, no I/O) and bounded: a classifier keeps
@@ -128,7 +131,8 @@ const WINDOW: usize = 16;
 /// Output this recent means work: the agents' animations draw a frame every 250 ms or
 /// sooner while they work, with a gap of one sample now and then (measured on the
 /// corpus). Shorter would take such a gap for the end of the work; longer reports work
-/// for longer after it ended.
+/// for longer after it ended. (Output and CPU that stop together end it sooner:
+/// `stopped`.)
 pub const OUTPUT_HOLD_MS: u64 = 500;
 /// Output in a single sample (a redraw: a focus change, a key echoed, Codex's pulse at
 /// its approval prompt) does not start work; output in this many samples within
@@ -140,6 +144,17 @@ const CPU_WINDOW_MS: u64 = 750;
 /// work. Claude Code's own drawing takes up to 30 % while the user types (measured on
 /// the corpus); a build or a test takes a whole core.
 const CPU_BUSY_PERCENT: u64 = 45;
+/// Over this share of a core (percent) in a sample, a program works hard at what it
+/// draws: Claude Code streaming an answer uses 25–50 %; its spinner alone, while an
+/// answer is slow to come, 4–20 % (measured on the corpus).
+const WORKING_CPU_PERCENT: u64 = 25;
+/// Under this share of a core (percent) in a sample, a program is at rest: waiting for
+/// the user, the agents use 0–8 % in nearly every sample (measured on the corpus). CPU
+/// that drops from `WORKING_CPU_PERCENT` to this in the sample where the output stops
+/// is the end of the work, at once (`stopped`); output that stops otherwise waits
+/// `OUTPUT_HOLD_MS` for more (a spinner skipping a frame while its agent waits for a
+/// slow answer uses little CPU before and after).
+const REST_CPU_PERCENT: u64 = 15;
 /// Milliseconds of CPU in one clock tick (`CLK_TCK` is 100 on Linux).
 const TICK_MS: u64 = 10;
 
@@ -203,7 +218,45 @@ const KEY_ANSWER_BYTES: u32 = 1000;
 
 /// Whether the output of a sample answers a single key (see `KEY_ANSWER_BYTES`).
 fn answers_key(s: &Sample) -> bool {
-    s.typed > 0 && s.typed <= KEY_BYTES && s.out >= KEY_ANSWER_BYTES
+    single_key(s) && s.out >= KEY_ANSWER_BYTES
+}
+
+/// Whether a single key was given in a sample (see `KEY_BYTES`).
+fn single_key(s: &Sample) -> bool {
+    s.typed > 0 && s.typed <= KEY_BYTES
+}
+
+/// Whether the newest sample is the program's answer to a key, which starts work at
+/// once: a new screen in the sample of the key (`answers_key`), or, in the sample right
+/// after a key, with no more input, more than any echo draws (`ECHO_BYTES`): Enter sent
+/// a prompt and the agent drew its spinner, the answer to a permission prompt came.
+fn answer_to_key(window: &[Sample]) -> bool {
+    let [.., before, newest] = window else {
+        return window.last().is_some_and(answers_key);
+    };
+    answers_key(newest) || (newest.typed == 0 && single_key(before) && newest.out > ECHO_BYTES)
+}
+
+/// A sample's CPU, in percent of a core.
+fn cpu_percent(s: &Sample) -> u64 {
+    u64::from(s.cpu) * TICK_MS * 100 / u64::from(s.dt).max(1)
+}
+
+/// Whether the newest sample says the work is over: nothing was drawn or typed in it, and
+/// either the CPU dropped with the output, from `WORKING_CPU_PERCENT` in the sample
+/// before to under `REST_CPU_PERCENT`, or all there was before it was the answer to a key
+/// (a redraw: Esc took a prompt away). Otherwise a sample without output may be an
+/// animation skipping a frame, and `OUTPUT_HOLD_MS` decides.
+fn stopped(window: &[Sample]) -> bool {
+    let [.., before, newest] = window else {
+        return false;
+    };
+    if newest.out > 0 || newest.typed > 0 {
+        return false;
+    }
+    let dropped =
+        cpu_percent(before) >= WORKING_CPU_PERCENT && cpu_percent(newest) < REST_CPU_PERCENT;
+    dropped || answer_to_key(&window[..window.len() - 1])
 }
 
 /// Whether the output of `window[i]` is the program's own: not the echo of input given
@@ -220,11 +273,13 @@ fn own_output(window: &[Sample], i: usize) -> bool {
     !(echo_before && s.out <= ECHO_BYTES)
 }
 
-/// The rules, over the samples newest last. Working: output of its own (not the echo of
-/// typing) in `OUTPUT_SAMPLES` samples of the last `OUTPUT_HOLD_MS`, or `CPU_BUSY_PERCENT`
-/// of a core over the last `CPU_WINDOW_MS`; while already working, any output of its own
-/// in the last `OUTPUT_HOLD_MS` keeps it. A bell or a notification in the newest sample
-/// ends work at once (the agent rang because it waits), unless the CPU says otherwise.
+/// The rules, over the samples newest last. Working: `CPU_BUSY_PERCENT` of a core over
+/// the last `CPU_WINDOW_MS`; or the answer to a key (`answer_to_key`); or output of its
+/// own (not the echo of typing) in `OUTPUT_SAMPLES` samples of the last `OUTPUT_HOLD_MS`.
+/// While already working, any output of its own in the last `OUTPUT_HOLD_MS` keeps it —
+/// unless the newest sample says it `stopped`: output and CPU stopped together, or all
+/// there was is the answer to a key. A bell or a notification in the newest sample ends
+/// work at once (the agent rang because it waits), unless the CPU says otherwise.
 /// Otherwise waiting.
 pub fn decide(window: &[Sample], before: Verdict) -> Verdict {
     let Some(newest) = window.last() else {
@@ -235,9 +290,17 @@ pub fn decide(window: &[Sample], before: Verdict) -> Verdict {
     let wall_ms: u64 = span.iter().map(|s| u64::from(s.dt)).sum();
     // Over the whole window even while fewer samples are in: one busy moment is not work.
     let busy_cpu = cpu_ms * 100 >= CPU_BUSY_PERCENT * wall_ms.max(CPU_WINDOW_MS);
-    let notified_before = matches!(before, Verdict::Waiting { notified: true });
+    let waiting = Verdict::Waiting {
+        notified: matches!(before, Verdict::Waiting { notified: true }),
+    };
     if newest.bells > 0 && !busy_cpu {
         return Verdict::Waiting { notified: true };
+    }
+    if busy_cpu {
+        return Verdict::Working;
+    }
+    if before == Verdict::Working && stopped(window) {
+        return waiting;
     }
     // Output up to a bell was the agent saying it is done.
     let from = window.len() - recent(window, OUTPUT_HOLD_MS).len();
@@ -252,12 +315,10 @@ pub fn decide(window: &[Sample], before: Verdict) -> Verdict {
     } else {
         OUTPUT_SAMPLES
     };
-    if busy_cpu || printed >= needed {
+    if printed >= needed || answer_to_key(window) {
         return Verdict::Working;
     }
-    Verdict::Waiting {
-        notified: notified_before,
-    }
+    waiting
 }
 
 #[cfg(test)]

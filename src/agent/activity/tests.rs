@@ -42,25 +42,94 @@ fn run(c: &mut Classifier, samples: &[Sample]) -> Vec<Verdict> {
 
 const WAITING: Verdict = Verdict::Waiting { notified: false };
 
+/// A spinner's frame, drawn with the little CPU it takes (a quarter of a core at most).
+fn frame(bytes: u32) -> Sample {
+    Sample {
+        cpu: 6,
+        ..out(bytes)
+    }
+}
+
+/// Output drawn with the CPU busy (40 % of a core): an answer streaming.
+fn streaming(bytes: u32) -> Sample {
+    Sample {
+        cpu: 10,
+        ..out(bytes)
+    }
+}
+
+/// No output, no input, and the CPU still at a quarter of a core.
+const THINKING: Sample = Sample { cpu: 6, ..QUIET };
+
 #[test]
-fn a_spinner_is_work_from_its_second_frame_and_ends_half_a_second_after_the_last() {
+fn a_spinner_is_work_from_its_second_frame() {
     let mut c = Classifier::default();
-    let v = run(
-        &mut c,
-        &[out(80), out(80), out(80), QUIET, QUIET, QUIET, QUIET, QUIET],
-    );
+    let v = run(&mut c, &[frame(80), frame(80), frame(80)]);
+    assert_eq!(v, [WAITING, Verdict::Working, Verdict::Working]);
+}
+
+#[test]
+fn output_that_stops_without_the_cpu_dropping_ends_half_a_second_after_the_last_frame() {
+    // The CPU still busy, or never busy (a spinner skipping a frame while its agent
+    // waits for a slow answer): a frame may come yet.
+    for gap in [THINKING, QUIET] {
+        let mut c = Classifier::default();
+        let v = run(
+            &mut c,
+            &[frame(80), frame(80), gap, frame(80), frame(80), gap, gap],
+        );
+        assert_eq!(
+            v,
+            [
+                WAITING,
+                Verdict::Working,
+                Verdict::Working,
+                Verdict::Working,
+                Verdict::Working,
+                Verdict::Working,
+                WAITING
+            ],
+            "{gap:?}"
+        );
+    }
+}
+
+#[test]
+fn output_and_cpu_that_stop_together_end_the_work_at_once() {
+    let resting = Sample { cpu: 2, ..QUIET };
+    for rest in [QUIET, resting] {
+        let mut c = Classifier::default();
+        let v = run(
+            &mut c,
+            &[streaming(300), streaming(300), streaming(400), rest, rest],
+        );
+        assert_eq!(
+            v,
+            [
+                WAITING,
+                Verdict::Working,
+                Verdict::Working,
+                WAITING,
+                WAITING
+            ],
+            "{rest:?}"
+        );
+    }
+    // The CPU not at rest yet is no drop...
+    let mut c = Classifier::default();
     assert_eq!(
-        v,
-        [
-            WAITING,
-            Verdict::Working,
-            Verdict::Working,
-            Verdict::Working,
-            WAITING,
-            WAITING,
-            WAITING,
-            WAITING
-        ]
+        run(&mut c, &[streaming(300), streaming(300), THINKING]),
+        [WAITING, Verdict::Working, Verdict::Working]
+    );
+    // ...and typing while it works is no sign the work is over.
+    let mut c = Classifier::default();
+    let typing = Sample {
+        cpu: 0,
+        ..typed(1, 0)
+    };
+    assert_eq!(
+        run(&mut c, &[streaming(300), streaming(300), typing]),
+        [WAITING, Verdict::Working, Verdict::Working]
     );
 }
 
@@ -172,10 +241,13 @@ fn the_echo_of_typing_is_not_work_and_the_answer_to_it_is() {
 }
 
 #[test]
-fn a_new_screen_drawn_in_answer_to_one_key_is_the_programs_own_output() {
+fn a_new_screen_drawn_in_answer_to_one_key_is_work_at_once() {
     let enter = typed(1, 1400);
     let mut c = Classifier::default();
-    assert_eq!(run(&mut c, &[enter, out(130)]), [WAITING, Verdict::Working]);
+    assert_eq!(
+        run(&mut c, &[enter, frame(130)]),
+        [Verdict::Working, Verdict::Working]
+    );
     // Typing is no single key, whatever it draws; a small answer to a key is an echo.
     let mut c = Classifier::default();
     let (typing, key) = (typed(12, 1400), typed(1, 120));
@@ -183,4 +255,38 @@ fn a_new_screen_drawn_in_answer_to_one_key_is_the_programs_own_output() {
         run(&mut c, &[typing, out(130), key, out(130)]),
         [WAITING; 4]
     );
+}
+
+#[test]
+fn more_than_an_echo_right_after_one_key_is_work_at_once() {
+    // Enter, with nothing drawn yet; then the agent's first frame of work.
+    let mut c = Classifier::default();
+    let v = run(&mut c, &[typed(1, 0), frame(ECHO_BYTES + 1), frame(100)]);
+    assert_eq!(v, [WAITING, Verdict::Working, Verdict::Working]);
+    // The echo of the key, however late, is not; nor output after typing more than a key
+    // (a paste, a line sent at once) or while the typing goes on.
+    let mut c = Classifier::default();
+    let v = run(
+        &mut c,
+        &[
+            typed(1, 0),
+            out(ECHO_BYTES),
+            QUIET,
+            typed(20, 0),
+            out(ECHO_BYTES + 1),
+            QUIET,
+            typed(1, 0),
+            typed(1, ECHO_BYTES + 1),
+        ],
+    );
+    assert!(v.iter().all(|v| *v == WAITING), "{v:?}");
+}
+
+#[test]
+fn the_answer_to_a_key_that_stops_at_once_is_over_at_once() {
+    // Esc at a permission prompt: the prompt is taken away, and the agent waits again,
+    // its CPU still busy with the redraw. One frame is no animation to wait for.
+    let mut c = Classifier::default();
+    let v = run(&mut c, &[typed(1, 0), frame(1200), THINKING]);
+    assert_eq!(v, [WAITING, Verdict::Working, WAITING]);
 }
