@@ -86,6 +86,7 @@ pub fn init(path: &Path) {
         Ordering::Relaxed,
     );
     *sink() = Some(file::Rotating::stderr(path, MAX_FILE_BYTES, KEEP));
+    log_panics();
     if let (Some(w), Some(None)) = (&wanted, level) {
         crate::log::warn!(
             "log",
@@ -98,22 +99,53 @@ fn sink() -> std::sync::MutexGuard<'static, Option<file::Rotating>> {
     SINK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A panic becomes an ERROR record (the thread, where, what: one line with a timestamp)
+/// instead of the default hook's lines, which still follow when `RUST_BACKTRACE` asks for
+/// a backtrace, or when the log is busy (a panic inside the log itself must not wait for
+/// its own lock).
+fn log_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("unnamed");
+        let line = Line::record(
+            SystemTime::now(),
+            Level::Error,
+            &"panic",
+            format_args!("thread '{name}' {info}"),
+        );
+        let logged = match SINK.try_lock() {
+            Ok(mut sink) => write(&mut sink, &line),
+            Err(std::sync::TryLockError::Poisoned(e)) => write(&mut e.into_inner(), &line),
+            Err(std::sync::TryLockError::WouldBlock) => false,
+        };
+        if !logged || std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            default(info);
+        }
+    }));
+}
+
 /// Writes one record (the macros call this once `enabled` said yes).
 #[doc(hidden)]
 pub fn emit(level: Level, part: &dyn Display, args: fmt::Arguments<'_>) {
     let line = Line::record(SystemTime::now(), level, part, args);
-    let mut sink = sink();
+    write(&mut sink(), &line);
+}
+
+/// Writes `line` to the log, or to standard error before there is one; false if it was
+/// not written.
+fn write(sink: &mut Option<file::Rotating>, line: &Line) -> bool {
     let Some(out) = sink.as_mut() else {
         // Not a server (a test, a command): standard error as it is.
         #[cfg(test)]
         eprint!("{}", String::from_utf8_lossy(line.bytes()));
         #[cfg(not(test))]
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.bytes());
-        return;
+        return true;
     };
     if out.write(line.bytes()).is_err() {
         LOST.fetch_add(1, Ordering::Relaxed);
-        return;
+        return false;
     }
     let lost = LOST.swap(0, Ordering::Relaxed);
     if lost > 0 {
@@ -127,6 +159,7 @@ pub fn emit(level: Level, part: &dyn Display, args: fmt::Arguments<'_>) {
             LOST.fetch_add(lost + 1, Ordering::Relaxed);
         }
     }
+    true
 }
 
 /// One record, formatted in place: at most [`MAX_LINE`] bytes, whatever it is given.

@@ -190,7 +190,7 @@ fn a_reader_that_does_not_read_costs_lines_never_a_blocked_writer() {
 const CHILD: &str = "HERDR_LOG_TEST_ROTATE_STDERR";
 
 #[test]
-fn a_servers_stderr_moves_to_the_new_file_so_panics_land_there() {
+fn a_servers_stderr_moves_to_the_new_file_and_a_panic_is_a_record_there() {
     if let Some(dir) = std::env::var_os(CHILD) {
         let path = Path::new(&dir).join("server.log");
         init(&path);
@@ -200,6 +200,7 @@ fn a_servers_stderr_moves_to_the_new_file_so_panics_land_there() {
             info!("server", "filler {i} {filler}");
         }
         nix::unistd::write(std::io::stderr().as_fd(), b"written to fd 2\n").unwrap();
+        let _ = std::panic::catch_unwind(|| panic!("on purpose\nsecond line"));
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -207,7 +208,7 @@ fn a_servers_stderr_moves_to_the_new_file_so_panics_land_there() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "log::tests::a_servers_stderr_moves_to_the_new_file_so_panics_land_there",
+            "log::tests::a_servers_stderr_moves_to_the_new_file_and_a_panic_is_a_record_there",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -224,5 +225,10 @@ fn a_servers_stderr_moves_to_the_new_file_so_panics_land_there() {
     assert!(old.len() as u64 >= MAX_FILE_BYTES);
     assert!(new.contains("written to fd 2\n"), "{new}");
     assert!(!old.contains("written to fd 2"));
+    let panic = new.lines().find(|l| l.contains(" ERROR panic: thread '"));
+    assert!(
+        panic.is_some_and(|l| l.contains("on purpose\\nsecond line")),
+        "{new}"
+    );
     assert_eq!(mode(&path), 0o600);
 }
