@@ -22,6 +22,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod input;
+pub mod log;
 pub mod model;
 pub mod paths;
 pub mod persist;

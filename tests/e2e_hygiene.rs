@@ -89,6 +89,48 @@ fn the_server_log_is_private_like_the_other_state_files() {
     assert_eq!(mode(&log), 0o600, "an old log");
 }
 
+/// What follows the timestamp `YYYY-MM-DD HH:MM:SS.mmm +HHMM ` that `line` begins with.
+fn after_timestamp(line: &str) -> Option<&str> {
+    // 0: a digit, +: the offset's sign.
+    let shape = b"0000-00-00 00:00:00.000 +0000 ";
+    let fits = line.len() > shape.len()
+        && shape.iter().zip(line.bytes()).all(|(s, c)| match s {
+            b'0' => c.is_ascii_digit(),
+            b'+' => c == b'+' || c == b'-',
+            s => c == *s,
+        });
+    fits.then(|| &line[shape.len()..])
+}
+
+#[test]
+fn the_server_log_says_when_and_how_grave_each_line_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut env = Env::new("logformat");
+    env.extra_vars.push(("HERDR_LOG".into(), "warn".into()));
+    std::fs::write(env.config_file(), "scrollback_lines = \"many\"\n").unwrap();
+    ok(env.herdr(&["server", "start"]));
+    let log = std::fs::read_to_string(env.server_log()).unwrap();
+    let problem = log
+        .lines()
+        .find(|l| l.contains("scrollback_lines"))
+        .unwrap_or_else(|| panic!("no config problem in the log:\n{log}"));
+    let rest = after_timestamp(problem).unwrap_or_else(|| panic!("no timestamp: {problem}"));
+    assert!(rest.starts_with("WARN config: "), "{problem}");
+    assert!(
+        rest.contains("config.toml:1: scrollback_lines"),
+        "{problem}"
+    );
+    // HERDR_LOG=warn: what the server did (it listens) is not said.
+    assert!(!log.contains(" INFO "), "{log}");
+    assert!(log.lines().all(|l| after_timestamp(l).is_some()), "{log}");
+    let mode = std::fs::metadata(env.server_log())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    ok(env.herdr(&["server", "stop"]));
+}
+
 #[test]
 fn output_into_a_closed_pipe_ends_quietly() {
     let env = Env::new("epipe");

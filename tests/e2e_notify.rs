@@ -385,7 +385,7 @@ fn a_hanging_command_never_holds_the_server_and_is_killed_in_time() {
     }
     let log = std::fs::read_to_string(env.server_log()).unwrap_or_default();
     assert!(
-        log.contains("notify command [\"sleep\", \"1000\"]"),
+        log.contains("notify: command [\"sleep\", \"1000\"]"),
         "{log}"
     );
     assert!(log.contains("killed"), "{log}");

@@ -1,6 +1,6 @@
 //! The layers of `src/` stay layers: no import cycle between the crate's top-level
 //! modules, nothing but the binary imports `cli`, and the modules below the server never
-//! reach up into it. Read from the source text (every `crate::…` path outside comments),
+//! reach up into it (and the server writes its log through `crate::log`). Read from the source text (every `crate::…` path outside comments),
 //! so a new import that breaks a rule fails here with the file that made it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -196,6 +196,30 @@ fn the_layers_below_the_server_never_import_it() {
 fn the_renderer_is_given_what_it_draws() {
     let found = imports_between(&graph(), &["render"], NOT_FOR_RENDER);
     assert!(found.is_empty(), "render imports: {}", found.join(", "));
+}
+
+/// The server speaks through its log (`crate::log`: a timestamp and a level on every
+/// line, rotated), never with a bare `eprintln!`: a line without them could not be
+/// told apart from a panic's or dated.
+#[test]
+fn the_server_writes_its_log_through_the_logger() {
+    let mut files = Vec::new();
+    rust_files(&src().join("server"), &mut files);
+    files.sort();
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let code = code(&text);
+            code.contains("eprintln!") || code.contains("eprint!")
+        })
+        .map(|f| shown(f))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "eprintln! in the server (use log::error!/warn!/info!/debug!): {}",
+        found.join(", ")
+    );
 }
 
 #[test]

@@ -55,10 +55,15 @@ fn run_server(session: &SessionName, ready: Option<std::os::fd::OwnedFd>) -> any
     match crate::server::main(session.clone(), ready) {
         Ok(()) => Ok(0),
         Err(e @ crate::server::StartError::Busy(_)) => {
-            eprintln!("herdr: {e}");
+            crate::log::info!("server", "{e}");
             Ok(crate::protocol::exit::SESSION_BUSY)
         }
-        Err(e) => Err(e.into()),
+        // Said in the log, where whoever started the server looks (a terminal, for one
+        // run in the foreground).
+        Err(e) => {
+            crate::log::error!("server", "{e}");
+            Ok(1)
+        }
     }
 }
 

@@ -314,8 +314,43 @@ pub fn start_server(session: &SessionName) -> Result<Starting, Error> {
     })
 }
 
+/// The server log's last lines: what a server that failed to start said.
 fn log_tail(session: &SessionName) -> String {
-    let text = std::fs::read_to_string(paths::log_path(session)).unwrap_or_default();
+    tail_of(&paths::log_path(session), 5)
+}
+
+/// The last `n` lines of the log at `path`. A log rotated just now holds only the newest
+/// of them; the rest are read from the one before.
+fn tail_of(path: &std::path::Path, n: usize) -> String {
+    let mut lines = last_lines(path, n);
+    if lines.len() < n {
+        let older = crate::log::file::numbered(path, 1);
+        lines.splice(0..0, last_lines(&older, n - lines.len()));
+    }
+    lines.join("\n")
+}
+
+fn last_lines(path: &std::path::Path, n: usize) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join("\n")
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tail_of_a_log_rotated_just_now_reads_on_from_the_one_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        assert_eq!(super::tail_of(&log, 5), "", "no log yet");
+        std::fs::write(dir.path().join("server.log.1"), "a\nb\nc\nd\n").unwrap();
+        std::fs::write(&log, "e\nf\n").unwrap();
+        assert_eq!(super::tail_of(&log, 5), "b\nc\nd\ne\nf");
+        std::fs::write(&log, b"1\n2\n3\n4\n5\n\xff6\n").unwrap();
+        assert_eq!(super::tail_of(&log, 5), "2\n3\n4\n5\n\u{fffd}6");
+    }
 }

@@ -2,6 +2,7 @@
 //! bindings it may bring (`--remote-keybindings local`) and the environment of where it
 //! attaches from, for the panes started afterwards.
 
+use crate::log;
 use std::path::PathBuf;
 
 use super::{panes, Attaching, Client, ClientId, Mode, Server};
@@ -36,6 +37,15 @@ impl Server {
             self.session.attach_env = Some(env);
         }
         let size = panes::sane_size(size);
+        log::debug!(
+            format_args!("client {id}"),
+            "attached: {}x{}, its terminal {}, keys {:?}, notify {:?}",
+            size.0,
+            size.1,
+            if tty.is_some() { "handed over" } else { "kept" },
+            terminal.keys,
+            terminal.notify
+        );
         if self.session.state.workspaces.is_empty() {
             // Like tmux: a session's first pane starts where the user ran herdr.
             if let Err(e) = self.create_workspace(None, cwd) {
@@ -108,7 +118,7 @@ impl Server {
         let origin = PathBuf::from(format!("(client {id}'s config)"));
         let (bindings, diags) = Bindings::from_config(&config, &origin);
         for d in diags {
-            eprintln!("client {id}: key bindings: {d}");
+            log::warn!(format_args!("client {id}"), "key bindings: {d}");
         }
         bindings
     }

@@ -9,6 +9,7 @@
 //! and frames are skipped instead); API replies are bounded per connection and in all
 //! (`api`).
 
+use crate::log;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -195,63 +196,71 @@ impl Acceptor {
         let thread = std::thread::Builder::new()
             .name("herdr-accept".into())
             .spawn(move || {
-              let mut exhausted = false;
-              loop {
-                let ready =
-                    match crate::sys::poll_pty_and_wake(listener.as_fd(), &wake, true, false, None)
-                    {
+                let mut exhausted = false;
+                loop {
+                    let ready = match crate::sys::poll_pty_and_wake(
+                        listener.as_fd(),
+                        &wake,
+                        true,
+                        false,
+                        None,
+                    ) {
                         Ok(r) => r,
                         Err(e) => {
-                            eprintln!("herdr server: cannot accept connections: {e}");
+                            log::error!("server", "cannot accept connections: {e}");
                             return;
                         }
                     };
-                if ready.woken || flag.load(Ordering::Acquire) {
-                    return;
-                }
-                loop {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            if stream.set_nonblocking(false).is_err() {
-                                continue;
+                    if ready.woken || flag.load(Ordering::Acquire) {
+                        return;
+                    }
+                    loop {
+                        match listener.accept() {
+                            Ok((stream, _)) => {
+                                if stream.set_nonblocking(false).is_err() {
+                                    continue;
+                                }
+                                if !same_user(&stream) {
+                                    continue; // another user's process: close without a word
+                                }
+                                let Some(place) = HelloPlace::take(&pending) else {
+                                    refuse_busy(&stream);
+                                    continue;
+                                };
+                                let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
+                                let (events, api_open) = (events.clone(), api_open.clone());
+                                let _ = std::thread::Builder::new()
+                                    .name(format!("herdr-conn-{id}"))
+                                    .spawn(move || {
+                                        handle_connection(id, stream, events, place, &api_open)
+                                    });
                             }
-                            if !same_user(&stream) {
-                                continue; // another user's process: close without a word
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            // No descriptor left: the connection waits in the backlog, and the
+                            // socket stays readable, so poll would return at once; wait a
+                            // while (or for the stop) instead of spinning.
+                            Err(e) if crate::sys::nofile::is_exhausted(&e) => {
+                                if !exhausted {
+                                    log::error!(
+                                        "server",
+                                        "cannot accept connections: {e}; retrying every {} ms",
+                                        EXHAUSTED_RETRY.as_millis()
+                                    );
+                                    exhausted = true;
+                                }
+                                match crate::sys::poll_wake(&wake, Some(EXHAUSTED_RETRY)) {
+                                    Ok(r) if !r.woken => break,
+                                    _ => return,
+                                }
                             }
-                            let Some(place) = HelloPlace::take(&pending) else {
-                                refuse_busy(&stream);
-                                continue;
-                            };
-                            let id = ids.fetch_add(1, Ordering::AcqRel) + 1;
-                            let (events, api_open) = (events.clone(), api_open.clone());
-                            let _ = std::thread::Builder::new()
-                                .name(format!("herdr-conn-{id}"))
-                                .spawn(move || {
-                                    handle_connection(id, stream, events, place, &api_open)
-                                });
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        // No descriptor left: the connection waits in the backlog, and the
-                        // socket stays readable, so poll would return at once; wait a
-                        // while (or for the stop) instead of spinning.
-                        Err(e) if crate::sys::nofile::is_exhausted(&e) => {
-                            if !exhausted {
-                                eprintln!("herdr server: cannot accept connections: {e}; retrying every {} ms", EXHAUSTED_RETRY.as_millis());
-                                exhausted = true;
+                            // WouldBlock (all taken) or a failed connection: back to poll.
+                            Err(_) => {
+                                exhausted = false;
+                                break;
                             }
-                            match crate::sys::poll_wake(&wake, Some(EXHAUSTED_RETRY)) {
-                                Ok(r) if !r.woken => break,
-                                _ => return,
-                            }
-                        }
-                        // WouldBlock (all taken) or a failed connection: back to poll.
-                        Err(_) => {
-                            exhausted = false;
-                            break;
                         }
                     }
                 }
-              }
             })?;
         Ok(Acceptor {
             stop,
@@ -396,7 +405,10 @@ fn handle_connection(
         true => match receive_tty(reader.get_ref()) {
             Ok(fd) => Some(Arc::new(fd)),
             Err(e) => {
-                eprintln!("client {id}: closing connection: no terminal after offering one: {e}");
+                log::warn!(
+                    format_args!("client {id}"),
+                    "closing connection: no terminal after offering one: {e}"
+                );
                 return;
             }
         },

@@ -7,6 +7,7 @@
 //! once, so a huge paste costs one client's patience, not everybody's. A client whose
 //! backlog is full is not read until it shrinks, so the kernel holds back the rest.
 
+use crate::log;
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
@@ -191,7 +192,7 @@ impl Server {
             match crate::sys::poll_readable(&fds, timeout) {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("herdr server: poll failed: {e}");
+                    log::error!("server", "poll failed: {e}");
                     std::thread::sleep(Duration::from_millis(10));
                     return;
                 }

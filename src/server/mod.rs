@@ -35,6 +35,7 @@ mod render;
 mod session;
 mod start;
 
+use crate::log;
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -332,7 +333,10 @@ impl Server {
             }
         }));
         if result.is_err() {
-            eprintln!("herdr server: an internal error was caught; the session continues");
+            log::error!(
+                "server",
+                "an internal error was caught; the session continues"
+            );
             self.say("internal error (see the server log); the session continues");
         }
     }
@@ -342,8 +346,11 @@ impl Server {
             Event::Attach(a) => self.attach(*a),
             Event::ClientMsg(id, msg) => self.client_msg(id, msg),
             Event::ClientGone(id, reason) => {
-                if let Some(reason) = reason {
-                    eprintln!("client {id}: closing connection: {reason}");
+                match reason {
+                    Some(reason) => {
+                        log::warn!(format_args!("client {id}"), "closing connection: {reason}")
+                    }
+                    None => log::debug!(format_args!("client {id}"), "left"),
                 }
                 if let Some(c) = self.clients.by_id.remove(&id) {
                     self.abandon_paste(c.paste);
@@ -449,8 +456,9 @@ impl Server {
             }
         }));
         if result.is_err() {
-            eprintln!(
-                "herdr server: an internal error was caught in a timer; the session continues"
+            log::error!(
+                "server",
+                "an internal error was caught in a timer; the session continues"
             );
             self.clients.frame_due = None;
         }
@@ -539,7 +547,7 @@ impl Server {
             .stopping
             .clone()
             .unwrap_or_else(|| "server stopped".into());
-        eprintln!("herdr server: stopping: {why}");
+        log::info!("server", "stopping: {why}");
         self.agents.notify.stop();
         // Our copy of a lent terminal must not keep it open while its program is hung up.
         self.clients.lend.unlend();

@@ -2,6 +2,7 @@
 //! deciding when to save (see `persist::schedule`), and rebuilding a session from a
 //! snapshot at start-up.
 
+use crate::log;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -313,7 +314,7 @@ impl Server {
             p.last_report = Some(report);
         }
         if let Some(e) = failed {
-            eprintln!("persistence: saving the session failed: {e}");
+            log::error!("persistence", "saving the session failed: {e}");
             self.say(format!("could not save the session: {e}"));
         }
     }
@@ -337,7 +338,7 @@ impl Server {
             p.saver.finish();
             let report = persist::write(&p.paths, &job);
             if let Err(e) = &report.result {
-                eprintln!("persistence: the final save failed: {e}");
+                log::error!("persistence", "the final save failed: {e}");
             }
         }
     }
@@ -356,7 +357,7 @@ impl Server {
                     "{} was written by a newer herdr (snapshot version {v}); it is kept as is and this server will not save the session",
                     paths.session.display()
                 );
-                eprintln!("persistence: {msg}");
+                log::warn!("persistence", "{msg}");
                 self.say(msg.clone());
                 if let Some(p) = self.persist.as_mut() {
                     p.read_only = Some(msg);
@@ -375,7 +376,7 @@ impl Server {
                         paths.session.display()
                     ),
                 };
-                eprintln!("persistence: {msg}");
+                log::warn!("persistence", "{msg}");
                 self.say(msg.clone());
                 // Not moved aside: it may be fine (a permission problem, say), so it must
                 // not be overwritten.
@@ -389,8 +390,9 @@ impl Server {
             Loaded::Snapshot(snap, history) => {
                 let started = Instant::now();
                 let notes = self.restore(&snap, history.as_ref());
-                eprintln!(
-                    "persistence: restored {} pane(s) from {} in {} ms",
+                log::info!(
+                    "persistence",
+                    "restored {} pane(s) from {} in {} ms",
                     self.session.state.pane_count(),
                     paths.session.display(),
                     started.elapsed().as_millis()
@@ -407,7 +409,7 @@ impl Server {
                     self.say(format!("{first}{more}"));
                 }
                 for n in &notes {
-                    eprintln!("persistence: {n}");
+                    log::warn!("persistence", "{n}");
                 }
                 !self.session.state.workspaces.is_empty()
             }

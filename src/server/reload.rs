@@ -3,6 +3,7 @@
 //! their defaults exactly as at start (the rest still applies), and the answer says what
 //! changed, what could not apply now, and every problem.
 
+use crate::log;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
@@ -82,10 +83,11 @@ impl Server {
         self.agents.activity.rules = loaded.rules;
         self.apply_live(&old);
         for d in &done.problems {
-            eprintln!("config: {d}");
+            log::warn!("config", "{d}");
         }
-        eprintln!(
-            "config reloaded from {}: {} applied, {} not applied now, {} problem(s)",
+        log::info!(
+            "config",
+            "reloaded from {}: {} applied, {} not applied now, {} problem(s)",
             done.path.display(),
             done.applied.len(),
             done.not_applied.len(),

@@ -1,6 +1,7 @@
 //! Starting a server: the session's lock and socket, the configuration, signals, the
 //! saver, and `herdr server run` itself.
 
+use crate::log;
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
@@ -209,7 +210,7 @@ impl Server {
     /// them go to the log.
     pub(crate) fn report_config(&mut self, diags: &[crate::config::Diagnostic]) {
         for d in diags {
-            eprintln!("config: {d}");
+            log::warn!("config", "{d}");
         }
         if !diags.is_empty() {
             self.clients.message = Some((
@@ -222,16 +223,18 @@ impl Server {
     /// Starts the background saver (a server without one still serves, unsaved).
     pub(crate) fn start_persistence(&mut self) {
         match paths::ensure_state_dir(&self.session.name) {
-            Ok(dir) => {
-                match persist::Persistence::start(dir, self.events.tx.clone()) {
-                    Ok(p) => self.persist = Some(p),
-                    Err(e) => {
-                        eprintln!("persistence: cannot start the saver: {e}; the session will not be saved")
-                    }
+            Ok(dir) => match persist::Persistence::start(dir, self.events.tx.clone()) {
+                Ok(p) => self.persist = Some(p),
+                Err(e) => {
+                    log::error!(
+                        "persistence",
+                        "cannot start the saver: {e}; the session will not be saved"
+                    )
                 }
-            }
-            Err(e) => eprintln!(
-                "persistence: cannot create the state folder: {e}; the session will not be saved"
+            },
+            Err(e) => log::error!(
+                "persistence",
+                "cannot create the state folder: {e}; the session will not be saved"
             ),
         }
     }
@@ -242,11 +245,13 @@ impl Server {
 /// `told`: the user's soft limit, when a live handoff passed it on.
 pub(crate) fn raise_open_file_limit(told: Option<u64>) {
     match crate::sys::nofile::raise(told) {
-        Ok(l) => eprintln!(
+        Ok(l) => log::info!(
+            "server",
             "open files: limit {} (the hard limit; it was {} for this login), programs in panes get {}",
             l.soft, l.user_soft, l.user_soft
         ),
-        Err((l, e)) => eprintln!(
+        Err((l, e)) => log::warn!(
+            "server",
             "open files: cannot raise the soft limit {} to the hard limit {}: {e}; \
              about {} panes fit",
             l.soft,
@@ -261,6 +266,7 @@ pub(crate) fn raise_open_file_limit(told: Option<u64>) {
 /// (connections made from then on wait in its backlog until we serve them).
 pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> Result<(), StartError> {
     let _ = nix::unistd::setsid();
+    log::init(&paths::log_path(&session));
     raise_open_file_limit(None);
     let loaded = load_config();
     let (listener, socket, lock) = bind(&session)?;
@@ -284,7 +290,8 @@ pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> Result
             return Err(StartError::FirstPane(e));
         }
     }
-    eprintln!(
+    log::info!(
+        "server",
         "herdr server {} for session {} listening on {}",
         crate::protocol::version(),
         server.session.name,

@@ -437,18 +437,55 @@ pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::kill(pid, sig);
 }
 
-/// The local time of day of `unix` seconds as `HH:MM` (the status line's clock), by the
-/// C library's idea of the time zone (`TZ`, /etc/localtime).
-pub fn local_hhmm(unix: i64) -> String {
+/// A moment as the C library's idea of the time zone has it (`TZ`, /etc/localtime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalTime {
+    pub year: i32,
+    /// 1 to 12.
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    /// Seconds east of UTC (`+0100` is 3600).
+    pub utc_offset: i64,
+}
+
+/// `unix` seconds in local time (`None` if the C library cannot say).
+pub fn local_time(unix: i64) -> Option<LocalTime> {
     let t: libc::time_t = unix as libc::time_t;
     // SAFETY: `tm` is plain data that `localtime_r` fills in; both pointers are valid for
     // the call, and `localtime_r` (unlike `localtime`) keeps no shared state.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
-    if !ok {
-        return String::new();
-    }
-    format!("{:02}:{:02}", tm.tm_hour, tm.tm_min)
+    ok.then(|| LocalTime {
+        year: tm.tm_year + 1900,
+        month: (tm.tm_mon + 1) as u32,
+        day: tm.tm_mday as u32,
+        hour: tm.tm_hour as u32,
+        minute: tm.tm_min as u32,
+        second: tm.tm_sec as u32,
+        utc_offset: tm.tm_gmtoff as i64,
+    })
+}
+
+/// The local time of day of `unix` seconds as `HH:MM` (the status line's clock).
+pub fn local_hhmm(unix: i64) -> String {
+    local_time(unix)
+        .map(|t| format!("{:02}:{:02}", t.hour, t.minute))
+        .unwrap_or_default()
+}
+
+/// Points this process's standard error (fd 2) at `file`: whatever is written there from
+/// now on (a panic's message, a library's warning) goes to it. The descriptor is
+/// inherited by children, as standard error is.
+pub fn redirect_stderr(file: BorrowedFd<'_>) -> io::Result<()> {
+    nix::unistd::dup2_stderr(file).map_err(errno_to_io)
+}
+
+/// Points the descriptor `onto` at `file`, keeping its number (and `FD_CLOEXEC`).
+pub fn redirect(file: BorrowedFd<'_>, onto: &mut OwnedFd) -> io::Result<()> {
+    nix::unistd::dup3(file, onto, OFlag::O_CLOEXEC).map_err(errno_to_io)
 }
 
 /// This machine's host name, as the kernel has it (empty if it cannot be read).

@@ -113,7 +113,10 @@ impl Emulator {
         if catch_unwind(AssertUnwindSafe(|| self.term.process(bytes, seq))).is_ok() {
             return true;
         }
-        eprintln!("herdr: the terminal emulator failed on a program's output; it was rebuilt from its screen");
+        crate::log::error!(
+            "term",
+            "the emulator failed on a program's output; it was rebuilt from its screen"
+        );
         let effects = self.term.take_effects();
         let (rows, cols) = self.size();
         let cap = self.history.capacity();

@@ -8,6 +8,7 @@
 
 use super::ApiError;
 use crate::agent::Route;
+use crate::log;
 use crate::model::ids::TerminalId;
 use crate::pty::proc;
 use crate::server::Server;
@@ -129,7 +130,7 @@ impl Server {
                     thread.unwrap_or("unknown"),
                     found.len()
                 );
-                eprintln!("herdr server: {what}");
+                log::warn!("agent", "{what}");
                 Err(ApiError::new("unroutable", what))
             }
         }

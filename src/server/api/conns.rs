@@ -2,6 +2,7 @@
 //! when it stops reading. Only this part touches the connections; the requests' handlers
 //! answer through it.
 
+use crate::log;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -184,13 +185,15 @@ impl ApiState {
             return;
         };
         match why {
-            Refused::Behind => eprintln!(
-                "api connection {id}: not reading its replies/events ({} bytes queued); \
+            Refused::Behind => log::warn!(
+                format_args!("api connection {id}"),
+                "not reading its replies/events ({} bytes queued); \
                  disconnecting",
                 conn.writer.queued()
             ),
-            Refused::Budget(_) => eprintln!(
-                "api connection {id}: an event found the server's budget for queued \
+            Refused::Budget(_) => log::warn!(
+                format_args!("api connection {id}"),
+                "an event found the server's budget for queued \
                  replies spent; disconnecting"
             ),
         }

@@ -1,6 +1,7 @@
 //! `server.live_handoff`: the request, and its start, which waits until what clients sent
 //! and the server read is in the panes (the new server could not take it over).
 
+use crate::log;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -93,7 +94,7 @@ impl Server {
             "total_ms": ms(done.total),
             "window_ms": ms(done.window),
         });
-        eprintln!("handoff: done: {reply}");
+        log::info!("handoff", "done: {reply}");
         self.api.send_final(conn, reply_line(id, Ok(reply)));
         self.life.handed_off = true;
         self.stop("handed the session to a new server");

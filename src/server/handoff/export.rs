@@ -7,6 +7,7 @@
 //! process is killed, every pane resumes, the public socket is bound again if it was
 //! given up. After `committed` the new server owns the session.
 
+use crate::log;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -143,7 +144,7 @@ impl<'a> Handoff<'a> {
             Err(e) => {
                 self.roll_back();
                 self.parts.clients.lend.resume();
-                eprintln!("handoff: rolled back: {e}");
+                log::error!("handoff", "rolled back: {e}");
                 Err(e)
             }
         }
@@ -467,10 +468,13 @@ impl<'a> Handoff<'a> {
         }
         if let Err(e) = expect(&mut ex.sock, "owned", STEP_TIMEOUT) {
             // Nothing to undo: the new server has the session (or died with it).
-            eprintln!("handoff: committed, but the new server did not confirm: {e}");
+            log::warn!(
+                "handoff",
+                "committed, but the new server did not confirm: {e}"
+            );
         }
         ex.phases.mark("owned");
-        eprintln!("handoff: {} panes; {}", ex.panes, ex.phases.report());
+        log::info!("handoff", "{} panes; {}", ex.panes, ex.phases.report());
         Ok(Done {
             pid: ex.pid,
             version: ex.version,
@@ -501,10 +505,10 @@ impl<'a> Handoff<'a> {
                 Ok(listener) => {
                     match Acceptor::spawn(listener, (*events).clone(), listen.next_conn_id.take()) {
                         Ok(a) => listen.acceptor = Some(a),
-                        Err(e) => eprintln!("handoff: cannot accept connections again: {e}"),
+                        Err(e) => log::error!("handoff", "cannot accept connections again: {e}"),
                     }
                 }
-                Err(e) => eprintln!("handoff: cannot listen again: {e:#}"),
+                Err(e) => log::error!("handoff", "cannot listen again: {e:#}"),
             }
         }
         for tid in progress.paused {

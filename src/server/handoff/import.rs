@@ -3,6 +3,7 @@
 //! and set to preserve their programs, so if it fails or is killed, nobody dies and the
 //! old server carries on. On any doubt before `committed` it exits.
 
+use crate::log;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ struct Incoming {
 
 pub fn main(session: SessionName, from: PathBuf) -> Result<(), ImportError> {
     let _ = nix::unistd::setsid();
+    log::init(&crate::paths::log_path(&session));
     let token = std::env::var(TOKEN_ENV).map_err(ImportError::NotByHand)?;
     // Panes started later must not inherit it (nothing else runs yet in this process).
     std::env::remove_var(TOKEN_ENV);
@@ -237,7 +239,10 @@ fn serve(
         other => {
             // Not ours: leave without touching a program (the old server rolls back and
             // binds the socket again once this process is gone).
-            eprintln!("handoff: not committed ({other:?}); leaving the session to the old server");
+            log::warn!(
+                "handoff",
+                "not committed ({other:?}); leaving the session to the old server"
+            );
             std::process::exit(1);
         }
     }
@@ -256,7 +261,8 @@ fn serve(
         p.generation = manifest.persist_generation;
         p.read_only = manifest.persist_read_only.clone();
     }
-    eprintln!(
+    log::info!(
+        "server",
         "herdr server {} took over session {} from {} ({} panes) and listens on {}",
         version(),
         server.session.name,

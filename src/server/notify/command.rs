@@ -8,6 +8,7 @@
 //! log. Nothing it does can hold the server up, and none outlives the server: those still
 //! running when it stops are killed ([`Runner::stop`]).
 
+use crate::log;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -75,7 +76,7 @@ impl Runner {
             .name("herdr-notify".into())
             .spawn(move || {
                 if let Err(e) = run_one(&argv, &input, timeout, &running) {
-                    eprintln!("herdr server: notify command {}: {e}", shown(&argv));
+                    log::warn!("notify", "command {}: {e}", shown(&argv));
                 }
                 count.fetch_sub(1, Ordering::AcqRel);
             })

@@ -13,6 +13,7 @@ pub mod command;
 pub mod limit;
 pub mod text;
 
+use crate::log;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -127,7 +128,10 @@ impl Server {
         if !self.agents.notify.limiter.allow(tid, Instant::now()) {
             if self.agents.notify.dropping.insert(tid) {
                 let no = self.pane_no(pane);
-                eprintln!("herdr server: notifications of {no} come too fast; dropping some");
+                log::warn!(
+                    "notify",
+                    "notifications of {no} come too fast; dropping some"
+                );
             }
             return;
         }
@@ -167,7 +171,7 @@ impl Server {
         let argv = self.session.config.notify_command.clone();
         let shown = command::shown(&argv);
         if let Err(e) = self.agents.notify.runner.run(argv, format!("{event}\n")) {
-            eprintln!("herdr server: notify command {shown} not run: {e}");
+            log::warn!("notify", "command {shown} not run: {e}");
         }
     }
 
