@@ -67,12 +67,32 @@ fn remote_install_attach_reconnect_and_reattach() {
     );
 
     // A second connect reuses the installed binary and the running server.
-    let t = env.client_with_args(120, 36, &args);
+    let mut t = env.client_with_args(120, 36, &args);
     t.wait_text("after-5");
     assert_eq!(
         std::fs::metadata(&installed).unwrap().modified().unwrap(),
         installed_at
     );
+
+    // The session picker lists the host's sessions, and Enter moves this client to
+    // another one over a new bridge.
+    t.line(&format!(
+        "{} --session zz-two server start",
+        installed.display()
+    ));
+    t.wait_text("started the herdr server for session zz-two");
+    t.prefix(b"s");
+    t.wait("zz-two in the picker", |t| {
+        t.contents()
+            .lines()
+            .any(|l| l.contains("zz-two") && l.contains("running"))
+    });
+    t.send(b"G");
+    t.send(b"\r");
+    t.wait_text("[zz-two]");
+    t.wait_text(PROMPT);
+    t.line("echo in-$((2*11))");
+    t.wait_text("in-22");
 }
 
 #[test]

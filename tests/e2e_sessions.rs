@@ -230,6 +230,12 @@ fn a_running_session_is_renamed_and_its_programs_still_reach_it() {
     wait_until("the state under the new name", || {
         state.join("fresh/session.json").exists() && !state.join(&old).exists()
     });
+    // The log moved too, and goes on there.
+    let log = std::fs::read_to_string(state.join("fresh/server.log")).unwrap_or_default();
+    assert!(
+        log.contains(&format!("INFO session: renamed from {old} to fresh")),
+        "{log}"
+    );
 
     // The shell started before the rename was told the old name; herdr run there still
     // reaches this server by it.

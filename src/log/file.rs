@@ -83,6 +83,11 @@ impl Rotating {
         }
     }
 
+    /// The file now lives at `path` (moved with its folder).
+    pub fn moved(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
     /// Writes one line in one write, then rotates if the file has passed its bound. An
     /// error is returned for the caller to count, never retried.
     pub fn write(&mut self, line: &[u8]) -> io::Result<()> {

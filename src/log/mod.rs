@@ -95,6 +95,14 @@ pub fn init(path: &Path) {
     }
 }
 
+/// The log file was moved to `path` (its session was renamed): rotated there from now
+/// on. The descriptor written to is the same file, moved.
+pub fn moved(path: &Path) {
+    if let Some(sink) = sink().as_mut() {
+        sink.moved(path);
+    }
+}
+
 fn sink() -> std::sync::MutexGuard<'static, Option<file::Rotating>> {
     SINK.lock().unwrap_or_else(|e| e.into_inner())
 }

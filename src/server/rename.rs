@@ -73,23 +73,24 @@ impl Server {
         let agent_moved = std::fs::symlink_metadata(&old_agent).is_ok()
             && move_and_link(&old_agent, &new_agent).is_ok();
         // The saved state and the log, with the saver stopped meanwhile.
-        if let Some(p) = self.persist.as_mut() {
-            let (f, t) = (from.clone(), to.clone());
-            let moved = p.relocate(self.session.events.clone(), move || {
+        let (f, t) = (from.clone(), to.clone());
+        let moved = match self.persist.as_mut() {
+            Some(p) => p.relocate(self.session.events.clone(), move || {
                 paths::move_state(&f, &t).map(|()| paths::state_dir(&t))
-            });
-            if let Err(e) = moved {
-                // Whatever did move goes back (the new name's folder held nothing).
-                let _ = paths::move_state(&to, &from);
-                if agent_moved {
-                    unlink_and_move_back(&old_agent, &new_agent);
-                }
-                unlink_and_move_back(&old_socket, &new_socket);
-                return Err(ApiError::new(
-                    "internal",
-                    format!("cannot move the saved state: {e}"),
-                ));
+            }),
+            None => paths::move_state(&f, &t),
+        };
+        if let Err(e) = moved {
+            // Whatever did move goes back (the new name's folder held nothing).
+            let _ = paths::move_state(&to, &from);
+            if agent_moved {
+                unlink_and_move_back(&old_agent, &new_agent);
             }
+            unlink_and_move_back(&old_socket, &new_socket);
+            return Err(ApiError::new(
+                "internal",
+                format!("cannot move the saved state: {e}"),
+            ));
         }
         // From now on the session's lock is the new name's, and the old name's is kept.
         let old_lock = match self.lock.replace(lock) {
@@ -103,7 +104,8 @@ impl Server {
         if let Some(lock) = old_lock {
             self.session.old_names.push(OldName { links, _lock: lock });
         }
-        eprintln!("session {from} renamed to {to}");
+        crate::log::moved(&paths::log_path(&to));
+        crate::log::info!("session", "renamed from {from} to {to}");
         self.session.name = to.clone();
         self.session.socket = new_socket;
         self.persist_note_change();
