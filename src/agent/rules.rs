@@ -211,6 +211,23 @@ mod tests {
             Some("working"),
             "its status line cut short in a narrow pane"
         );
+        for retrying in [
+            "• Reconnecting… 2/5",
+            "• Reconnecting... 1/5 (stream closed)",
+        ] {
+            assert_eq!(
+                codex.classify(&rows(&format!("{retrying}\n› Ask Codex"))),
+                Some("working"),
+                "{retrying}: a dropped stream retried is still the turn"
+            );
+        }
+        assert_eq!(
+            codex.classify(&rows(
+                "Reconnecting to the office VPN fixed it.\n› Ask Codex"
+            )),
+            None,
+            "an answer's words are not its status line"
+        );
         assert_eq!(
             codex.classify(&rows("• I kept Working (5s budget) in mind\n")),
             None,
