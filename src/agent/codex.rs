@@ -2,10 +2,12 @@
 //! `notify` in its `config.toml` when a turn completes, with a JSON description of the
 //! turn (its `thread-id` is the session `codex resume` takes). herdr sets `notify` to its
 //! own hook; a `notify` the user already had is kept: herdr's hook runs it afterwards with
-//! the same JSON, and uninstall puts it back.
+//! the same JSON, and uninstall puts it back. Install also adds Codex's lifecycle hooks
+//! (`codex_hooks`): herdr's entries in `hooks.json`, and their trust records in a second
+//! block at the end of `config.toml`.
 //!
 //! Invariants: the file is edited as text, so comments, order and unknown keys stay as they
-//! were; everything herdr adds sits between two marker lines; uninstall after install gives
+//! were; everything herdr adds sits between marker lines; uninstall after install gives
 //! back the file byte for byte; before every change the file as it was is kept in
 //! `config.toml.herdr-backup`; the file keeps its mode (and stays a link if it is one); a
 //! file that is not valid TOML is never touched.
