@@ -37,14 +37,15 @@ const NAMES: &[&str] = &[
     "Stop",
 ];
 
-/// herdr's hooks in `hooks.json`: `herdr agent hook codex <Event>`.
+/// herdr's hooks in `hooks.json`: `herdr agent hook codex <Event>`, each given 10 s
+/// (Codex waits for its hooks, by default for up to 600 s).
 pub const SET: HookSet = HookSet {
     events: NAMES,
     prefix: "herdr agent hook codex ",
+    timeout: Some(TIMEOUT_SECS),
 };
 
-/// How long Codex gives a hook that names no timeout (part of what it hashes).
-const DEFAULT_TIMEOUT_SECS: u64 = 600;
+const TIMEOUT_SECS: u64 = 10;
 
 const BEGIN: &str =
     "# >>> herdr hooks trusted (`herdr integration uninstall codex` removes this block)";
@@ -87,11 +88,11 @@ pub fn hook_report(event: &str, input: &str) -> Option<super::HookReport> {
 
 /// The hash Codex records when its user trusts a command hook without a matcher: SHA-256
 /// of `{"event_name", "hooks": [{type, command, timeout, async}]}` as canonical JSON
-/// (keys sorted, no spaces), the timeout its default.
-fn trusted_hash(event_key: &str, command: &str) -> String {
+/// (keys sorted, no spaces).
+fn trusted_hash(event_key: &str, command: &str, timeout: u64) -> String {
     let s = |v: &str| serde_json::Value::String(v.to_string()).to_string();
     let identity = format!(
-        r#"{{"event_name":{},"hooks":[{{"async":false,"command":{},"timeout":{DEFAULT_TIMEOUT_SECS},"type":"command"}}]}}"#,
+        r#"{{"event_name":{},"hooks":[{{"async":false,"command":{},"timeout":{timeout},"type":"command"}}]}}"#,
         s(event_key),
         s(command)
     );
@@ -116,11 +117,11 @@ fn records(hooks_text: &str, hooks_path: &Path) -> Vec<(String, String)> {
             for (j, hook) in hooks.iter().enumerate() {
                 if hook["type"] == "command"
                     && hook["command"] == command.as_str()
-                    && hook.get("timeout").is_none()
+                    && hook["timeout"] == TIMEOUT_SECS
                     && entry.get("matcher").is_none()
                 {
                     let id = format!("{}:{key}:{i}:{j}", hooks_path.display());
-                    out.push((id, trusted_hash(key, &command)));
+                    out.push((id, trusted_hash(key, &command, TIMEOUT_SECS)));
                 }
             }
         }
@@ -207,10 +208,11 @@ mod tests {
 
     #[test]
     fn the_hash_is_the_one_codex_records_when_its_user_trusts_the_hook() {
-        // As Codex 0.171.0 computes it (and takes it: the real Codex runs herdr's hooks
-        // with this record and asks nothing, tests/e2e_real_agents.rs).
+        // For this command without a timeout (Codex's default, 600 s): Codex 0.171.0 took
+        // this record, running the hook without asking; the same way of hashing gave,
+        // for another command, the very record Codex wrote when told "Trust all".
         assert_eq!(
-            trusted_hash("stop", "herdr agent hook codex Stop"),
+            trusted_hash("stop", "herdr agent hook codex Stop", 600),
             "sha256:2f11b2c2e462ad2692e6f849bc03296cd140a5cc85ad27e879f75d92c2d2f9a6"
         );
     }
@@ -274,7 +276,7 @@ mod tests {
         let stop = &state["/h/.codex/hooks.json:stop:1:0"]["trusted_hash"];
         assert_eq!(
             stop.as_str(),
-            Some(trusted_hash("stop", "herdr agent hook codex Stop").as_str())
+            Some(trusted_hash("stop", "herdr agent hook codex Stop", 10).as_str())
         );
         assert!(state.contains_key("/h/.codex/hooks.json:session_start:0:0"));
         assert_eq!(add_trust(&once, &hooks, &path, &config).unwrap(), once);

@@ -25,12 +25,15 @@ pub struct HookSet {
     pub events: &'static [&'static str],
     /// What every one of herdr's commands starts with (recognised again by it).
     pub prefix: &'static str,
+    /// The seconds the agent gives each of them, if herdr names it.
+    pub timeout: Option<u64>,
 }
 
 /// Claude Code's: `herdr agent hook claude <Event>`.
 pub const CLAUDE: HookSet = HookSet {
     events: CLAUDE_EVENTS,
     prefix: "herdr agent hook claude ",
+    timeout: None,
 };
 
 impl HookSet {
@@ -70,7 +73,11 @@ impl HookSet {
 
     /// The entry herdr adds to an event's list.
     fn entry(&self, event: &str) -> Value {
-        json!({ "hooks": [ { "type": "command", "command": self.command(event) } ] })
+        let mut hook = json!({ "type": "command", "command": self.command(event) });
+        if let Some(secs) = self.timeout {
+            hook["timeout"] = json!(secs);
+        }
+        json!({ "hooks": [hook] })
     }
 }
 
