@@ -170,28 +170,32 @@ pub fn installed(text: &str) -> bool {
     block(text).is_some()
 }
 
-/// Installs herdr's `notify` and lifecycle hooks: `hooks.json` beside `path` first (its
-/// entries' places name their trust records), then `config.toml` in one change (the
-/// notify block at its top, the trust records for herdr's hooks at its end).
+/// Installs herdr's `notify` and lifecycle hooks. Both files' new texts are made first
+/// (the entries' places in `hooks.json` name their trust records), so a file herdr cannot
+/// edit leaves both as they were; then `hooks.json` is written, and `config.toml` once
+/// (the notify block at its top, the trust records for herdr's hooks at its end).
 pub fn install(path: &Path) -> Result<String, IntegrationError> {
     let hooks = hooks_path(path);
     let old = read_text(path)?;
     let text = old.clone().unwrap_or_default();
-    // Checked before hooks.json is touched: a config herdr cannot edit changes nothing.
-    add_hook(&text, path)?;
-    let hooks_text = edit_hooks(&hooks, true)?;
-    let new = add_trust(&add_hook(&text, path)?, &hooks_text, &hooks, path)?;
-    if new == text {
+    let old_hooks = read_text(&hooks)?;
+    let hooks_text = old_hooks.clone().unwrap_or_else(|| "{}\n".to_string());
+    let new_hooks = integration::add_set(&SET, &hooks_text, &hooks)?;
+    let new = add_trust(&add_hook(&text, path)?, &new_hooks, &hooks, path)?;
+    let hooks_changed = old_hooks.as_deref() != Some(new_hooks.as_str());
+    if hooks_changed {
+        replace(&hooks, old_hooks.as_deref(), &new_hooks)?;
+    }
+    if new == text && !hooks_changed {
         return Ok(format!(
             "herdr's hooks are already in {} and {}",
             path.display(),
             hooks.display()
         ));
     }
-    if old.is_some() {
-        backup(path, text.as_bytes())?;
+    if new != text {
+        replace(path, old.as_deref(), &new)?;
     }
-    write_file(path, new.as_bytes())?;
     Ok(format!(
         "installed herdr's hooks in {} and {}",
         path.display(),
@@ -199,25 +203,13 @@ pub fn install(path: &Path) -> Result<String, IntegrationError> {
     ))
 }
 
-/// Adds (or removes) herdr's entries in `hooks.json`, backing it up before a change; its
-/// text afterwards.
-fn edit_hooks(hooks: &Path, add: bool) -> Result<String, IntegrationError> {
-    let old = read_text(hooks)?;
-    let Some(text) = old.clone().or_else(|| add.then(|| "{}\n".to_string())) else {
-        return Ok(String::new());
-    };
-    let new = if add {
-        integration::add_set(&SET, &text, hooks)?
-    } else {
-        integration::remove_set(&SET, &text, hooks)?
-    };
-    if old.as_deref() != Some(new.as_str()) {
-        if let Some(old) = &old {
-            backup(hooks, old.as_bytes())?;
-        }
-        write_file(hooks, new.as_bytes())?;
+/// Writes `new` over a file whose text was `old` (`None`: it did not exist), backing the
+/// old text up first.
+fn replace(path: &Path, old: Option<&str>, new: &str) -> Result<(), IntegrationError> {
+    if let Some(old) = old {
+        backup(path, old.as_bytes())?;
     }
-    Ok(new)
+    write_file(path, new.as_bytes())
 }
 
 pub fn uninstall(path: &Path) -> Result<String, IntegrationError> {
@@ -226,7 +218,12 @@ pub fn uninstall(path: &Path) -> Result<String, IntegrationError> {
     if let Some(text) = &text {
         check(text, path)?;
     }
-    edit_hooks(&hooks, false)?;
+    if let Some(old) = read_text(&hooks)? {
+        let new = integration::remove_set(&SET, &old, &hooks)?;
+        if new != old {
+            replace(&hooks, Some(&old), &new)?;
+        }
+    }
     let Some(text) = text else {
         return Ok(format!(
             "{} does not exist; nothing to remove",
@@ -237,8 +234,7 @@ pub fn uninstall(path: &Path) -> Result<String, IntegrationError> {
     if new == text {
         return Ok(format!("no herdr hook in {}", path.display()));
     }
-    backup(path, text.as_bytes())?;
-    write_file(path, new.as_bytes())?;
+    replace(path, Some(&text), &new)?;
     Ok(format!(
         "removed herdr's hooks from {} and {}",
         path.display(),
@@ -523,6 +519,14 @@ command = "docs-mcp"
         // An install by an earlier herdr (notify only) reads as partly installed.
         std::fs::write(&path, add_hook(FIXTURE, &path).unwrap()).unwrap();
         assert!(status(&path).unwrap().contains("partly installed"));
+        // A file herdr cannot read leaves both as they were.
+        std::fs::write(&path, "model = [").unwrap();
+        assert!(install(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&hooks).unwrap(), own);
+        std::fs::write(&path, FIXTURE).unwrap();
+        std::fs::write(&hooks, "{ not json").unwrap();
+        assert!(install(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
     }
 
     #[test]
