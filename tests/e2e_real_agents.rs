@@ -324,8 +324,13 @@ fn codex_its_approval_prompt_is_blocked_and_once_approved_it_works_then_idles() 
     let a = Agent::codex("real-codex-tool");
     let from = a.ask("[tool] make a file");
     a.wait_output("Would you like to run");
-    a.wait_state("blocked", TURN);
-    a.keys(&["Enter"]);
+    // Its PermissionRequest hook comes as the prompt shows: blocked at once.
+    a.wait_state("blocked", Duration::from_secs(1));
+    a.client.wait_text("! codex blocked p1");
+    // Mid-turn (notify comes only at its end): the hooks named the pane's thread.
+    let thread = turn_thread(&a.mock, "tool");
+    assert_eq!(sessions(&a.env), [("p1".into(), serde_json::json!(thread))]);
+    answer_codex(&a.env, "p1", "Enter");
     a.wait_output(TOOL_ANSWER);
     a.wait_state("idle", TURN);
     a.wait_states(from, &["working", "blocked", "working", "idle"]);
@@ -338,7 +343,7 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
     let from = a.ask("[tool] make a file");
     a.wait_output("Would you like to run");
     a.wait_state("blocked", TURN);
-    a.keys(&["Escape"]);
+    answer_codex(&a.env, "p1", "Escape");
     a.wait_state("idle", TURN);
     a.wait_states(from, &["working", "blocked", "idle"]);
     assert!(
@@ -351,6 +356,28 @@ fn codex_a_rejected_prompt_and_an_interrupted_turn_end_idle() {
     a.keys(&["Escape"]);
     a.wait_state("idle", TURN);
     a.wait_states(from, &["working", "idle"]);
+}
+
+/// Answers Codex's approval prompt in `pane` with `key`, pressed again while the prompt
+/// still shows a second later: Codex 0.171 was seen to lose a key that came within
+/// moments of the prompt showing, sooner than a person reads it (and herdr says
+/// `blocked` that soon now that Codex's hook tells it).
+fn answer_codex(env: &Env, pane: &str, key: &str) {
+    let end = std::time::Instant::now() + TURN;
+    loop {
+        ok(env.herdr(&["pane", "keys", "--pane", pane, key]));
+        let pressed = std::time::Instant::now();
+        while pressed.elapsed() < Duration::from_secs(1) {
+            if !ok(env.herdr(&["pane", "read", "--pane", pane])).contains("esc to cancel") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{pane}: the prompt never took {key}"
+        );
+    }
 }
 
 /// Types `text` into the agent in `pane` and, once its input box shows it, presses Enter,
@@ -369,6 +396,19 @@ fn type_and_enter(env: &Env, pane: &str, text: &str) {
     // Codex draws `› text`, Claude Code `❯` and a no-break space.
     support::wait_output(env, pane, &format!("[›❯][ \u{a0}]{shown}"));
     ok(env.herdr(&["pane", "keys", "--pane", pane, "Enter"]));
+}
+
+/// The thread of the first request of the mock's `turn` kind, as Codex sent it.
+fn turn_thread(mock: &MockApi, turn: &str) -> String {
+    mock.requests()
+        .iter()
+        .find(|r| r.turn == turn)
+        .and_then(|r| {
+            r.body["client_metadata"]["thread_id"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no {turn} turn:\n{}", mock.summary()))
 }
 
 /// The thread of the turn whose prompt held `marker`, as Codex sent it to the API.
@@ -452,6 +492,27 @@ fn codex_in_two_panes_each_turn_reaches_its_own_pane_also_after_a_restart() {
                 (p2.clone(), serde_json::json!(t2)),
             ]
     });
+    // A permission prompt in p2 blocks p2 at once (its hook runs in the server p1's
+    // Codex started, with p1's environment), and p1 hears nothing of it.
+    let (from1, from2) = (a.events.states("p1").len(), a.events.states(&p2).len());
+    type_and_enter(&a.env, &p2, "[tool] make a file");
+    support::wait_output(&a.env, &p2, "Would you like to run");
+    let blocked = [
+        "pane",
+        "wait",
+        "--pane",
+        &p2,
+        "--agent-state",
+        "blocked",
+        "--timeout",
+        "1",
+    ];
+    ok(a.env.herdr(&blocked));
+    answer_codex(&a.env, &p2, "Enter");
+    a.events
+        .wait_sequence(&p2, from2, &["working", "blocked", "working", "idle"], TURN);
+    assert_eq!(a.events.states_since("p1", from1), Vec::<String>::new());
+    assert_eq!(a.pane()["agent_state"], "idle");
 
     // After a restart both resume their own threads; the background server lives on,
     // now a child of init, and still reports for both.

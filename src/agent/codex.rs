@@ -2,10 +2,12 @@
 //! `notify` in its `config.toml` when a turn completes, with a JSON description of the
 //! turn (its `thread-id` is the session `codex resume` takes). herdr sets `notify` to its
 //! own hook; a `notify` the user already had is kept: herdr's hook runs it afterwards with
-//! the same JSON, and uninstall puts it back.
+//! the same JSON, and uninstall puts it back. Install also adds Codex's lifecycle hooks
+//! (`codex_hooks`): herdr's entries in `hooks.json`, and their trust records in a second
+//! block at the end of `config.toml`.
 //!
 //! Invariants: the file is edited as text, so comments, order and unknown keys stay as they
-//! were; everything herdr adds sits between two marker lines; uninstall after install gives
+//! were; everything herdr adds sits between marker lines; uninstall after install gives
 //! back the file byte for byte; before every change the file as it was is kept in
 //! `config.toml.herdr-backup`; the file keeps its mode (and stays a link if it is one); a
 //! file that is not valid TOML is never touched.
@@ -14,8 +16,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::codex_hooks::{add_trust, hooks_path, remove_trust, trust_installed, SET};
 use super::error::IntegrationError;
-use super::integration::{backup, read_text, write_file};
+use super::integration::{self, backup, read_text, write_file};
 
 /// The marker lines around everything herdr adds (matched without their line ending, so
 /// a file an editor turned to CRLF is still recognised).
@@ -31,10 +34,12 @@ const BOM: &str = "\u{feff}";
 /// The words before Codex's JSON argument: `herdr agent hook codex notify [CHAIN…] JSON`.
 pub const HOOK: &[&str] = &["herdr", "agent", "hook", "codex", "notify"];
 
-/// `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
+/// `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`. Codex resolves `$CODEX_HOME`
+/// to its real path (and names files in its trust records by it), so does herdr.
 pub fn config_path() -> PathBuf {
     if let Some(home) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(home).join("config.toml");
+        let home = std::fs::canonicalize(&home).unwrap_or_else(|_| PathBuf::from(home));
+        return home.join("config.toml");
     }
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -62,8 +67,8 @@ fn check(text: &str, path: &Path) -> Result<Doc, IntegrationError> {
     })
 }
 
-/// The lines of `text`, each with its line ending.
-fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+/// The lines of `text`, each with its line ending and where it starts.
+pub(super) fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split_inclusive('\n').scan(0, |at, line| {
         let start = *at;
         *at += line.len();
@@ -71,7 +76,8 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
-fn bare(line: &str) -> &str {
+/// A line without its line ending (and a byte-order mark before it).
+pub(super) fn bare(line: &str) -> &str {
     let line = line.strip_prefix(BOM).unwrap_or(line);
     line.trim_end_matches('\n').trim_end_matches('\r')
 }
@@ -164,38 +170,94 @@ pub fn installed(text: &str) -> bool {
     block(text).is_some()
 }
 
+/// Installs herdr's `notify` and lifecycle hooks. Both files' new texts are made first
+/// (the entries' places in `hooks.json` name their trust records), so a file herdr cannot
+/// edit leaves both as they were; then `hooks.json` is written, and `config.toml` once
+/// (the notify block at its top, the trust records for herdr's hooks at its end).
 pub fn install(path: &Path) -> Result<String, IntegrationError> {
+    let hooks = hooks_path(path);
     let old = read_text(path)?;
     let text = old.clone().unwrap_or_default();
-    let new = add_hook(&text, path)?;
-    if new == text {
-        return Ok(format!("herdr's hook is already in {}", path.display()));
+    let old_hooks = read_text(&hooks)?;
+    let hooks_text = old_hooks.clone().unwrap_or_else(|| "{}\n".to_string());
+    let new_hooks = integration::add_set(&SET, &hooks_text, &hooks)?;
+    let new = add_trust(&add_hook(&text, path)?, &new_hooks, &hooks, path)?;
+    let hooks_changed = old_hooks.as_deref() != Some(new_hooks.as_str());
+    if hooks_changed {
+        replace(&hooks, old_hooks.as_deref(), &new_hooks)?;
     }
-    if old.is_some() {
-        backup(path, text.as_bytes())?;
+    if new == text && !hooks_changed {
+        return Ok(format!(
+            "herdr's hooks are already in {} and {}",
+            path.display(),
+            hooks.display()
+        ));
     }
-    write_file(path, new.as_bytes())?;
-    Ok(format!("installed herdr's hook in {}", path.display()))
+    if new != text {
+        replace(path, old.as_deref(), &new)?;
+    }
+    Ok(format!(
+        "installed herdr's hooks in {} and {}",
+        path.display(),
+        hooks.display()
+    ))
+}
+
+/// Writes `new` over a file whose text was `old` (`None`: it did not exist), backing the
+/// old text up first.
+fn replace(path: &Path, old: Option<&str>, new: &str) -> Result<(), IntegrationError> {
+    if let Some(old) = old {
+        backup(path, old.as_bytes())?;
+    }
+    write_file(path, new.as_bytes())
 }
 
 pub fn uninstall(path: &Path) -> Result<String, IntegrationError> {
-    let Some(text) = read_text(path)? else {
+    let hooks = hooks_path(path);
+    let text = read_text(path)?;
+    if let Some(text) = &text {
+        check(text, path)?;
+    }
+    if let Some(old) = read_text(&hooks)? {
+        let new = integration::remove_set(&SET, &old, &hooks)?;
+        if new != old {
+            replace(&hooks, Some(&old), &new)?;
+        }
+    }
+    let Some(text) = text else {
         return Ok(format!(
             "{} does not exist; nothing to remove",
             path.display()
         ));
     };
-    if !installed(&text) {
+    let new = remove_hook(&remove_trust(&text));
+    if new == text {
         return Ok(format!("no herdr hook in {}", path.display()));
     }
-    backup(path, text.as_bytes())?;
-    write_file(path, remove_hook(&text).as_bytes())?;
-    Ok(format!("removed herdr's hook from {}", path.display()))
+    replace(path, Some(&text), &new)?;
+    Ok(format!(
+        "removed herdr's hooks from {} and {}",
+        path.display(),
+        hooks.display()
+    ))
 }
 
 pub fn status(path: &Path) -> Result<String, IntegrationError> {
+    let hooks = hooks_path(path);
+    let hooked = match read_text(&hooks)? {
+        Some(t) => integration::missing_of(&SET, &integration::parse(&t, &hooks)?).is_empty(),
+        None => false,
+    };
     Ok(match read_text(path)? {
-        Some(t) if installed(&t) => format!("codex: installed ({})", path.display()),
+        Some(t) if installed(&t) && hooked && trust_installed(&t) => format!(
+            "codex: installed ({}, {})",
+            path.display(),
+            hooks.display()
+        ),
+        Some(t) if installed(&t) => format!(
+            "codex: partly installed, its notify without its lifecycle hooks ({}); `herdr integration install codex` adds them",
+            path.display()
+        ),
         Some(_) => format!("codex: not installed ({})", path.display()),
         None => format!("codex: not installed ({} does not exist)", path.display()),
     })
@@ -280,17 +342,22 @@ pub fn hook_report(payload: &str) -> Option<super::HookReport> {
     })
 }
 
-/// The turn's folder and the first line of its last prompt, cut at a character boundary.
+/// The turn's folder and the first line of its last prompt.
 fn route(v: &serde_json::Value) -> Option<super::Route> {
-    let cwd = v.get("cwd")?.as_str()?.to_string();
+    let cwd = v.get("cwd")?.as_str()?;
     let last = v.get("input-messages")?.as_array()?.last()?.as_str()?;
-    let line = last.lines().map(str::trim).find(|l| !l.is_empty())?;
+    prompt_route(cwd, last)
+}
+
+/// A turn's folder and the first line of its prompt, cut at a character boundary.
+pub(super) fn prompt_route(cwd: &str, prompt: &str) -> Option<super::Route> {
+    let line = prompt.lines().map(str::trim).find(|l| !l.is_empty())?;
     let mut end = line.len().min(super::Route::PROMPT_MAX);
     while !line.is_char_boundary(end) {
         end -= 1;
     }
     Some(super::Route {
-        cwd,
+        cwd: cwd.to_string(),
         prompt: line[..end].to_string(),
     })
 }
@@ -417,6 +484,49 @@ command = "docs-mcp"
         assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn the_lifecycle_hooks_go_in_beside_the_users_own_and_come_out_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let hooks = hooks_path(&path);
+        let own = "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"say done\"\n          }\n        ]\n      }\n    ]\n  },\n  \"x\": 1\n}\n";
+        std::fs::write(&hooks, own).unwrap();
+        std::fs::write(&path, FIXTURE).unwrap();
+        install(&path).unwrap();
+        assert!(status(&path).unwrap().starts_with("codex: installed"));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&hooks).unwrap()).unwrap();
+        assert_eq!(json["hooks"]["Stop"][0]["hooks"][0]["command"], "say done");
+        assert_eq!(
+            json["hooks"]["Stop"][1]["hooks"][0]["command"],
+            "herdr agent hook codex Stop"
+        );
+        assert_eq!(json["hooks"].as_object().unwrap().len(), 6);
+        let config = std::fs::read_to_string(&path).unwrap();
+        let doc: toml::Table = toml::from_str(&config).unwrap();
+        let key = format!("{}:stop:1:0", hooks.display());
+        assert!(
+            doc["hooks"]["state"][&key]["trusted_hash"].is_str(),
+            "{config}"
+        );
+        assert!(install(&path).unwrap().contains("already"));
+        uninstall(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&hooks).unwrap(), own);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
+        assert!(status(&path).unwrap().contains("not installed"));
+        // An install by an earlier herdr (notify only) reads as partly installed.
+        std::fs::write(&path, add_hook(FIXTURE, &path).unwrap()).unwrap();
+        assert!(status(&path).unwrap().contains("partly installed"));
+        // A file herdr cannot read leaves both as they were.
+        std::fs::write(&path, "model = [").unwrap();
+        assert!(install(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&hooks).unwrap(), own);
+        std::fs::write(&path, FIXTURE).unwrap();
+        std::fs::write(&hooks, "{ not json").unwrap();
+        assert!(install(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
     }
 
     #[test]

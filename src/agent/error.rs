@@ -36,7 +36,7 @@ pub enum IntegrationError {
         path: PathBuf,
         source: super::json_text::JsonError,
     },
-    #[error("{} does not hold a JSON object (Claude Code's settings are one); fix it first", .0.display())]
+    #[error("{} does not hold a JSON object (an agent's hook settings are one); fix it first", .0.display())]
     NotAnObject(PathBuf),
     #[error("\"hooks\" in {} is not an object; fix it first", .0.display())]
     HooksNotAnObject(PathBuf),

@@ -18,12 +18,35 @@ use super::claude::EVENTS as CLAUDE_EVENTS;
 use super::error::IntegrationError;
 use super::json_text::{self, Items, Node};
 
-/// The command herdr installs for an event (recognised again by its prefix).
-pub fn hook_command(event: &str) -> String {
-    format!("herdr agent hook claude {event}")
+/// herdr's hooks in one agent's settings of Claude Code's shape (`{"hooks": {"Event":
+/// [{"hooks": [{"type": "command", "command": …}]}]}}`; Codex's `hooks.json` has it too):
+/// the events hooked and the command for each, `<prefix><Event>`.
+pub struct HookSet {
+    pub events: &'static [&'static str],
+    /// What every one of herdr's commands starts with (recognised again by it).
+    pub prefix: &'static str,
+    /// The seconds the agent gives each of them, if herdr names it.
+    pub timeout: Option<u64>,
 }
 
-const MARK: &str = "herdr agent hook claude ";
+/// Claude Code's: `herdr agent hook claude <Event>`.
+pub const CLAUDE: HookSet = HookSet {
+    events: CLAUDE_EVENTS,
+    prefix: "herdr agent hook claude ",
+    timeout: None,
+};
+
+impl HookSet {
+    /// The command herdr installs for an event.
+    pub fn command(&self, event: &str) -> String {
+        format!("{}{event}", self.prefix)
+    }
+}
+
+/// The command herdr installs for one of Claude Code's events.
+pub fn hook_command(event: &str) -> String {
+    CLAUDE.command(event)
+}
 
 pub fn claude_settings_path() -> PathBuf {
     let home = std::env::var_os("HOME")
@@ -32,27 +55,33 @@ pub fn claude_settings_path() -> PathBuf {
     home.join(".claude").join("settings.json")
 }
 
-/// A hook command object (`{"type": "command", "command": …}`) that is herdr's.
-fn is_our_command(hook: &Node) -> bool {
-    hook.get("command")
-        .and_then(Node::as_str)
-        .is_some_and(|c| c.starts_with(MARK))
+impl HookSet {
+    /// A hook command object (`{"type": "command", "command": …}`) that is herdr's.
+    fn is_ours(&self, hook: &Node) -> bool {
+        hook.get("command")
+            .and_then(Node::as_str)
+            .is_some_and(|c| c.starts_with(self.prefix))
+    }
+
+    /// An entry (`{"matcher": …, "hooks": [ … ]}`) holding one of herdr's commands.
+    fn holds_ours(&self, entry: &Node) -> bool {
+        entry
+            .get("hooks")
+            .and_then(Node::elements)
+            .is_some_and(|hooks| hooks.iter().any(|h| self.is_ours(h)))
+    }
+
+    /// The entry herdr adds to an event's list.
+    fn entry(&self, event: &str) -> Value {
+        let mut hook = json!({ "type": "command", "command": self.command(event) });
+        if let Some(secs) = self.timeout {
+            hook["timeout"] = json!(secs);
+        }
+        json!({ "hooks": [hook] })
+    }
 }
 
-/// An entry (`{"matcher": …, "hooks": [ … ]}`) holding one of herdr's commands.
-fn holds_ours(entry: &Node) -> bool {
-    entry
-        .get("hooks")
-        .and_then(Node::elements)
-        .is_some_and(|hooks| hooks.iter().any(is_our_command))
-}
-
-/// The entry herdr adds to an event's list.
-fn our_entry(event: &str) -> Value {
-    json!({ "hooks": [ { "type": "command", "command": hook_command(event) } ] })
-}
-
-fn parse(text: &str, path: &Path) -> Result<Node, IntegrationError> {
+pub(super) fn parse(text: &str, path: &Path) -> Result<Node, IntegrationError> {
     let root = json_text::parse(text).map_err(|source| IntegrationError::NotJson {
         path: path.into(),
         source,
@@ -63,13 +92,19 @@ fn parse(text: &str, path: &Path) -> Result<Node, IntegrationError> {
     Ok(root)
 }
 
-/// The text with herdr's hooks added (unchanged if they are there already).
+/// The text with herdr's Claude Code hooks added (unchanged if they are there already).
 pub fn add_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
+    add_set(&CLAUDE, text, path)
+}
+
+/// The text with the hooks of `set` added (unchanged if they are there already).
+pub fn add_set(set: &HookSet, text: &str, path: &Path) -> Result<String, IntegrationError> {
     let root = parse(text, path)?;
     let Some(hooks) = root.get("hooks") else {
-        let all: serde_json::Map<String, Value> = CLAUDE_EVENTS
+        let all: serde_json::Map<String, Value> = set
+            .events
             .iter()
-            .map(|event| (event.to_string(), json!([our_entry(event)])))
+            .map(|event| (event.to_string(), json!([set.entry(event)])))
             .collect();
         let member = [("hooks", Value::Object(all))];
         let edit = json_text::append(text, &root, &root, Items::Members(&member));
@@ -80,9 +115,9 @@ pub fn add_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
     }
     let mut edits = Vec::new();
     let mut missing = Vec::new();
-    for event in CLAUDE_EVENTS {
+    for event in set.events {
         let Some(list) = hooks.get(event) else {
-            missing.push((*event, json!([our_entry(event)])));
+            missing.push((*event, json!([set.entry(event)])));
             continue;
         };
         let entries = list
@@ -91,8 +126,8 @@ pub fn add_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
                 event,
                 path: path.into(),
             })?;
-        if !entries.iter().any(holds_ours) {
-            let entry = [our_entry(event)];
+        if !entries.iter().any(|e| set.holds_ours(e)) {
+            let entry = [set.entry(event)];
             edits.push(json_text::append(
                 text,
                 &root,
@@ -112,10 +147,15 @@ pub fn add_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
     Ok(json_text::apply(text, edits))
 }
 
-/// The text without herdr's hook commands. An entry, an event's list and the "hooks"
+/// The text without herdr's Claude Code hook commands (see `remove_set`).
+pub fn remove_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
+    remove_set(&CLAUDE, text, path)
+}
+
+/// The text without the hook commands of `set`. An entry, an event's list and the "hooks"
 /// object that this leaves empty are removed too (they only held herdr's); whatever was
 /// empty before stays.
-pub fn remove_hooks(text: &str, path: &Path) -> Result<String, IntegrationError> {
+pub fn remove_set(set: &HookSet, text: &str, path: &Path) -> Result<String, IntegrationError> {
     let root = parse(text, path)?;
     let (Some(at), Some(hooks)) = (root.position("hooks"), root.get("hooks")) else {
         return Ok(text.to_string());
@@ -125,7 +165,7 @@ pub fn remove_hooks(text: &str, path: &Path) -> Result<String, IntegrationError>
     };
     let mut edits = Vec::new();
     let mut keep_events = vec![true; events.len()];
-    for event in CLAUDE_EVENTS {
+    for event in set.events {
         let Some(i) = hooks.position(event) else {
             continue;
         };
@@ -136,14 +176,14 @@ pub fn remove_hooks(text: &str, path: &Path) -> Result<String, IntegrationError>
         let mut list_edits = Vec::new();
         let mut keep_entries = vec![true; entries.len()];
         for (j, entry) in entries.iter().enumerate() {
-            let Some(commands) = entry.get("hooks").filter(|_| holds_ours(entry)) else {
+            let Some(commands) = entry.get("hooks").filter(|_| set.holds_ours(entry)) else {
                 continue;
             };
             let keep: Vec<bool> = commands
                 .elements()
                 .unwrap_or_default()
                 .iter()
-                .map(|h| !is_our_command(h))
+                .map(|h| !set.is_ours(h))
                 .collect();
             if emptied(&keep) {
                 keep_entries[j] = false;
@@ -175,9 +215,14 @@ fn emptied(keep: &[bool]) -> bool {
     !keep.is_empty() && !keep.contains(&true)
 }
 
-/// The events that lack herdr's hook.
+/// The events that lack herdr's Claude Code hook.
 pub fn missing(root: &Node) -> Vec<&'static str> {
-    CLAUDE_EVENTS
+    missing_of(&CLAUDE, root)
+}
+
+/// The events of `set` that lack herdr's hook.
+pub fn missing_of(set: &HookSet, root: &Node) -> Vec<&'static str> {
+    set.events
         .iter()
         .copied()
         .filter(|event| {
@@ -185,7 +230,7 @@ pub fn missing(root: &Node) -> Vec<&'static str> {
                 .get("hooks")
                 .and_then(|h| h.get(event))
                 .and_then(Node::elements)
-                .is_some_and(|l| l.iter().any(holds_ours))
+                .is_some_and(|l| l.iter().any(|e| set.holds_ours(e)))
         })
         .collect()
 }
@@ -524,7 +569,7 @@ mod tests {
         std::os::unix::fs::symlink(&real, &path).unwrap();
         let mode = || std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
         install(&path).unwrap();
-        assert!(text(&real).contains(MARK));
+        assert!(text(&real).contains(CLAUDE.prefix));
         assert_eq!(mode(), 0o644);
         assert!(std::fs::symlink_metadata(&path).unwrap().is_symlink());
         uninstall(&path).unwrap();

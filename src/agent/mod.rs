@@ -7,11 +7,11 @@
 pub mod activity;
 pub mod claude;
 pub mod codex;
+pub mod codex_hooks;
 mod error;
 pub mod integration;
 mod json_text;
 pub mod rules;
-
 pub use error::IntegrationError;
 
 /// What one run of an agent's hook tells herdr: the state it means (none for an event

@@ -144,7 +144,19 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
             // Outside a herdr pane, or on any problem: stay silent and let the agent go on.
             // Codex: the user's own notify command, run after herdr heard of the turn.
             let mut chained: Option<(&[String], &str)> = None;
+            let stdin = || {
+                let mut input = String::new();
+                let _ = std::io::Read::read_to_string(
+                    &mut std::io::Read::take(std::io::stdin(), 1 << 20),
+                    &mut input,
+                );
+                input
+            };
             let report = match agent.as_str() {
+                // Its lifecycle hooks (hooks.json), each event's JSON on stdin.
+                "codex" if event != "notify" => {
+                    crate::agent::codex_hooks::hook_report(&event, &stdin())
+                }
                 "codex" => {
                     let (chain, payload) = match rest.split_last() {
                         Some((json, chain)) => (chain, json.as_str()),
@@ -153,20 +165,16 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
                     chained = Some((chain, payload));
                     crate::agent::codex::own_hook_report(payload)
                 }
-                "claude" => {
-                    let mut input = String::new();
-                    let _ = std::io::Read::read_to_string(
-                        &mut std::io::Read::take(std::io::stdin(), 1 << 20),
-                        &mut input,
-                    );
-                    crate::agent::claude::hook_report(&event, &input).ok()
-                }
+                "claude" => crate::agent::claude::hook_report(&event, &stdin()).ok(),
                 _ => None,
             };
             // In a pane, or from an agent's server shared by its panes (which may have
-            // been started outside herdr): that report names the turn it is about.
+            // been started outside herdr): that report names the turn it is about, or
+            // (Codex's) the session, which the server routes by.
             let routable = |r: &crate::agent::HookReport| {
-                std::env::var_os("HERDR_PANE").is_some() || r.route.is_some()
+                std::env::var_os("HERDR_PANE").is_some()
+                    || r.route.is_some()
+                    || (agent == "codex" && r.session.is_some())
             };
             if let Some(report) = report.filter(routable) {
                 send_hook_report(session, &agent, report);
