@@ -67,23 +67,38 @@ fn assert_gap_free(sshd: &Sshd, env: &Env) {
     assert_eq!(counts, expected, "the counter's lines have a gap");
 }
 
-fn attach(sshd: &Sshd, env: &Env) -> Term {
+/// Which ssh client the client runs.
+#[derive(Clone, Copy, Debug)]
+enum Ssh {
+    System,
+    Builtin,
+}
+
+fn attach(sshd: &Sshd, env: &Env, ssh: Ssh) -> Term {
     let config = sshd.config().display().to_string();
-    let t = env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--", "-F", &config]);
+    let t = match ssh {
+        Ssh::System => {
+            env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--", "-F", &config])
+        }
+        Ssh::Builtin => {
+            sshd.builtin_client_config(&env.home(), true);
+            env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--ssh", "builtin"])
+        }
+    };
     t.wait_text(PROMPT);
     t
 }
 
 /// A cut of OUTAGE while the remote pane prints a counter: live again soon after the link
 /// returns, and the counter's lines all there.
-fn outage(how: Cut, name: &str) {
+fn outage(how: Cut, ssh: Ssh, name: &str) {
     let Some(mut net) = Netns::new() else { return };
     let Some(sshd) = Sshd::start_in(&net) else {
         return;
     };
     let env = Env::new(name);
     let _mux = MuxGuard(&env);
-    let mut t = attach(&sshd, &env);
+    let mut t = attach(&sshd, &env, ssh);
     t.line(COUNTER);
     t.wait_text("cnt-3");
 
@@ -97,7 +112,7 @@ fn outage(how: Cut, name: &str) {
     net.restore();
     let back = Instant::now();
     let took = live_again(&t, back, before);
-    eprintln!("FIGURE {how:?} cut of {OUTAGE:?}: live again {took:?} after the link returned");
+    eprintln!("FIGURE {how:?} cut of {OUTAGE:?} ({ssh:?} ssh): live again {took:?} after the link returned");
     assert!(took <= LIVE_WITHIN, "live again only after {took:?}");
 
     t.send(b"\x03");
@@ -108,12 +123,17 @@ fn outage(how: Cut, name: &str) {
 
 #[test]
 fn a_long_black_hole_ends_soon_after_the_link_returns() {
-    outage(Cut::Silent, "roam-hole");
+    outage(Cut::Silent, Ssh::System, "roam-hole");
+}
+
+#[test]
+fn the_builtin_ssh_client_too_is_back_soon_after_a_black_hole() {
+    outage(Cut::Silent, Ssh::Builtin, "roam-builtin");
 }
 
 #[test]
 fn a_long_time_without_a_route_ends_soon_after_the_link_returns() {
-    outage(Cut::NoRoute, "roam-noroute");
+    outage(Cut::NoRoute, Ssh::System, "roam-noroute");
 }
 
 #[test]
@@ -124,7 +144,7 @@ fn a_client_stopped_during_a_cut_is_live_soon_after_it_continues() {
     };
     let env = Env::new("roam-stop");
     let _mux = MuxGuard(&env);
-    let mut t = attach(&sshd, &env);
+    let mut t = attach(&sshd, &env, Ssh::System);
     t.line(COUNTER);
     t.wait_text("cnt-3");
 

@@ -172,10 +172,19 @@ impl Sshd {
     }
 
     pub fn port(&self) -> u16 {
+        self.setting("Port ").parse().unwrap()
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> String {
+        self.setting("ListenAddress ")
+    }
+
+    fn setting(&self, prefix: &str) -> String {
         let config = std::fs::read_to_string(self.dir.path().join("sshd_config")).unwrap();
         config
             .lines()
-            .find_map(|l| l.strip_prefix("Port ")?.trim().parse().ok())
+            .find_map(|l| Some(l.strip_prefix(prefix)?.trim().to_string()))
             .unwrap()
     }
 
@@ -187,7 +196,8 @@ impl Sshd {
         std::fs::write(
             ssh.join("config"),
             format!(
-                "Host {HOST}\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile {}\n",
+                "Host {HOST}\n  HostName {}\n  Port {}\n  User root\n  IdentityFile {}\n",
+                self.addr(),
                 self.port(),
                 self.dir.path().join("user_key").display()
             ),
