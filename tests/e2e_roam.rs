@@ -106,6 +106,9 @@ fn outage(how: Cut, ssh: Ssh, name: &str) {
     let cut = Instant::now();
     t.wait_text("reconnecting to");
     eprintln!("{how:?}: the cut was noticed after {:?}", cut.elapsed());
+    // Keys typed while there is no link are not sent, and the note says so.
+    t.send(b"zq");
+    t.wait_text("2 keys typed meanwhile not sent");
     // The outage lasts its time (a condition of the scenario, not a wait for something).
     std::thread::sleep(OUTAGE.saturating_sub(cut.elapsed()));
     let before = last_count(&t);

@@ -16,7 +16,7 @@ pub mod terminal;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -250,7 +250,15 @@ pub fn run(
     let writer: SharedWriter = Arc::new(Mutex::new(Some(first.writer)));
     let quit = Arc::new(AtomicBool::new(false));
     transport.cancel_on(quit.clone());
-    spawn_input_thread(writer.clone(), quit.clone(), &keys, keys_wake)?;
+    // Keys typed while there is no link: not sent, and the note says how many.
+    let refused = Arc::new(AtomicUsize::new(0));
+    spawn_input_thread(
+        writer.clone(),
+        quit.clone(),
+        refused.clone(),
+        &keys,
+        keys_wake,
+    )?;
     spawn_resize_thread(writer.clone())?;
     let watched: SharedWatch = Arc::new(Mutex::new(Watch::new(first.watchdog)));
     let done = Arc::new(AtomicBool::new(false));
@@ -312,10 +320,12 @@ pub fn run(
         }
         // Over the last screen: say what is going on, then retry (paced: each attempt is
         // short, and they follow each other closely while the link is down).
-        let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}… ({lost}) — ctrl-c to give up \x1b[0m\x1b[K\x1b8", transport.describe());
-        let _ = stdout
-            .write_all(note.as_bytes())
-            .and_then(|_| stdout.flush());
+        let what = transport.describe();
+        show_note(
+            &mut stdout,
+            &format!("reconnecting to {what}… ({lost})"),
+            &refused,
+        );
         let pause = if replacing {
             REPLACED_RETRY
         } else {
@@ -336,17 +346,16 @@ pub fn run(
                 // was on its way out, is retried the same way.)
                 pace.reset();
                 nudged.store(false, Ordering::Release);
+                refused.store(0, Ordering::Release);
                 reader = Some(attach_link(link, &watched, &mut screen, &keys, &writer));
             }
             Err(e) => {
-                let note = format!(
-                    "\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {} \x1b[0m\x1b[K\x1b8",
-                    transport.describe(),
-                    error::with_causes(&e)
+                let why = error::with_causes(&e);
+                show_note(
+                    &mut stdout,
+                    &format!("reconnecting to {what}: {why}"),
+                    &refused,
                 );
-                let _ = stdout
-                    .write_all(note.as_bytes())
-                    .and_then(|_| stdout.flush());
             }
         }
         if quit.load(Ordering::Acquire) {
@@ -358,6 +367,22 @@ pub fn run(
     screen.leave();
     drop(guard);
     Ok(outcome)
+}
+
+/// Shows `text` in reverse video over the last line of the screen, with the keys typed
+/// meanwhile that were not sent (never dropped without a word) and how to give up.
+fn show_note(stdout: &mut std::io::Stdout, text: &str, refused: &AtomicUsize) {
+    // (First, where a narrow terminal cannot cut it off.)
+    let refused = match refused.load(Ordering::Acquire) {
+        0 => String::new(),
+        1 => "1 key typed meanwhile not sent; ".into(),
+        n => format!("{n} keys typed meanwhile not sent; "),
+    };
+    let note =
+        format!("\x1b7\x1b[999;1H\x1b[0;7m {refused}{text} — ctrl-c to give up \x1b[0m\x1b[K\x1b8");
+    let _ = stdout
+        .write_all(note.as_bytes())
+        .and_then(|_| stdout.flush());
 }
 
 /// Makes `link` the one in use: watched, its key reporting on, the terminal handed over
@@ -530,6 +555,7 @@ impl Keys {
 fn spawn_input_thread(
     writer: SharedWriter,
     quit: Arc<AtomicBool>,
+    refused: Arc<AtomicUsize>,
     keys: &Keys,
     wake: crate::sys::WakePipe,
 ) -> std::io::Result<()> {
@@ -570,6 +596,8 @@ fn spawn_input_thread(
                                             ))
                                 {
                                     quit.store(true, Ordering::Release);
+                                } else if key != crate::input::Key::ctrl('b') {
+                                    refused.fetch_add(1, Ordering::AcqRel);
                                 }
                                 after_prefix = key == crate::input::Key::ctrl('b');
                             }
