@@ -7,6 +7,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd, HOST};
 use support::{Env, Term, PROMPT};
@@ -74,9 +77,18 @@ enum Ssh {
     Builtin,
 }
 
-fn attach(sshd: &Sshd, env: &Env, ssh: Ssh) -> Term {
+/// The network, the host in it and the client's environment; None where the test cannot
+/// run here (the reason printed).
+fn scene(name: &str) -> Option<(Netns, Sshd, Env)> {
+    let net = Netns::new()?;
+    let sshd = Sshd::start_in(&net)?;
+    Some((net, sshd, Env::new(name)))
+}
+
+/// A client attached over `ssh`, its remote pane printing the counter.
+fn counting(sshd: &Sshd, env: &Env, ssh: Ssh) -> Term {
     let config = sshd.config().display().to_string();
-    let t = match ssh {
+    let mut t = match ssh {
         Ssh::System => {
             env.client_with_args(100, 30, &["--remote", HOST, "--yes", "--", "-F", &config])
         }
@@ -86,21 +98,19 @@ fn attach(sshd: &Sshd, env: &Env, ssh: Ssh) -> Term {
         }
     };
     t.wait_text(PROMPT);
+    t.line(COUNTER);
+    t.wait_text("cnt-3");
     t
 }
 
 /// A cut of OUTAGE while the remote pane prints a counter: live again soon after the link
 /// returns, and the counter's lines all there.
 fn outage(how: Cut, ssh: Ssh, name: &str) {
-    let Some(mut net) = Netns::new() else { return };
-    let Some(sshd) = Sshd::start_in(&net) else {
+    let Some((mut net, sshd, env)) = scene(name) else {
         return;
     };
-    let env = Env::new(name);
     let _mux = MuxGuard(&env);
-    let mut t = attach(&sshd, &env, ssh);
-    t.line(COUNTER);
-    t.wait_text("cnt-3");
+    let mut t = counting(&sshd, &env, ssh);
 
     net.cut(how);
     let cut = Instant::now();
@@ -139,24 +149,25 @@ fn a_long_time_without_a_route_ends_soon_after_the_link_returns() {
     outage(Cut::NoRoute, Ssh::System, "roam-noroute");
 }
 
+/// Cuts the link silently and stops the client at once; its pid, for the SIGCONT.
+fn stop_in_a_cut(net: &mut Netns, t: &Term) -> Pid {
+    let client = Pid::from_raw(t.pid());
+    net.cut(Cut::Silent);
+    kill(client, Signal::SIGSTOP).unwrap();
+    client
+}
+
 #[test]
 fn a_client_stopped_during_a_cut_is_live_soon_after_it_continues() {
-    let Some(mut net) = Netns::new() else { return };
-    let Some(sshd) = Sshd::start_in(&net) else {
+    let Some((mut net, sshd, env)) = scene("roam-stop") else {
         return;
     };
-    let env = Env::new("roam-stop");
     let _mux = MuxGuard(&env);
-    let mut t = attach(&sshd, &env, Ssh::System);
-    t.line(COUNTER);
-    t.wait_text("cnt-3");
+    let mut t = counting(&sshd, &env, Ssh::System);
 
     // The laptop's lid closes as the network goes: the client stops, then comes back
     // (SIGCONT) once the network is there again.
-    use nix::sys::signal::{kill, Signal};
-    let client = nix::unistd::Pid::from_raw(t.pid());
-    net.cut(Cut::Silent);
-    kill(client, Signal::SIGSTOP).unwrap();
+    let client = stop_in_a_cut(&mut net, &t);
     let stopped = Instant::now();
     std::thread::sleep(OUTAGE);
     let before = last_count(&t);
@@ -174,4 +185,32 @@ fn a_client_stopped_during_a_cut_is_live_soon_after_it_continues() {
     t.line("echo after-$((6*7))");
     t.wait_text("after-42");
     assert_gap_free(&sshd, &env);
+}
+
+#[test]
+fn a_sigcont_has_a_cut_link_probed_at_once() {
+    let Some((mut net, sshd, env)) = scene("roam-probe") else {
+        return;
+    };
+    let _mux = MuxGuard(&env);
+    let mut t = counting(&sshd, &env, Ssh::System);
+    // Stopped for a moment as the link goes; it stays cut. On SIGCONT the link is probed
+    // (a ping that must be answered within 1.5 s) instead of waiting out the 6 s of
+    // silence.
+    let client = stop_in_a_cut(&mut net, &t);
+    std::thread::sleep(Duration::from_secs(1));
+    kill(client, Signal::SIGCONT).unwrap();
+    let continued = Instant::now();
+    t.wait_text("reconnecting to");
+    let noticed = continued.elapsed();
+    eprintln!("FIGURE a cut link probed after SIGCONT: given up after {noticed:?}");
+    assert!(
+        noticed < Duration::from_secs(4),
+        "not probed: noticed only after {noticed:?} (silence alone takes 5 s more)"
+    );
+    net.restore();
+    let back = Instant::now();
+    let took = live_again(&t, back, last_count(&t));
+    eprintln!("FIGURE then live again {took:?} after the link returned");
+    t.send(b"\x03");
 }
