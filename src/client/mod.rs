@@ -7,6 +7,7 @@ pub mod api;
 pub mod connect;
 mod error;
 pub mod handoff;
+mod keepalive;
 pub mod notify;
 pub mod probe;
 pub mod sessions;
@@ -15,12 +16,13 @@ pub mod terminal;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use error::Doing;
 pub use error::Error;
+use keepalive::{watch, SharedWatch, Watch};
 
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg, ServerReader};
@@ -88,60 +90,6 @@ impl TtyHandover {
     fn hand_over(self) -> std::io::Result<()> {
         crate::sys::fdpass::send_fds(&self.stream, &[self.fd.as_fd()])
     }
-}
-
-/// How often a watched link is pinged, and how long it may stay silent before it is
-/// taken for dead (a laptop that slept, a network that changed).
-const PING_EVERY: Duration = Duration::from_secs(2);
-const SILENT_FOR: Duration = Duration::from_secs(6);
-
-/// What the keepalive thread watches: the current link's breaker and when it last heard
-/// from the server.
-#[derive(Default)]
-struct Watch {
-    breaker: Option<Box<dyn Fn() + Send>>,
-    heard: Option<std::time::Instant>,
-}
-
-type SharedWatch = Arc<Mutex<Watch>>;
-
-fn watch(w: &SharedWatch) -> std::sync::MutexGuard<'_, Watch> {
-    w.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Pings the server over a watched link (one thread, which a full pipe may block) and
-/// ends the link once it stays silent (another, which never writes, so it cannot be).
-fn spawn_keepalive_threads(
-    writer: SharedWriter,
-    watched: SharedWatch,
-    done: Arc<AtomicBool>,
-) -> std::io::Result<()> {
-    let (w, d) = (watched.clone(), done.clone());
-    std::thread::Builder::new()
-        .name("herdr-ping".into())
-        .spawn(move || {
-            while !d.load(Ordering::Acquire) {
-                std::thread::sleep(PING_EVERY);
-                if watch(&w).breaker.is_some() {
-                    send(&writer, ClientMsg::Ping);
-                }
-            }
-        })?;
-    std::thread::Builder::new()
-        .name("herdr-watchdog".into())
-        .spawn(move || {
-            while !done.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(250));
-                let mut w = watch(&watched);
-                let silent = w.heard.is_some_and(|h| h.elapsed() > SILENT_FOR);
-                if silent {
-                    if let Some(brk) = w.breaker.take() {
-                        brk();
-                    }
-                }
-            }
-        })
-        .map(drop)
 }
 
 /// How the client reaches its server, again after a drop when `reconnect` says so.
@@ -269,11 +217,6 @@ pub fn report(outcome: Outcome, what: &str, reattach: Option<&str>) -> i32 {
 
 type SharedWriter = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
 
-/// The first retry after a drop comes quickly (often the network is already back, or it
-/// was only the ssh process that died); later ones back off.
-const FIRST_RETRY: Duration = Duration::from_millis(200);
-/// Longest wait between two reconnection attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(15);
 /// While a server is replaced (live update): how often to try, and for how long.
 const REPLACED_RETRY: Duration = Duration::from_millis(50);
 const REPLACED_WINDOW: Duration = Duration::from_secs(60);
@@ -307,20 +250,32 @@ pub fn run(
     let writer: SharedWriter = Arc::new(Mutex::new(Some(first.writer)));
     let quit = Arc::new(AtomicBool::new(false));
     transport.cancel_on(quit.clone());
-    spawn_input_thread(writer.clone(), quit.clone(), &keys, keys_wake)?;
+    // Keys typed while there is no link: not sent, and the note says how many.
+    let refused = Arc::new(AtomicUsize::new(0));
+    spawn_input_thread(
+        writer.clone(),
+        quit.clone(),
+        refused.clone(),
+        &keys,
+        keys_wake,
+    )?;
     spawn_resize_thread(writer.clone())?;
-    let watched: SharedWatch = Arc::new(Mutex::new(Watch {
-        breaker: first.watchdog,
-        heard: Some(std::time::Instant::now()),
-    }));
+    let watched: SharedWatch = Arc::new(Mutex::new(Watch::new(first.watchdog)));
     let done = Arc::new(AtomicBool::new(false));
+    // Set on a wake or SIGCONT: a reconnection attempt is made at once.
+    let nudged = Arc::new(AtomicBool::new(false));
     // Only links over a network are watched; a local client wakes for nothing.
     if transport.reconnects() {
-        spawn_keepalive_threads(writer.clone(), watched.clone(), done.clone())?;
+        keepalive::spawn(
+            writer.clone(),
+            watched.clone(),
+            done.clone(),
+            nudged.clone(),
+        )?;
     }
 
     let mut reader = Some(first.reader);
-    let mut backoff = FIRST_RETRY;
+    let mut pace = keepalive::Pace::default();
     // Set while a replaced server is awaited: until when.
     let mut replaced_until: Option<std::time::Instant> = None;
     let outcome = loop {
@@ -342,7 +297,7 @@ pub fn run(
                         *lock(&writer) = None;
                         match switch(transport, &to, &mut stdout) {
                             Some(link) => {
-                                backoff = FIRST_RETRY;
+                                pace.reset();
                                 replaced_until = None;
                                 reader =
                                     Some(attach_link(link, &watched, &mut screen, &keys, &writer));
@@ -363,16 +318,23 @@ pub fn run(
                 None => lost,
             });
         }
-        // Over the last screen: say what is going on, then retry with a capped backoff.
-        let note = format!("\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}… ({lost}) — ctrl-c to give up \x1b[0m\x1b[K\x1b8", transport.describe());
-        let _ = stdout
-            .write_all(note.as_bytes())
-            .and_then(|_| stdout.flush());
-        let pause = if replacing { REPLACED_RETRY } else { backoff };
-        if wait_or_quit(pause, &quit) {
+        // Over the last screen: say what is going on, then retry (paced: each attempt is
+        // short, and they follow each other closely while the link is down).
+        let what = transport.describe();
+        show_note(
+            &mut stdout,
+            &format!("reconnecting to {what}… ({lost})"),
+            &refused,
+        );
+        let pause = if replacing {
+            REPLACED_RETRY
+        } else {
+            pace.wait(std::time::Instant::now())
+        };
+        if wait_or_quit(pause, &quit, &nudged) {
             break Outcome::GaveUp;
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        pace.attempt(std::time::Instant::now());
         let opened = if replacing {
             transport.reopen(terminal_size())
         } else {
@@ -382,18 +344,18 @@ pub fn run(
             Ok(link) => {
                 // (`replaced_until` stays: a link that drops again soon, to a server that
                 // was on its way out, is retried the same way.)
-                backoff = FIRST_RETRY;
+                pace.reset();
+                nudged.store(false, Ordering::Release);
+                refused.store(0, Ordering::Release);
                 reader = Some(attach_link(link, &watched, &mut screen, &keys, &writer));
             }
             Err(e) => {
-                let note = format!(
-                    "\x1b7\x1b[999;1H\x1b[0;7m reconnecting to {}: {} \x1b[0m\x1b[K\x1b8",
-                    transport.describe(),
-                    error::with_causes(&e)
+                let why = error::with_causes(&e);
+                show_note(
+                    &mut stdout,
+                    &format!("reconnecting to {what}: {why}"),
+                    &refused,
                 );
-                let _ = stdout
-                    .write_all(note.as_bytes())
-                    .and_then(|_| stdout.flush());
             }
         }
         if quit.load(Ordering::Acquire) {
@@ -407,6 +369,22 @@ pub fn run(
     Ok(outcome)
 }
 
+/// Shows `text` in reverse video over the last line of the screen, with the keys typed
+/// meanwhile that were not sent (never dropped without a word) and how to give up.
+fn show_note(stdout: &mut std::io::Stdout, text: &str, refused: &AtomicUsize) {
+    // (First, where a narrow terminal cannot cut it off.)
+    let refused = match refused.load(Ordering::Acquire) {
+        0 => String::new(),
+        1 => "1 key typed meanwhile not sent; ".into(),
+        n => format!("{n} keys typed meanwhile not sent; "),
+    };
+    let note =
+        format!("\x1b7\x1b[999;1H\x1b[0;7m {refused}{text} — ctrl-c to give up \x1b[0m\x1b[K\x1b8");
+    let _ = stdout
+        .write_all(note.as_bytes())
+        .and_then(|_| stdout.flush());
+}
+
 /// Makes `link` the one in use: watched, its key reporting on, the terminal handed over
 /// and its writer shared; returns its reader.
 fn attach_link(
@@ -416,10 +394,7 @@ fn attach_link(
     keys: &Keys,
     writer: &SharedWriter,
 ) -> Box<dyn Read + Send> {
-    *watch(watched) = Watch {
-        breaker: link.watchdog,
-        heard: Some(std::time::Instant::now()),
-    };
+    *watch(watched) = Watch::new(link.watchdog);
     screen.set_keys(link.keys);
     keys.hand_over(link.tty);
     *lock(writer) = Some(link.writer);
@@ -498,18 +473,22 @@ impl Read for Heard {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         if n > 0 {
-            watch(&self.watched).heard = Some(std::time::Instant::now());
+            keepalive::heard(&self.watched);
         }
         Ok(n)
     }
 }
 
-/// Sleeps up to `d`, returning early (true) if the user asked to quit.
-fn wait_or_quit(d: Duration, quit: &AtomicBool) -> bool {
+/// Sleeps up to `d`, returning early (true) if the user asked to quit, or (false) when
+/// `nudged` is set (a wake or SIGCONT: try now).
+fn wait_or_quit(d: Duration, quit: &AtomicBool, nudged: &AtomicBool) -> bool {
     let end = std::time::Instant::now() + d;
     while std::time::Instant::now() < end {
         if quit.load(Ordering::Acquire) {
             return true;
+        }
+        if nudged.swap(false, Ordering::AcqRel) {
+            break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -576,6 +555,7 @@ impl Keys {
 fn spawn_input_thread(
     writer: SharedWriter,
     quit: Arc<AtomicBool>,
+    refused: Arc<AtomicUsize>,
     keys: &Keys,
     wake: crate::sys::WakePipe,
 ) -> std::io::Result<()> {
@@ -616,6 +596,8 @@ fn spawn_input_thread(
                                             ))
                                 {
                                     quit.store(true, Ordering::Release);
+                                } else if key != crate::input::Key::ctrl('b') {
+                                    refused.fetch_add(1, Ordering::AcqRel);
                                 }
                                 after_prefix = key == crate::input::Key::ctrl('b');
                             }

@@ -19,6 +19,8 @@ use russh::ChannelMsg;
 
 /// How long opening a channel on an established connection may take.
 const CHANNEL_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long reaching the host (its TCP connection) may take.
+const REACH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where and as whom to connect, from the user's ssh config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -427,15 +429,28 @@ async fn connect(t: &Target) -> Result<Result<client::Handle<Checker>, PublicKey
         inactivity_timeout: None,
         ..Default::default()
     });
-    let connected = tokio::time::timeout(
-        Duration::from_secs(20),
-        client::connect(config, (t.host_name.as_str(), t.port), checker),
-    )
-    .await
-    .map_err(|_| Error::ConnectTimeout {
+    let timed_out = || Error::ConnectTimeout {
         host: t.host_name.clone(),
         port: t.port,
-    })?;
+    };
+    // Reaching the host is bounded on its own, as OpenSSH's ConnectTimeout: an attempt
+    // into a network that drops everything gives up soon, and the next one may find the
+    // network back.
+    let reached = tokio::time::timeout(
+        REACH_TIMEOUT,
+        tokio::net::TcpStream::connect((t.host_name.as_str(), t.port)),
+    )
+    .await
+    .map_err(|_| timed_out())?;
+    let connected = match reached {
+        Ok(socket) => tokio::time::timeout(
+            Duration::from_secs(20),
+            client::connect_stream(config, socket, checker),
+        )
+        .await
+        .map_err(|_| timed_out())?,
+        Err(e) => Err(russh::Error::IO(e)),
+    };
     let verdict = found.lock().unwrap_or_else(|e| e.into_inner()).take();
     let mut handle = match (connected, verdict) {
         (Ok(h), Some(Verdict::Known)) => h,

@@ -116,6 +116,9 @@ fn control_dir() -> Result<PathBuf, Error> {
     Ok(dir)
 }
 
+/// How long one connection attempt may take to reach the host (TCP and ssh's banner).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// herdr's ssh options: the `ssh -G` key, OpenSSH's default for it (as `ssh -G` prints it;
 /// `None` when it prints nothing), and the option herdr passes.
 fn our_options(control_dir: &Path) -> Vec<(&'static str, Option<&'static str>, String)> {
@@ -131,6 +134,13 @@ fn our_options(control_dir: &Path) -> Vec<(&'static str, Option<&'static str>, S
             "serveraliveinterval",
             Some("0"),
             "ServerAliveInterval=2".into(),
+        ),
+        // A connection attempt into a network that drops everything gives up soon, so the
+        // next one (which may find the network back) comes soon.
+        (
+            "connecttimeout",
+            Some("none"),
+            format!("ConnectTimeout={}", CONNECT_TIMEOUT.as_secs()),
         ),
     ]
 }
@@ -479,8 +489,10 @@ impl Transport for Bridge {
     }
 }
 
-/// How long a new bridge may take to answer the hello.
-const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+/// How long a new bridge may take to answer the hello, once ssh has reached the host
+/// (reaching it is bounded by CONNECT_TIMEOUT): authentication and the bridge's start on
+/// a slow host fit; a link that died halfway through is given up soon enough.
+const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// The bridge's input, written so that a link the watchdog ended stops blocking its
 /// writer (a frozen connection takes nothing, and another process may hold the pipe).
@@ -642,7 +654,7 @@ mod tests {
     #[test]
     fn the_users_ssh_config_wins_where_it_sets_something() {
         let dir = Path::new("/run/h/ssh");
-        let defaults = "user u\ncontrolmaster false\nserveralivecountmax 3\nserveraliveinterval 0\ncontrolpersist no\n";
+        let defaults = "user u\ncontrolmaster false\nserveralivecountmax 3\nserveraliveinterval 0\ncontrolpersist no\nconnecttimeout none\n";
         assert_eq!(
             options_to_add(dir, Some(defaults)),
             [
@@ -650,13 +662,14 @@ mod tests {
                 "ControlPersist=60",
                 "ControlPath=/run/h/ssh/%C",
                 "ServerAliveInterval=2",
+                "ConnectTimeout=2",
                 "ServerAliveCountMax=3"
             ]
         );
-        let theirs = "controlmaster auto\ncontrolpath ~/.ssh/cm-%C\ncontrolpersist 600\nserveraliveinterval 15\n";
+        let theirs = "controlmaster auto\ncontrolpath ~/.ssh/cm-%C\ncontrolpersist 600\nserveraliveinterval 15\nconnecttimeout 30\n";
         assert!(options_to_add(dir, Some(theirs)).is_empty());
         // Without `ssh -G` (an old OpenSSH), herdr's options all apply.
-        assert_eq!(options_to_add(dir, None).len(), 5);
+        assert_eq!(options_to_add(dir, None).len(), 6);
     }
 
     #[test]

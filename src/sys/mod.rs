@@ -13,6 +13,7 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+pub mod clock;
 pub mod fdpass;
 pub mod nofile;
 pub mod pty;

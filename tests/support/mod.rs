@@ -10,6 +10,7 @@ pub mod api;
 pub mod corpus;
 pub mod http;
 pub mod mock_api;
+pub mod netns;
 pub mod real_agents;
 pub mod release;
 pub mod sshd;

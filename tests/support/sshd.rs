@@ -25,6 +25,16 @@ fn run(cmd: &mut Command) {
 impl Sshd {
     /// None (with the reason printed) where a test sshd cannot run: not root, or no sshd.
     pub fn start() -> Option<Sshd> {
+        Sshd::start_at("127.0.0.1", None)
+    }
+
+    /// A server inside the devbox namespace of `net`, on its address (the client, here,
+    /// reaches it over the veth pair, which the test can cut).
+    pub fn start_in(net: &super::netns::Netns) -> Option<Sshd> {
+        Sshd::start_at(&net.far_addr, Some(net))
+    }
+
+    fn start_at(addr: &str, net: Option<&super::netns::Netns>) -> Option<Sshd> {
         let sshd = Path::new("/usr/sbin/sshd");
         if !sshd.exists() || !nix::unistd::getuid().is_root() {
             eprintln!("skipped: needs root and /usr/sbin/sshd (apt-get install openssh-server)");
@@ -59,13 +69,21 @@ impl Sshd {
         // readiness is proven with ssh itself (our host key, strictly checked), and a lost
         // port is retried with another.
         for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            Sshd::write_configs(dir.path(), port);
-            let mut child = Command::new(sshd)
+            // (A namespace of its own has every port free.)
+            let port = match net {
+                Some(_) => 2222,
+                None => std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port(),
+            };
+            Sshd::write_configs(dir.path(), addr, port);
+            let mut command = match net {
+                Some(net) => net.command(sshd.to_str().unwrap()),
+                None => Command::new(sshd),
+            };
+            let mut child = command
                 .args(["-D", "-f"])
                 .arg(p("sshd_config"))
                 .arg("-E")
@@ -103,13 +121,13 @@ impl Sshd {
         panic!("could not start a test sshd on a free port");
     }
 
-    fn write_configs(d: &Path, port: u16) {
+    fn write_configs(d: &Path, addr: &str, port: u16) {
         let p = |s: &str| d.join(s);
         let d = d.display();
         std::fs::write(
             p("sshd_config"),
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+                "Port {port}\nListenAddress {addr}\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nUsePAM no\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nStrictModes no\n\
                  SetEnv HOME={d}/rhome XDG_RUNTIME_DIR={d}/rrun XDG_STATE_HOME={d}/rstate\nAcceptEnv DISPLAY\nLogLevel ERROR\n"
@@ -117,11 +135,11 @@ impl Sshd {
         )
         .unwrap();
         let host_pub = std::fs::read_to_string(p("host_key.pub")).unwrap();
-        std::fs::write(p("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
+        std::fs::write(p("known_hosts"), format!("[{addr}]:{port} {host_pub}")).unwrap();
         std::fs::write(
             p("ssh_config"),
             format!(
-                "Host {HOST}\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/user_key\n  \
+                "Host {HOST}\n  HostName {addr}\n  Port {port}\n  User root\n  IdentityFile {d}/user_key\n  \
                  IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking yes\n  BatchMode yes\n"
             ),
         )
@@ -154,10 +172,19 @@ impl Sshd {
     }
 
     pub fn port(&self) -> u16 {
+        self.setting("Port ").parse().unwrap()
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> String {
+        self.setting("ListenAddress ")
+    }
+
+    fn setting(&self, prefix: &str) -> String {
         let config = std::fs::read_to_string(self.dir.path().join("sshd_config")).unwrap();
         config
             .lines()
-            .find_map(|l| l.strip_prefix("Port ")?.trim().parse().ok())
+            .find_map(|l| Some(l.strip_prefix(prefix)?.trim().to_string()))
             .unwrap()
     }
 
@@ -169,7 +196,8 @@ impl Sshd {
         std::fs::write(
             ssh.join("config"),
             format!(
-                "Host {HOST}\n  HostName 127.0.0.1\n  Port {}\n  User root\n  IdentityFile {}\n",
+                "Host {HOST}\n  HostName {}\n  Port {}\n  User root\n  IdentityFile {}\n",
+                self.addr(),
                 self.port(),
                 self.dir.path().join("user_key").display()
             ),
