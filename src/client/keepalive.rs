@@ -1,8 +1,8 @@
 //! Keeping a link over a network honest: the server is pinged, a link that stays silent is
 //! ended, and the events that strand a connection without a word — a wake from sleep, a
-//! SIGCONT after the process was stopped — are noticed at once: the link is probed (a ping
-//! that must be answered soon) and a reconnection waiting for its next attempt makes it
-//! now.
+//! SIGCONT after the process was stopped, this machine's addresses or routes changing (a
+//! new Wi-Fi, a VPN) — are noticed at once: the link is probed (a ping that must be
+//! answered soon) and a reconnection waiting for its next attempt makes it now.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -16,30 +16,50 @@ use crate::protocol::frame::ClientMsg;
 /// taken for dead (a network that went away).
 const PING_EVERY: Duration = Duration::from_secs(2);
 const SILENT_FOR: Duration = Duration::from_secs(6);
-/// After a wake or SIGCONT: how long the link has to answer the ping sent then.
-const PROBE_WAIT: Duration = Duration::from_millis(1500);
+/// After a jolt (a wake, a SIGCONT, a network change): how long the link has to answer
+/// the ping sent then — PROBE_RTTS round trips as measured by the pings, and never less
+/// than PROBE_MIN (a loaded host answers a little late; a live link must not be cut).
+const PROBE_MIN: Duration = Duration::from_millis(500);
+const PROBE_RTTS: u32 = 4;
 /// How often the watchdog looks (and reads the clocks: two cheap calls).
 const TICK: Duration = Duration::from_millis(250);
 /// Time suspended that grew by this much since the last look: the machine slept.
 const SLEPT: Duration = Duration::from_millis(500);
 
 /// What the keepalive threads watch: the current link's breaker, when it last heard from
-/// the server, and since when a probe waits for an answer.
+/// the server, since when a probe waits for an answer, and the round trip of the pings.
 #[derive(Default)]
 pub(super) struct Watch {
     breaker: Option<Box<dyn Fn() + Send>>,
     heard: Option<Instant>,
     probe: Option<Instant>,
+    /// When the latest ping still unanswered went out.
+    pinged: Option<Instant>,
+    /// The smoothed round trip (as TCP's SRTT: 7/8 old, 1/8 new); kept across links.
+    rtt: Option<Duration>,
 }
 
 impl Watch {
-    /// A link just made (or none), heard from now.
-    pub(super) fn new(breaker: Option<Box<dyn Fn() + Send>>) -> Watch {
-        Watch {
+    /// A link just made (or none), heard from now; the round trip measured so far stays.
+    pub(super) fn attach(&mut self, breaker: Option<Box<dyn Fn() + Send>>) {
+        *self = Watch {
             breaker,
             heard: Some(Instant::now()),
-            probe: None,
-        }
+            rtt: self.rtt,
+            ..Watch::default()
+        };
+    }
+
+    /// No link any more: nothing may watch (or kill) it.
+    pub(super) fn detach(&mut self) {
+        self.attach(None);
+        self.heard = None;
+    }
+
+    /// How long a probe waits for its answer on this link.
+    fn probe_wait(&self) -> Duration {
+        self.rtt
+            .map_or(PROBE_MIN, |rtt| (rtt * PROBE_RTTS).max(PROBE_MIN))
     }
 
     /// Whether the link is to be taken for dead now.
@@ -49,8 +69,32 @@ impl Watch {
         };
         let unanswered = self
             .probe
-            .is_some_and(|p| heard < p && now.duration_since(p) > PROBE_WAIT);
+            .is_some_and(|p| heard < p && now.duration_since(p) > self.probe_wait());
         unanswered || now.duration_since(heard) > SILENT_FOR
+    }
+
+    /// When the watchdog must look next: at its tick, or sooner when a probe's time ends.
+    fn next_look(&self, now: Instant) -> Duration {
+        match self.probe {
+            Some(p) => {
+                (p + self.probe_wait())
+                    .saturating_duration_since(now)
+                    .min(TICK)
+                    + Duration::from_millis(1)
+            }
+            None => TICK,
+        }
+    }
+
+    /// A pong came: one more sample of the round trip.
+    fn ponged(&mut self, now: Instant) {
+        if let Some(sent) = self.pinged.take() {
+            let sample = now.duration_since(sent);
+            self.rtt = Some(match self.rtt {
+                Some(rtt) => (rtt * 7 + sample) / 8,
+                None => sample,
+            });
+        }
     }
 }
 
@@ -67,10 +111,39 @@ pub(super) fn heard(w: &SharedWatch) {
     w.probe = None;
 }
 
+/// Notes that the server answered a ping.
+pub(super) fn ponged(w: &SharedWatch) {
+    watch(w).ponged(Instant::now());
+}
+
+/// What the threads that notice jolts share: the link watched, a waiting reconnection's
+/// nudge, the ping thread's and the watchdog's wake-ups.
+#[derive(Clone)]
+struct Jolts {
+    watched: SharedWatch,
+    nudged: Arc<AtomicBool>,
+    ping_now: mpsc::Sender<()>,
+    look_now: mpsc::Sender<()>,
+}
+
+impl Jolts {
+    /// Something may have stranded the link: a reconnection waiting tries now, and a live
+    /// link is probed (unless a probe is under way already).
+    fn jolt(&self) {
+        self.nudged.store(true, Ordering::Release);
+        let mut w = watch(&self.watched);
+        if w.breaker.is_some() && w.probe.is_none() {
+            w.probe = Some(Instant::now());
+            let _ = self.ping_now.send(());
+            let _ = self.look_now.send(());
+        }
+    }
+}
+
 /// Pings the server over a watched link (one thread, which a full pipe may block) and
 /// ends the link once it stays silent (another, which never writes, so it cannot be).
-/// The second one also watches for a wake or SIGCONT: then it has the link probed, and
-/// sets `nudged` for a reconnection that waits.
+/// The second one also watches for a wake or SIGCONT, and a third for network changes:
+/// then the link is probed, and `nudged` set for a reconnection that waits.
 pub(super) fn spawn(
     writer: SharedWriter,
     watched: SharedWatch,
@@ -78,6 +151,13 @@ pub(super) fn spawn(
     nudged: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let (ping_now, pings) = mpsc::channel::<()>();
+    let (look_now, looks) = mpsc::channel::<()>();
+    let jolts = Jolts {
+        watched: watched.clone(),
+        nudged,
+        ping_now,
+        look_now,
+    };
     let (w, d) = (watched.clone(), done.clone());
     std::thread::Builder::new()
         .name("herdr-ping".into())
@@ -86,9 +166,21 @@ pub(super) fn spawn(
                 if let Err(mpsc::RecvTimeoutError::Disconnected) = pings.recv_timeout(PING_EVERY) {
                     break;
                 }
-                if watch(&w).breaker.is_some() {
+                let mut watched = watch(&w);
+                if watched.breaker.is_some() {
+                    watched.pinged.get_or_insert_with(Instant::now);
+                    drop(watched);
                     send(&writer, ClientMsg::Ping);
                 }
+            }
+        })?;
+    let (j, d) = (jolts.clone(), done.clone());
+    std::thread::Builder::new()
+        .name("herdr-netwatch".into())
+        .spawn(move || {
+            let mut net = crate::sys::netwatch::NetWatch::default();
+            while !d.load(Ordering::Acquire) && net.changed().is_ok() {
+                j.jolt();
             }
         })?;
     let continued = crate::sys::clock::sigcont_flag()?;
@@ -96,29 +188,27 @@ pub(super) fn spawn(
         .name("herdr-watchdog".into())
         .spawn(move || {
             let mut suspended = crate::sys::clock::time_suspended();
+            let mut wait = TICK;
             while !done.load(Ordering::Acquire) {
-                std::thread::sleep(TICK);
+                // (Woken early by a network change's probe, to judge it on time.)
+                let _ = looks.recv_timeout(wait);
                 let now_suspended = crate::sys::clock::time_suspended();
                 let slept = match (suspended, now_suspended) {
                     (Some(a), Some(b)) => b.saturating_sub(a) >= SLEPT,
                     _ => false,
                 };
                 suspended = now_suspended;
-                let woke = continued.swap(false, Ordering::AcqRel) || slept;
+                if continued.swap(false, Ordering::AcqRel) || slept {
+                    jolts.jolt();
+                }
                 let now = Instant::now();
                 let mut w = watch(&watched);
-                if woke {
-                    nudged.store(true, Ordering::Release);
-                    if w.breaker.is_some() && w.probe.is_none() {
-                        w.probe = Some(now);
-                        let _ = ping_now.send(());
-                    }
-                }
                 if w.dead(now) {
                     if let Some(brk) = w.breaker.take() {
                         brk();
                     }
                 }
+                wait = w.next_look(now);
             }
         })
         .map(drop)
@@ -195,15 +285,48 @@ mod tests {
     #[test]
     fn a_probe_unanswered_ends_the_link_sooner_than_silence() {
         let t0 = Instant::now();
-        let mut w = Watch::new(None);
-        w.heard = Some(t0);
+        let mut w = Watch {
+            heard: Some(t0),
+            ..Watch::default()
+        };
         assert!(!w.dead(t0 + Duration::from_secs(2)));
         w.probe = Some(t0 + Duration::from_secs(1));
-        assert!(!w.dead(t0 + Duration::from_secs(2)));
-        assert!(w.dead(t0 + Duration::from_secs(3)));
+        assert!(!w.dead(t0 + Duration::from_millis(1400)));
+        assert!(
+            w.dead(t0 + Duration::from_millis(1600)),
+            "half a second at least"
+        );
+        assert_eq!(
+            w.next_look(t0 + Duration::from_millis(1400)),
+            Duration::from_millis(101)
+        );
         // Answered: only silence counts again.
         w.heard = Some(t0 + Duration::from_secs(2));
         assert!(!w.dead(t0 + Duration::from_secs(3)));
         assert!(w.dead(t0 + Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn a_slow_link_gets_a_probe_of_a_few_round_trips() {
+        let t0 = Instant::now();
+        let mut w = Watch {
+            pinged: Some(t0),
+            ..Watch::default()
+        };
+        w.ponged(t0 + Duration::from_millis(800));
+        assert_eq!(w.rtt, Some(Duration::from_millis(800)));
+        assert_eq!(w.probe_wait(), Duration::from_millis(3200));
+        // Smoothed: one fast answer does not make it a fast link.
+        w.pinged = Some(t0);
+        w.ponged(t0);
+        assert_eq!(w.rtt, Some(Duration::from_millis(700)));
+        // A pong without a ping out (a probe answered twice) is no sample.
+        w.ponged(t0 + Duration::from_secs(9));
+        assert_eq!(w.rtt, Some(Duration::from_millis(700)));
+        // Across a new link the estimate stays.
+        w.attach(None);
+        assert_eq!(w.rtt, Some(Duration::from_millis(700)));
+        w.rtt = Some(Duration::from_millis(20));
+        assert_eq!(w.probe_wait(), PROBE_MIN);
     }
 }

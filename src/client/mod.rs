@@ -260,7 +260,8 @@ pub fn run(
         keys_wake,
     )?;
     spawn_resize_thread(writer.clone())?;
-    let watched: SharedWatch = Arc::new(Mutex::new(Watch::new(first.watchdog)));
+    let watched: SharedWatch = Arc::new(Mutex::new(Watch::default()));
+    watch(&watched).attach(first.watchdog);
     let done = Arc::new(AtomicBool::new(false));
     // Set on a wake or SIGCONT: a reconnection attempt is made at once.
     let nudged = Arc::new(AtomicBool::new(false));
@@ -284,7 +285,7 @@ pub fn run(
                 let pumped = pump(r, &mut stdout, &watched);
                 // That link is over: nothing may watch (or kill) it any more, and keys
                 // are read here again.
-                *watch(&watched) = Watch::default();
+                watch(&watched).detach();
                 keys.take_back();
                 match pumped {
                     Ok(outcome) => break outcome,
@@ -394,7 +395,7 @@ fn attach_link(
     keys: &Keys,
     writer: &SharedWriter,
 ) -> Box<dyn Read + Send> {
-    *watch(watched) = Watch::new(link.watchdog);
+    watch(watched).attach(link.watchdog);
     screen.set_keys(link.keys);
     keys.hand_over(link.tty);
     *lock(writer) = Some(link.writer);
@@ -444,7 +445,7 @@ fn pump(
     let mut reader = ServerReader::new(Box::new(heard));
     loop {
         match reader.recv() {
-            Ok(Some(ServerMsg::Pong)) => {}
+            Ok(Some(ServerMsg::Pong)) => keepalive::ponged(watched),
             Ok(Some(ServerMsg::Output(bytes))) => {
                 if stdout
                     .write_all(&bytes)

@@ -261,6 +261,12 @@ pub struct Session {
     target: Target,
     rt: tokio::runtime::Runtime,
     handle: Option<client::Handle<Checker>>,
+    /// Set when a stream over the connection was given up (herdr's keepalive found the
+    /// link silent, or a bridge did not answer): the connection may be as dead, though it
+    /// has not noticed yet (the laptop's address changed), so the next one is made anew.
+    stale: Arc<std::sync::atomic::AtomicBool>,
+    /// A connection was made before: a host key not known now is not asked about.
+    connected_before: bool,
 }
 
 fn fingerprint(key: &PublicKey) -> String {
@@ -292,16 +298,23 @@ impl Session {
             target,
             rt,
             handle: None,
+            stale: Arc::default(),
+            connected_before: false,
         })
     }
 
     /// Connects and authenticates, unless a live connection is there already.
     fn connection(&mut self) -> Result<&client::Handle<Checker>, Error> {
-        if self.handle.as_ref().is_some_and(|h| !h.is_closed()) {
+        let stale = self.stale.swap(false, std::sync::atomic::Ordering::AcqRel);
+        if !stale && self.handle.as_ref().is_some_and(|h| !h.is_closed()) {
             return self.handle.as_ref().ok_or(Error::NoConnection);
         }
+        if stale {
+            // (Dropping the handle ends that connection's task.)
+            self.handle = None;
+        }
         let t = self.target.clone();
-        let reconnecting = self.handle.is_some();
+        let reconnecting = self.connected_before;
         let handle = match self.rt.block_on(connect(&t))? {
             Ok(h) => h,
             Err(key) if reconnecting => {
@@ -350,6 +363,7 @@ impl Session {
             }
         };
         self.handle = Some(handle);
+        self.connected_before = true;
         self.handle.as_ref().ok_or(Error::NoConnection)
     }
 
@@ -408,7 +422,14 @@ impl Session {
             let _ = tokio::io::copy_bidirectional(&mut chan, &mut sock).await;
         });
         let abort = task.abort_handle();
-        Ok((mine, Box::new(move || abort.abort())))
+        let stale = self.stale.clone();
+        Ok((
+            mine,
+            Box::new(move || {
+                stale.store(true, std::sync::atomic::Ordering::Release);
+                abort.abort();
+            }),
+        ))
     }
 }
 

@@ -15,6 +15,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 pub mod clock;
 pub mod fdpass;
+pub mod netwatch;
 pub mod nofile;
 pub mod pty;
 pub mod tty;

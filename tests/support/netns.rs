@@ -17,6 +17,8 @@ pub struct Netns {
     /// This side's address and the devbox's.
     pub near_addr: String,
     pub far_addr: String,
+    /// The address this side moves to when it roams.
+    other_addr: String,
     cut: Option<Cut>,
 }
 
@@ -65,16 +67,17 @@ impl Netns {
         }
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        // Interface names have at most 15 characters; one /30 out of 10.231.0.0/16 per
+        // Interface names have at most 15 characters; one /29 out of 10.231.0.0/16 per
         // (process, test), so parallel test binaries do not share a subnet.
         let id = format!("{:x}{n:x}", pid % 0xfffff);
-        let slot = (pid.wrapping_mul(97).wrapping_add(n)) % 16384;
-        let (a, b) = (slot / 64, (slot % 64) * 4);
+        let slot = (pid.wrapping_mul(97).wrapping_add(n)) % 8192;
+        let (a, b) = (slot / 32, (slot % 32) * 8);
         let mut net = Netns {
             name: format!("herdr-devbox-{id}"),
             near: format!("hrv{id}"),
             near_addr: format!("10.231.{a}.{}", b + 1),
             far_addr: format!("10.231.{a}.{}", b + 2),
+            other_addr: format!("10.231.{a}.{}", b + 3),
             cut: None,
         };
         if let Err(e) = net.build() {
@@ -94,12 +97,12 @@ impl Netns {
         ip(&[
             "addr",
             "add",
-            &format!("{}/30", self.near_addr),
+            &format!("{}/29", self.near_addr),
             "dev",
             &self.near,
         ])?;
         ip(&["link", "set", &self.near, "up"])?;
-        self.exec_ip(&["addr", "add", &format!("{}/30", self.far_addr), "dev", &far])?;
+        self.exec_ip(&["addr", "add", &format!("{}/29", self.far_addr), "dev", &far])?;
         self.exec_ip(&["link", "set", &far, "up"])?;
         self.exec_ip(&["link", "set", "lo", "up"])
     }
@@ -115,6 +118,38 @@ impl Netns {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name, program]);
         c
+    }
+
+    /// This side's address changes, as when a laptop joins another Wi-Fi: the old one
+    /// goes (with it every connection made from it, without a word) and a new one comes.
+    pub fn roam(&mut self) {
+        ip(&[
+            "addr",
+            "del",
+            &format!("{}/29", self.near_addr),
+            "dev",
+            &self.near,
+        ])
+        .expect("drop the old address");
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}/29", self.other_addr),
+            "dev",
+            &self.near,
+        ])
+        .expect("take a new address");
+        std::mem::swap(&mut self.near_addr, &mut self.other_addr);
+    }
+
+    /// The devbox's established TCP connections, as `ss` prints them.
+    pub fn peers(&self) -> String {
+        let out = self
+            .command("ss")
+            .args(["-Htn", "state", "established"])
+            .output()
+            .expect("ss");
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Cuts the link, silently or not (see `Cut`).
@@ -150,6 +185,21 @@ impl Drop for Netns {
         // (A route of this namespace outlives the veth pair.)
         if let Some(how) = self.cut.take() {
             let _ = self.route("del", how);
+        }
+        // Every process left in the namespace is this test's: an sshd session whose
+        // client's address went away would wait for TCP to give up (many minutes).
+        if let Ok(out) = Command::new("ip")
+            .args(["netns", "pids", &self.name])
+            .output()
+        {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                if let Ok(pid) = pid.parse::<i32>() {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
         }
         // Deleting one end deletes the pair; the namespace goes when its last process does.
         let _ = ip(&["link", "del", &self.near]);

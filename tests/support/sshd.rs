@@ -89,6 +89,9 @@ impl Sshd {
                 .arg("-E")
                 .arg(p("sshd.log"))
                 .stdin(Stdio::null())
+                // (Its sessions outlive it; none may hold the test's output open.)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
                 .spawn()
                 .expect("start sshd");
             let deadline = std::time::Instant::now() + super::WAIT;
