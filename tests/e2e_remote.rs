@@ -95,6 +95,17 @@ fn remote_install_attach_reconnect_and_reattach() {
     t.wait_text("in-22");
 }
 
+/// A link that ends (ssh killed): the server parks the client's screen, and the client
+/// that comes back is sent only the rows that changed meanwhile.
+#[test]
+fn a_client_back_after_its_link_ended_is_sent_only_what_changed() {
+    let Some(sshd) = Sshd::start() else { return };
+    let env = Env::new("remote-resume");
+    let _mux = MuxGuard(&env);
+    let end = || sshd.kill_ssh_clients();
+    support::resume::back_after(&env, &sshd, end, "back after the link ended");
+}
+
 #[test]
 fn a_remote_without_herdr_and_no_yes_is_not_touched() {
     let Some(sshd) = Sshd::start() else { return };

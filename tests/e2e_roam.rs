@@ -25,15 +25,7 @@ const COUNTER: &str = "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done";
 
 /// The highest counter value on the screen.
 fn last_count(t: &Term) -> u64 {
-    t.contents()
-        .split("cnt-")
-        .skip(1)
-        .filter_map(|s| {
-            let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .max()
-        .unwrap_or(0)
+    support::highest_after(&t.contents(), "cnt-")
 }
 
 /// Waits until the screen is live again after the link came back: the reconnect note is
@@ -193,6 +185,18 @@ fn roaming(ssh: Ssh, name: &str) {
 #[test]
 fn a_new_address_is_live_again_at_once() {
     roaming(Ssh::System, "roam-move");
+}
+
+/// After the address changed, the client is sent only the rows that changed while it was
+/// away — the server still holds its old attachment (it has not noticed that connection
+/// is dead), which the new one takes over.
+#[test]
+fn a_client_back_from_a_new_address_is_sent_only_what_changed() {
+    let Some((mut net, sshd, env)) = scene("roam-resume") else {
+        return;
+    };
+    let _mux = MuxGuard(&env);
+    support::resume::back_after(&env, &sshd, || net.roam(), "back from a new address");
 }
 
 #[test]

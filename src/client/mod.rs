@@ -27,7 +27,7 @@ use keepalive::{watch, SharedWatch, Watch};
 use crate::paths::SessionName;
 use crate::protocol::frame::{ClientMsg, ServerMsg, ServerReader};
 use crate::protocol::terminal::TerminalInfo;
-use crate::protocol::{Hello, HelloReply, Role, FEATURE_KEYS, FEATURE_TTY};
+use crate::protocol::{Hello, HelloReply, Resume, Role, FEATURE_KEYS, FEATURE_TTY};
 use crate::sys::tty::is_tty;
 
 pub enum Outcome {
@@ -52,6 +52,9 @@ pub struct Link {
     /// The server reads extended key reports (kitty, modifyOtherKeys): they are turned
     /// on in the terminal.
     pub keys: bool,
+    /// The server numbers its frames and named this attachment so (a link that drops is
+    /// picked up where it left off: `protocol::FEATURE_RESUME`).
+    pub token: Option<String>,
 }
 
 impl Link {
@@ -62,6 +65,7 @@ impl Link {
             watchdog: None,
             tty: None,
             keys: false,
+            token: None,
         })
     }
 
@@ -73,6 +77,7 @@ impl Link {
     ) -> std::io::Result<Link> {
         let mut link = Link::unix(stream.try_clone()?)?;
         link.keys = reply.features.iter().any(|f| f == FEATURE_KEYS);
+        link.token = reply.token.clone();
         if reply.features.iter().any(|f| f == FEATURE_TTY) {
             link.tty = tty.map(|fd| TtyHandover { stream, fd });
         }
@@ -94,11 +99,12 @@ impl TtyHandover {
 
 /// How the client reaches its server, again after a drop when `reconnect` says so.
 pub trait Transport {
-    /// Opens a link and says hello with the current terminal size.
-    fn open(&mut self, size: (u16, u16)) -> Result<Link, Error>;
+    /// Opens a link and says hello with the current terminal size (and where the screen
+    /// stands, for a link that picks up after one that dropped).
+    fn open(&mut self, size: (u16, u16), resume: Option<&Resume>) -> Result<Link, Error>;
     /// Opens a link to a server that is being replaced (live update): never starts one.
-    fn reopen(&mut self, size: (u16, u16)) -> Result<Link, Error> {
-        self.open(size)
+    fn reopen(&mut self, size: (u16, u16), resume: Option<&Resume>) -> Result<Link, Error> {
+        self.open(size, resume)
     }
     /// Whether a lost link is retried (remote) or the end (local).
     fn reconnects(&self) -> bool;
@@ -117,23 +123,28 @@ struct Local(SessionName, TerminalInfo);
 
 /// A client's hello, offering the terminal when stdin and stdout are one (the server then
 /// reads keys from it and draws on it directly: no hop through this process).
-fn local_hello(size: (u16, u16), terminal: &TerminalInfo) -> (Hello, Option<OwnedFd>) {
+fn local_hello(
+    size: (u16, u16),
+    terminal: &TerminalInfo,
+    resume: Option<&Resume>,
+) -> (Hello, Option<OwnedFd>) {
     let tty = crate::sys::tty::reopen_stdio_terminal();
     let mut hello = Hello::new(Role::Client, Some(size));
     hello.tty = tty.is_some();
     hello.terminal = Some(terminal.clone());
+    hello.resume = resume.cloned();
     (hello, tty)
 }
 
 impl Transport for Local {
-    fn open(&mut self, size: (u16, u16)) -> Result<Link, Error> {
-        let (hello, tty) = local_hello(size, &self.1);
+    fn open(&mut self, size: (u16, u16), resume: Option<&Resume>) -> Result<Link, Error> {
+        let (hello, tty) = local_hello(size, &self.1, resume);
         let (stream, reply, _started) = connect::connect_or_start_with(&self.0, &hello)?;
         Ok(Link::local(stream, &reply, tty)?)
     }
 
-    fn reopen(&mut self, size: (u16, u16)) -> Result<Link, Error> {
-        let (hello, tty) = local_hello(size, &self.1);
+    fn reopen(&mut self, size: (u16, u16), resume: Option<&Resume>) -> Result<Link, Error> {
+        let (hello, tty) = local_hello(size, &self.1, resume);
         match connect::connect_with(&self.0, &hello)? {
             Some((stream, reply)) => Ok(Link::local(stream, &reply, tty)?),
             None => Err(Error::NotListening),
@@ -186,7 +197,7 @@ pub fn attach(session: &SessionName) -> Result<i32, Error> {
     let terminal = probe::probe();
     let mut transport = Local(session.clone(), terminal.clone());
     crate::paths::repoint_agent_link(session);
-    let first = transport.open(terminal_size())?;
+    let first = transport.open(terminal_size(), None)?;
     Ok(report(
         run(&mut transport, first, &terminal)?,
         &transport.describe(),
@@ -275,6 +286,11 @@ pub fn run(
         )?;
     }
 
+    // Where the screen stands, for a link that picks up after one that dropped.
+    let mut resume = first.token.clone().map(|token| Resume { token, frame: 0 });
+    let attach = |link, screen: &mut _, resume: &mut _| {
+        attach_link(link, &watched, screen, &keys, &writer, resume)
+    };
     let mut reader = Some(first.reader);
     let mut pace = keepalive::Pace::default();
     // Set while a replaced server is awaited: until when.
@@ -282,7 +298,7 @@ pub fn run(
     let outcome = loop {
         let lost = match reader.take() {
             Some(r) => {
-                let pumped = pump(r, &mut stdout, &watched);
+                let pumped = pump(r, &mut stdout, &watched, &mut resume);
                 // That link is over: nothing may watch (or kill) it any more, and keys
                 // are read here again.
                 watch(&watched).detach();
@@ -300,8 +316,7 @@ pub fn run(
                             Some(link) => {
                                 pace.reset();
                                 replaced_until = None;
-                                reader =
-                                    Some(attach_link(link, &watched, &mut screen, &keys, &writer));
+                                reader = Some(attach(link, &mut screen, &mut resume));
                                 continue;
                             }
                             None => String::from("cannot switch sessions"),
@@ -337,9 +352,9 @@ pub fn run(
         }
         pace.attempt(std::time::Instant::now());
         let opened = if replacing {
-            transport.reopen(terminal_size())
+            transport.reopen(terminal_size(), resume.as_ref())
         } else {
-            transport.open(terminal_size())
+            transport.open(terminal_size(), resume.as_ref())
         };
         match opened {
             Ok(link) => {
@@ -348,7 +363,7 @@ pub fn run(
                 pace.reset();
                 nudged.store(false, Ordering::Release);
                 refused.store(0, Ordering::Release);
-                reader = Some(attach_link(link, &watched, &mut screen, &keys, &writer));
+                reader = Some(attach(link, &mut screen, &mut resume));
             }
             Err(e) => {
                 let why = error::with_causes(&e);
@@ -379,22 +394,50 @@ fn show_note(stdout: &mut std::io::Stdout, text: &str, refused: &AtomicUsize) {
         1 => "1 key typed meanwhile not sent; ".into(),
         n => format!("{n} keys typed meanwhile not sent; "),
     };
-    let note =
-        format!("\x1b7\x1b[999;1H\x1b[0;7m {refused}{text} — ctrl-c to give up \x1b[0m\x1b[K\x1b8");
+    note_line(stdout, &format!("{refused}{text} — ctrl-c to give up"));
+}
+
+/// Draws `text` in reverse video over the last row alone: cut to the terminal's width
+/// (and autowrap off besides), so a long note never scrolls the screen — a link that
+/// picks up where the last one left off is sent only the rows that changed, and this one.
+fn note_line(stdout: &mut std::io::Stdout, text: &str) {
+    let padded = format!(" {text} ");
+    let text = fit_width(&padded, usize::from(terminal_size().0).saturating_sub(1));
+    let note = format!("\x1b7\x1b[?7l\x1b[999;1H\x1b[0;7m{text}\x1b[0m\x1b[K\x1b[?7h\x1b8");
     let _ = stdout
         .write_all(note.as_bytes())
         .and_then(|_| stdout.flush());
 }
 
-/// Makes `link` the one in use: watched, its key reporting on, the terminal handed over
-/// and its writer shared; returns its reader.
+/// The longest start of `text` that takes at most `columns` cells.
+fn fit_width(text: &str, columns: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in text.char_indices() {
+        used += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used > columns {
+            return &text[..i];
+        }
+    }
+    text
+}
+
+/// Makes `link` the one in use: watched, its key reporting on, the terminal handed over,
+/// its writer shared and its token kept; returns its reader.
 fn attach_link(
     link: Link,
     watched: &SharedWatch,
     screen: &mut terminal::Screen,
     keys: &Keys,
     writer: &SharedWriter,
+    resume: &mut Option<Resume>,
 ) -> Box<dyn Read + Send> {
+    // (A server that picked up where the last link left off keeps the token and goes
+    // on numbering; another starts afresh.)
+    *resume = match (link.token, resume.take()) {
+        (Some(token), Some(r)) if r.token == token => Some(r),
+        (Some(token), _) => Some(Resume { token, frame: 0 }),
+        (None, _) => None,
+    };
     watch(watched).attach(link.watchdog);
     screen.set_keys(link.keys);
     keys.hand_over(link.tty);
@@ -411,7 +454,7 @@ fn switch(transport: &mut dyn Transport, to: &str, stdout: &mut std::io::Stdout)
         Ok(name) => {
             let back = transport.session();
             transport.switch(name);
-            match transport.open(terminal_size()) {
+            match transport.open(terminal_size(), None) {
                 Ok(link) => return Some(link),
                 Err(e) => {
                     transport.switch(back);
@@ -421,13 +464,11 @@ fn switch(transport: &mut dyn Transport, to: &str, stdout: &mut std::io::Stdout)
         }
         Err(e) => e.to_string(),
     };
-    let note = format!(
-        "\x1b7\x1b[999;1H\x1b[0;7m cannot attach to session {to}: {failed}; staying with {from} \x1b[0m\x1b[K\x1b8"
+    note_line(
+        stdout,
+        &format!("cannot attach to session {to}: {failed}; staying with {from}"),
     );
-    let _ = stdout
-        .write_all(note.as_bytes())
-        .and_then(|_| stdout.flush());
-    transport.open(terminal_size()).ok()
+    transport.open(terminal_size(), None).ok()
 }
 
 /// Copies frames to the terminal until the server ends the attachment (Ok) or the link
@@ -436,6 +477,7 @@ fn pump(
     reader: Box<dyn Read + Send>,
     stdout: &mut std::io::Stdout,
     watched: &SharedWatch,
+    resume: &mut Option<Resume>,
 ) -> Result<Outcome, Drop> {
     // Every byte counts as life (a large frame over a slow link is not silence).
     let heard = Heard {
@@ -447,12 +489,17 @@ fn pump(
         match reader.recv() {
             Ok(Some(ServerMsg::Pong)) => keepalive::ponged(watched),
             Ok(Some(ServerMsg::Output(bytes))) => {
-                if stdout
-                    .write_all(&bytes)
-                    .and_then(|_| stdout.flush())
-                    .is_err()
-                {
+                if !draw(stdout, &bytes) {
                     return Ok(Outcome::Lost("cannot write to the terminal".into()));
+                }
+            }
+            Ok(Some(ServerMsg::Frame(seq, bytes))) => {
+                if !draw(stdout, &bytes) {
+                    return Ok(Outcome::Lost("cannot write to the terminal".into()));
+                }
+                // Drawn whole: the screen stands at this frame.
+                if let Some(r) = resume.as_mut() {
+                    r.frame = seq;
                 }
             }
             Ok(Some(ServerMsg::Exit(why))) => return Ok(Outcome::Ended(why)),
@@ -462,6 +509,11 @@ fn pump(
             Err(e) => return Err(Drop::Lost(e.to_string())),
         }
     }
+}
+
+/// Writes a server's output to the terminal; false if it cannot.
+fn draw(stdout: &mut std::io::Stdout, bytes: &[u8]) -> bool {
+    stdout.write_all(bytes).and_then(|_| stdout.flush()).is_ok()
 }
 
 /// A link's reader that notes when it last brought anything.
@@ -638,4 +690,15 @@ fn typed_keys(parser: &mut crate::input::InputParser, bytes: &[u8]) -> Vec<crate
         }
     }
     keys
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_note_is_cut_to_the_columns_it_may_take() {
+        assert_eq!(super::fit_width(" reconnecting ", 6), " recon");
+        assert_eq!(super::fit_width("漢字漢", 5), "漢字");
+        assert_eq!(super::fit_width("ok", 80), "ok");
+        assert_eq!(super::fit_width("ok", 0), "");
+    }
 }

@@ -22,6 +22,7 @@ mod tag {
     pub const RECONNECT: u8 = 103;
     pub const PONG: u8 = 104;
     pub const SWITCH: u8 = 105;
+    pub const FRAME: u8 = 106;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,10 @@ pub enum ServerMsg {
     /// attach to the named session's, starting it if it is only saved. Sent only to
     /// clients whose hello says they can ([`Hello::switch`](crate::protocol::Hello)).
     Switch(String),
+    /// Terminal output that is a whole frame, with its number (for clients that take
+    /// numbered frames: see `protocol::FEATURE_RESUME`): 8 bytes big-endian, then the
+    /// bytes.
+    Frame(u64, Vec<u8>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +116,12 @@ impl ServerMsg {
             ServerMsg::Reconnect(s) => encode(tag::RECONNECT, s.as_bytes()),
             ServerMsg::Pong => encode(tag::PONG, &[]),
             ServerMsg::Switch(s) => encode(tag::SWITCH, s.as_bytes()),
+            ServerMsg::Frame(seq, b) => {
+                let mut p = Vec::with_capacity(8 + b.len());
+                p.extend_from_slice(&seq.to_be_bytes());
+                p.extend_from_slice(b);
+                encode(tag::FRAME, &p)
+            }
         }
     }
 
@@ -123,6 +134,12 @@ impl ServerMsg {
             )),
             tag::PONG => Ok(ServerMsg::Pong),
             tag::SWITCH => Ok(ServerMsg::Switch(String::from_utf8_lossy(p).into_owned())),
+            tag::FRAME => match p.split_first_chunk::<8>() {
+                Some((seq, bytes)) => {
+                    Ok(ServerMsg::Frame(u64::from_be_bytes(*seq), bytes.to_vec()))
+                }
+                None => Err(FrameError::Malformed(tag)),
+            },
             t => Err(FrameError::UnknownTag(t)),
         }
     }
@@ -243,6 +260,18 @@ mod tests {
             d.next_server().unwrap(),
             Some(ServerMsg::Switch("work".into()))
         );
+        let frame = ServerMsg::Frame(258, b"ab".to_vec()).encode();
+        assert_eq!(
+            frame,
+            [0, 0, 0, 11, 106, 0, 0, 0, 0, 0, 0, 1, 2, b'a', b'b']
+        );
+        d.push(&frame);
+        assert_eq!(
+            d.next_server().unwrap(),
+            Some(ServerMsg::Frame(258, b"ab".to_vec()))
+        );
+        d.push(&[0, 0, 0, 4, 106, 0, 0, 1]);
+        assert!(matches!(d.next_server(), Err(FrameError::Malformed(106))));
     }
 
     #[test]

@@ -86,6 +86,22 @@ pub struct Hello {
     /// ([`ServerMsg::Switch`](frame::ServerMsg)).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub switch: bool,
+    /// Interactive clients that take numbered frames ([`ServerMsg::Frame`](frame::ServerMsg)),
+    /// so that they can come back after a drop and be sent only what changed since.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub frames: bool,
+    /// A client coming back after its link dropped: the token its last server gave it and
+    /// the last frame it drew (see [`FEATURE_RESUME`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Resume>,
+}
+
+/// Where a client's screen stands: the token of the attachment it drew for, and the
+/// number of the last frame it drew whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    pub token: String,
+    pub frame: u64,
 }
 
 /// The server answers pings ([`ClientMsg::Ping`](frame::ClientMsg)).
@@ -95,6 +111,12 @@ pub const FEATURE_PING: &str = "ping";
 /// it and frames written to it by the server, and the connection carries only the rest
 /// (sizes, detach, pings, the exit).
 pub const FEATURE_TTY: &str = "tty";
+
+/// The server numbers the frames it sends a client that takes them ([`Hello::frames`]),
+/// and names the attachment with a token in its reply ([`HelloReply::token`]); a client
+/// that comes back with both ([`Hello::resume`]) is sent only the rows that changed since
+/// the frame it has, not a full repaint.
+pub const FEATURE_RESUME: &str = "resume";
 
 /// The server reads extended key reports (kitty keyboard protocol, modifyOtherKeys) from
 /// the client's terminal and encodes keys for each pane as it asked: the client may turn
@@ -140,6 +162,8 @@ impl Hello {
                 .flatten(),
             terminal: None,
             switch: role == Role::Client,
+            frames: role == Role::Client,
+            resume: None,
         }
     }
 }
@@ -154,6 +178,10 @@ pub struct HelloReply {
     /// What the server offers beyond the protocol's base: `"ping"` (it answers pings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
+    /// For a client that takes numbered frames: the token that names this attachment, to
+    /// come back with ([`Resume`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 impl HelloReply {
@@ -163,7 +191,12 @@ impl HelloReply {
             protocol: PROTOCOL_VERSION,
             version: version().into(),
             error: None,
-            features: vec![FEATURE_PING.into(), FEATURE_KEYS.into()],
+            features: vec![
+                FEATURE_PING.into(),
+                FEATURE_KEYS.into(),
+                FEATURE_RESUME.into(),
+            ],
+            token: None,
         }
     }
 
@@ -174,6 +207,7 @@ impl HelloReply {
             version: version().into(),
             error: Some(error),
             features: Vec::new(),
+            token: None,
         }
     }
 }

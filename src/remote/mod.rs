@@ -377,7 +377,11 @@ struct Bridge {
 }
 
 impl Transport for Bridge {
-    fn open(&mut self, size: (u16, u16)) -> Result<Link, client::Error> {
+    fn open(
+        &mut self,
+        size: (u16, u16),
+        resume: Option<&crate::protocol::Resume>,
+    ) -> Result<Link, client::Error> {
         let Pipe {
             reader,
             mut writer,
@@ -392,6 +396,7 @@ impl Transport for Bridge {
         hello.terminal = Some(self.terminal.clone());
         // A folder of this machine means nothing on the remote one.
         hello.cwd = None;
+        hello.resume = resume.cloned();
         let mut line = serde_json::to_string(&hello)?;
         line.push('\n');
         writer
@@ -465,6 +470,7 @@ impl Transport for Bridge {
             watchdog,
             tty: None,
             keys,
+            token: reply.token,
         })
     }
 
@@ -638,7 +644,7 @@ pub fn attach(args: RemoteArgs) -> Result<i32, Error> {
         cancel: Arc::new(AtomicBool::new(false)),
         terminal: terminal.clone(),
     };
-    let first = bridge.open(client::terminal_size())?;
+    let first = bridge.open(client::terminal_size(), None)?;
     let outcome = client::run(&mut bridge, first, &terminal)?;
     Ok(client::report(
         outcome,

@@ -28,6 +28,8 @@ impl Server {
             tty,
             terminal,
             switch,
+            token,
+            resume,
         } = a;
         self.use_colors(terminal.colors.clone());
         let bindings = keys.map(|k| self.client_bindings(id, k));
@@ -93,11 +95,75 @@ impl Server {
                 cache: ui::ComposeCache::default(),
                 spare: None,
                 spare_stale: Vec::new(),
+                frames: token.map(super::resume::FrameLog::new),
+                unknown_rows: None,
             },
         );
+        if let Some(resume) = resume {
+            self.resume(id, resume);
+        }
         self.clients.active = Some(id);
         self.set_size(size);
         self.request_render();
+    }
+
+    /// A client back after its link dropped takes over the screen it was sent: from the
+    /// client still attached with its token (this end has not noticed that connection is
+    /// dead — it is ended now: never two attachments of one client) or from the parking.
+    /// Its next frame draws only the rows it does not have.
+    fn resume(&mut self, id: ClientId, resume: crate::protocol::Resume) {
+        let same = |c: &Client| {
+            c.frames
+                .as_ref()
+                .is_some_and(|f| super::handoff::same_token(&f.token, &resume.token))
+        };
+        let old = self
+            .clients
+            .by_id
+            .iter()
+            .find(|(cid, c)| **cid != id && same(c))
+            .map(|(cid, _)| *cid);
+        let taken = match old.and_then(|old| self.clients.by_id.remove(&old).map(|c| (old, c))) {
+            Some((old, mut c)) => {
+                log::debug!(
+                    format_args!("client {old}"),
+                    "replaced by client {id}, which came back"
+                );
+                c.writer.close();
+                let taken = c.frames.take().zip(c.prev.take());
+                self.abandon_paste(c.paste);
+                self.client_left(old);
+                taken
+            }
+            None => self
+                .clients
+                .parking
+                .take(&resume.token, std::time::Instant::now())
+                .map(|p| (p.log, p.frame)),
+        };
+        let Some(client) = self.clients.by_id.get_mut(&id) else {
+            return;
+        };
+        let Some((log, frame)) = taken.filter(|(_, f)| f.size() == client.size) else {
+            return;
+        };
+        let Some(mut unknown) = log.unknown_since(resume.frame) else {
+            return;
+        };
+        // (The client's note was drawn over its last row.)
+        if let Some(last) = unknown.last_mut() {
+            *last = true;
+        }
+        log::debug!(
+            format_args!("client {id}"),
+            "back at frame {}: {} of {} rows to draw",
+            resume.frame,
+            unknown.iter().filter(|u| **u).count(),
+            unknown.len()
+        );
+        client.prev = Some(frame);
+        client.frames = Some(log);
+        client.unknown_rows = Some(unknown);
     }
 
     /// The key bindings a client brought, built like the server's own from its config.

@@ -85,6 +85,11 @@ pub(crate) struct Client {
     /// Notifications and bells its writer had no room for: sent ahead of its next frame
     /// (at most `notify::MAX_OWED` bytes).
     pub(super) owed: Vec<u8>,
+    /// The numbers of its frames, when it takes numbered frames (`resume.rs`).
+    pub(super) frames: Option<super::resume::FrameLog>,
+    /// It came back after its link dropped: `prev` is what it was last sent, and these
+    /// rows of its screen are not (the next frame draws them whole).
+    pub(super) unknown_rows: Option<Vec<bool>>,
 }
 
 pub(crate) struct Clients {
@@ -112,6 +117,8 @@ pub(crate) struct Clients {
     pub(crate) clock_due: Option<Instant>,
     /// When the programs in front are looked up next (`names.rs`).
     pub(crate) names_at: Instant,
+    /// The screens of clients whose connection ended, to come back to (`resume.rs`).
+    pub(crate) parking: super::resume::Parking,
 }
 
 impl Default for Clients {
@@ -128,6 +135,7 @@ impl Default for Clients {
             attached_at: None,
             clock_due: None,
             names_at: Instant::now(),
+            parking: Default::default(),
         }
     }
 }
@@ -150,6 +158,17 @@ impl Clients {
     pub(crate) fn say(&mut self, text: String) {
         self.message = Some((text, Instant::now()));
         self.request_frame();
+    }
+
+    /// A client's connection ended: its screen is kept for it to come back to.
+    pub(crate) fn park(
+        &mut self,
+        log: Option<super::resume::FrameLog>,
+        frame: Option<crate::render::diff::Frame>,
+    ) {
+        if let (Some(log), Some(frame)) = (log, frame) {
+            self.parking.park(log, frame, Instant::now());
+        }
     }
 
     pub(crate) fn broadcast_raw(&mut self, bytes: &[u8]) {

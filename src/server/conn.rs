@@ -93,6 +93,12 @@ impl ClientWriter {
         }
     }
 
+    /// Sends or queues a whole frame with its number (a client that takes numbered
+    /// frames draws over the socket); false if the client is behind.
+    pub fn send_frame(&self, seq: u64, bytes: Vec<u8>) -> bool {
+        self.send(Out::Socket(ServerMsg::Frame(seq, bytes).encode()))
+    }
+
     fn send(&self, out: Out) -> bool {
         if self.shared.queued.load(Ordering::Acquire) == 0 {
             if let Ok(_guard) = self.shared.lock.try_lock() {
@@ -397,6 +403,14 @@ fn handle_connection(
     if take_tty {
         reply.features.push(FEATURE_TTY.into());
     }
+    // Frames over the socket are numbered for a client that takes them; one that comes
+    // back keeps its token (see `resume.rs`).
+    reply.token = (hello.role == Role::Client && hello.frames && !take_tty)
+        .then(|| match &hello.resume {
+            Some(r) if super::resume::plausible_token(&r.token) => Some(r.token.clone()),
+            _ => super::handoff::token().ok(),
+        })
+        .flatten();
     if write_line(reader.get_ref(), &reply).is_err() {
         return;
     }
@@ -417,7 +431,14 @@ fn handle_connection(
     let _ = reader.get_ref().set_read_timeout(None);
     drop(place);
     match hello.role {
-        Role::Client => client_loop(id, [stream, write_half], reader, hello, tty, events),
+        Role::Client => client_loop(
+            id,
+            [stream, write_half],
+            reader,
+            (hello, reply.token),
+            tty,
+            events,
+        ),
         Role::Api => api_loop(id, [stream, write_half], reader, events),
     }
     drop(api_place);
@@ -446,7 +467,7 @@ fn client_loop(
     id: ClientId,
     [stream, write_half]: [UnixStream; 2],
     reader: BufReader<UnixStream>,
-    hello: crate::protocol::Hello,
+    (hello, token): (crate::protocol::Hello, Option<String>),
     tty: Option<Arc<OwnedFd>>,
     events: EventTx,
 ) {
@@ -477,6 +498,8 @@ fn client_loop(
         reader: reader.into_inner(),
         pending,
         tty,
+        resume: hello.resume.filter(|_| token.is_some()),
+        token,
     })));
 }
 

@@ -32,6 +32,7 @@ mod rebuild;
 mod reload;
 mod rename;
 mod render;
+mod resume;
 mod session;
 mod start;
 
@@ -132,6 +133,10 @@ pub struct Attaching {
     pub tty: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     /// What the user's terminal reports keys with, and its colours.
     pub terminal: crate::protocol::terminal::TerminalInfo,
+    /// It takes numbered frames: the token its reply named the attachment with.
+    pub token: Option<String>,
+    /// It comes back after its link dropped: where its screen stands.
+    pub resume: Option<crate::protocol::Resume>,
 }
 
 /// The server: the loop and the parts it owns. Each part is a type of its own, with the
@@ -352,7 +357,8 @@ impl Server {
                     }
                     None => log::debug!(format_args!("client {id}"), "left"),
                 }
-                if let Some(c) = self.clients.by_id.remove(&id) {
+                if let Some(mut c) = self.clients.by_id.remove(&id) {
+                    self.clients.park(c.frames.take(), c.prev.take());
                     self.abandon_paste(c.paste);
                 }
                 self.client_left(id);

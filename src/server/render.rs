@@ -128,7 +128,11 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     view.panel = panel.as_ref();
     let mut dirty = Vec::new();
     let mut next = None;
-    if let Some(prev) = prev.as_ref().filter(|_| client_size == session.size) {
+    // A client back after its link dropped: `prev` is what it was sent, not all of what
+    // it shows; its frame is composed afresh and drawn over the rows it does not have.
+    let unknown = client.unknown_rows.take();
+    let incremental = client_size == session.size && unknown.is_none();
+    if let Some(prev) = prev.as_ref().filter(|_| incremental) {
         let mut candidate = match spare {
             Some(mut s) if s.size() == prev.size() => {
                 sync_rows(&mut s, prev, &stale);
@@ -140,19 +144,35 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
             next = Some(candidate);
         }
     }
-    let (frame, bytes) = match (next, &prev) {
+    // (`full`: the frame is drawn whole, a new base for numbered frames.)
+    let (frame, bytes, full) = match (next, &prev) {
         (Some(frame), Some(prev)) => {
             let bytes = diff::encode_diff_rows(prev, &frame, &dirty);
-            (frame, bytes)
+            (frame, bytes, false)
         }
         _ => {
             let frame = ui::fit(ui::compose(&view, session.size, &mut cache), client_size);
-            dirty = vec![true; usize::from(client_size.1)];
-            let bytes = match &prev {
-                Some(prev) => diff::encode_diff(prev, &frame),
-                None => diff::encode_full(&frame),
+            let (bytes, full) = match (&prev, &unknown) {
+                (Some(prev), _) if prev.size() == frame.size() => {
+                    dirty = diff::changed_rows(prev, &frame);
+                    let bytes = match &unknown {
+                        Some(unknown) => {
+                            for (d, u) in dirty.iter_mut().zip(unknown) {
+                                *d |= *u;
+                            }
+                            diff::encode_resume(prev, unknown, &frame)
+                        }
+                        None => diff::encode_diff(prev, &frame),
+                    };
+                    (bytes, false)
+                }
+                (Some(prev), _) => (diff::encode_diff(prev, &frame), true),
+                (None, _) => (diff::encode_full(&frame), true),
             };
-            (frame, bytes)
+            if full {
+                dirty = vec![true; usize::from(client_size.1)];
+            }
+            (frame, bytes, full)
         }
     };
     let owed = !client.owed.is_empty();
@@ -160,7 +180,18 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
         true => [client.owed.as_slice(), &bytes].concat(),
         false => bytes,
     };
-    if bytes.is_empty() || client.writer.send_output(bytes) {
+    let sent = bytes.is_empty()
+        || match client.frames.as_mut() {
+            Some(log) => {
+                let sent = client.writer.send_frame(log.next(), bytes);
+                if sent {
+                    log.sent(&dirty, full);
+                }
+                sent
+            }
+            None => client.writer.send_output(bytes),
+        };
+    if sent {
         client.owed.clear();
         // The old frame becomes the spare; it differs from the new one in `dirty`.
         client.spare = prev;
@@ -172,6 +203,7 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
         // Not sent: the client still shows `prev`, which the cache no longer
         // describes; the next frame is composed afresh.
         client.prev = prev;
+        client.unknown_rows = unknown;
         cache.invalidate();
         client.cache = cache;
         client.behind = true;

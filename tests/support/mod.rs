@@ -13,6 +13,7 @@ pub mod mock_api;
 pub mod netns;
 pub mod real_agents;
 pub mod release;
+pub mod resume;
 pub mod sshd;
 
 use std::io::{Read, Write};
@@ -272,6 +273,18 @@ impl Outer {
 /// Where `needle` first is in `hay`.
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The highest number that follows `prefix` in `text` (a counter's lines), 0 if none.
+pub fn highest_after(text: &str, prefix: &str) -> u64 {
+    text.split(prefix)
+        .skip(1)
+        .filter_map(|s| {
+            let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {

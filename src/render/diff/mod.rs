@@ -146,12 +146,61 @@ pub fn encode_diff_rows(prev: &Frame, next: &Frame, rows: &[bool]) -> Vec<u8> {
     encode_rows(Some(prev), next, Some(rows))
 }
 
+/// Returns the bytes that turn a terminal that shows `prev` except in the rows flagged in
+/// `unknown` (frames it never got, something drawn over them) into one showing `next`;
+/// its cursor, its modes and those rows are taken as unknown: the rows are erased and
+/// drawn whole, the modes set. Frames of one size (else a full frame).
+pub fn encode_resume(prev: &Frame, unknown: &[bool], next: &Frame) -> Vec<u8> {
+    if prev.size() != next.size() {
+        return encode_full(next);
+    }
+    let mut shown = prev.clone();
+    let width = usize::from(shown.buffer.area.width);
+    for (y, _) in unknown.iter().enumerate().filter(|(_, u)| **u) {
+        let row = y * width..(y + 1) * width;
+        if let Some(cells) = shown.buffer.content.get_mut(row.clone()) {
+            cells.fill(ratatui::buffer::Cell::default());
+        }
+        if let Some(extras) = shown.extras.get_mut(row) {
+            extras.fill(Extra::PLAIN);
+        }
+    }
+    shown.cursor = None;
+    encode_with(Some(&shown), next, None, Some(unknown))
+}
+
+/// One flag per row of two frames of one size: whether the row differs.
+pub fn changed_rows(prev: &Frame, next: &Frame) -> Vec<bool> {
+    let (width, height) = (usize::from(next.size().0), usize::from(next.size().1));
+    if prev.size() != next.size() {
+        return vec![true; height];
+    }
+    (0..height)
+        .map(|y| {
+            let row = y * width..(y + 1) * width;
+            prev.buffer.content.get(row.clone()) != next.buffer.content.get(row.clone())
+                || prev.extras.get(row.clone()) != next.extras.get(row)
+        })
+        .collect()
+}
+
 /// `prev` = `None` means the screen state is unknown, so it is cleared first.
 fn encode(prev: Option<&Frame>, next: &Frame) -> Vec<u8> {
     encode_rows(prev, next, None)
 }
 
 fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec<u8> {
+    encode_with(prev, next, rows, None)
+}
+
+/// `erase`: rows the terminal is to be cleared of first (as blank as in `prev`), for a
+/// terminal whose modes are not known either.
+fn encode_with(
+    prev: Option<&Frame>,
+    next: &Frame,
+    rows: Option<&[bool]>,
+    erase: Option<&[bool]>,
+) -> Vec<u8> {
     let was_shown = prev.and_then(Frame::shown_cursor);
     let cursor = match (prev, was_shown) {
         (None, _) => Cursor::At(0, 0), // where RESET_SCREEN leaves it
@@ -178,18 +227,28 @@ fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec
     let mut out = Vec::with_capacity(enc.out.len() + 64);
     out.extend_from_slice(SYNC_BEGIN);
     // Hide while drawing, or the cursor visibly jumps around on terminals without sync updates.
-    let hid = prev.is_none() || (!enc.out.is_empty() && was_shown.is_some());
+    let hid = prev.is_none() || erase.is_some() || (!enc.out.is_empty() && was_shown.is_some());
     if hid {
         out.extend_from_slice(HIDE_CURSOR);
     }
     if prev.is_none() {
         out.extend_from_slice(RESET_SCREEN);
     }
+    for (y, _) in erase
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| **e)
+    {
+        let _ = write!(out, "\x1b[{}H\x1b[0m\x1b[2K", y + 1);
+    }
+    // (Unknown modes are set whatever they were.)
+    let known = prev.filter(|_| erase.is_none());
     let (cursor_keys, keypad) = (next.application_cursor, next.application_keypad);
-    if prev.map(|p| p.application_cursor) != Some(cursor_keys) {
+    if known.map(|p| p.application_cursor) != Some(cursor_keys) {
         out.extend_from_slice(APPLICATION_CURSOR[usize::from(cursor_keys)]);
     }
-    if prev.map(|p| p.application_keypad) != Some(keypad) {
+    if known.map(|p| p.application_keypad) != Some(keypad) {
         out.extend_from_slice(APPLICATION_KEYPAD[usize::from(keypad)]);
     }
     out.extend_from_slice(&enc.out);

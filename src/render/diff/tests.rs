@@ -625,3 +625,72 @@ fn a_cluster_takes_the_width_its_pane_gave_it_and_what_follows_is_placed_explici
         );
     }
 }
+
+#[test]
+fn a_terminal_that_missed_frames_is_brought_to_the_next_by_its_unknown_rows_alone() {
+    // The terminal drew frame k, then its link dropped: frames k+1..n went nowhere, and
+    // a note was drawn over its last row. The server holds n and knows which rows
+    // changed after k; the rows it says are unknown, with the modes and cursor, are all
+    // the terminal needs to show the next frame.
+    let mut rng = Lcg(0x7e5e);
+    for _ in 0..400 {
+        let (w, h) = (1 + rng.below(9), 1 + rng.below(6));
+        let mut frames = vec![Frame::new(w, h)];
+        for _ in 0..6 {
+            let next = rng.mutate(frames.last().expect("a frame"));
+            frames.push(next);
+        }
+        let k = usize::from(rng.below(4));
+        let mut p = parser(w, h);
+        let mut ours = vt::Terminal::new(h, w);
+        let drawn = [encode_full(&frames[0])]
+            .into_iter()
+            .chain(frames[..=k].windows(2).map(|f| encode_diff(&f[0], &f[1])))
+            .collect::<Vec<_>>()
+            .concat();
+        // (As the client draws it, with autowrap off so that a note wider than the
+        // terminal does not scroll it — which vt100 does not know: the note fits here.)
+        let note = format!(
+            "\x1b7\x1b[?7l\x1b[999;1H\x1b[0;7m{}\x1b[0m\x1b[K\x1b[?7h\x1b8",
+            "n".repeat(usize::from(w) - 1)
+        );
+        for bytes in [&drawn[..], note.as_bytes()] {
+            p.process(bytes);
+            ours.process(bytes, 1);
+        }
+        let n = frames.len() - 2;
+        let mut unknown = vec![false; usize::from(h)];
+        for pair in frames[k..=n].windows(2) {
+            for (u, c) in unknown.iter_mut().zip(changed_rows(&pair[0], &pair[1])) {
+                *u |= c;
+            }
+        }
+        unknown[usize::from(h) - 1] = true;
+        let next = &frames[n + 1];
+        let bytes = encode_resume(&frames[n], &unknown, next);
+        p.process(&bytes);
+        ours.process(&bytes, 2);
+        assert_shows(p.screen(), next, "resumed");
+        assert_shows_extras(ours.screen(), next, "resumed");
+    }
+}
+
+#[test]
+fn a_resume_with_one_unknown_row_costs_that_row() {
+    let lines: Vec<String> = (0..50)
+        .map(|y| format!("line {y} {}", "x".repeat(150)))
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let a = text(200, 50, Some((3, 4)), &lines);
+    let mut unknown = vec![false; 50];
+    unknown[49] = true;
+    let bytes = encode_resume(&a, &unknown, &a);
+    assert!(
+        bytes.len() < 250,
+        "{}: {:?}",
+        bytes.len(),
+        String::from_utf8_lossy(&bytes)
+    );
+    assert!(encode_full(&a).len() > 7_000);
+    assert_eq!(changed_rows(&a, &a), vec![false; 50]);
+}
