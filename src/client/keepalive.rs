@@ -16,6 +16,8 @@ use crate::protocol::frame::ClientMsg;
 /// taken for dead (a network that went away).
 const PING_EVERY: Duration = Duration::from_secs(2);
 const SILENT_FOR: Duration = Duration::from_secs(6);
+/// How soon a link is pinged while its round trip is not known yet.
+const FIRST_PING: Duration = Duration::from_millis(200);
 /// After a jolt (a wake, a SIGCONT, a network change): how long the link has to answer
 /// the ping sent then — PROBE_RTTS round trips as measured by the pings, and never less
 /// than PROBE_MIN (a loaded host answers a little late; a live link must not be cut).
@@ -116,6 +118,11 @@ pub(super) fn ponged(w: &SharedWatch) {
     watch(w).ponged(Instant::now());
 }
 
+/// The link's round trip as the pings measured it (smoothed), if they did.
+pub(super) fn rtt(w: &SharedWatch) -> Option<Duration> {
+    watch(w).rtt
+}
+
 /// What the threads that notice jolts share: the link watched, a waiting reconnection's
 /// nudge, the ping thread's and the watchdog's wake-ups.
 #[derive(Clone)]
@@ -163,7 +170,17 @@ pub(super) fn spawn(
         .name("herdr-ping".into())
         .spawn(move || {
             while !d.load(Ordering::Acquire) {
-                if let Err(mpsc::RecvTimeoutError::Disconnected) = pings.recv_timeout(PING_EVERY) {
+                // (Until the round trip is known, a link is pinged at once and then soon:
+                // prediction waits for it.)
+                let every = {
+                    let w = watch(&w);
+                    match (w.rtt, w.pinged, &w.breaker) {
+                        (Some(_), _, _) => PING_EVERY,
+                        (None, None, Some(_)) => Duration::ZERO,
+                        (None, _, _) => FIRST_PING,
+                    }
+                };
+                if let Err(mpsc::RecvTimeoutError::Disconnected) = pings.recv_timeout(every) {
                     break;
                 }
                 let mut watched = watch(&w);

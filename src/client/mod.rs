@@ -5,10 +5,12 @@
 
 pub mod api;
 pub mod connect;
+mod echo;
 mod error;
 pub mod handoff;
 mod keepalive;
 pub mod notify;
+mod predict;
 pub mod probe;
 pub mod sessions;
 pub mod terminal;
@@ -263,16 +265,21 @@ pub fn run(
     transport.cancel_on(quit.clone());
     // Keys typed while there is no link: not sent, and the note says how many.
     let refused = Arc::new(AtomicUsize::new(0));
+    let watched: SharedWatch = Arc::new(Mutex::new(Watch::default()));
+    watch(&watched).attach(first.watchdog);
+    // Over a network, keys are shown ahead of the host's echo where that can be guessed.
+    let echo = transport
+        .reconnects()
+        .then(|| echo::Echo::new(watched.clone(), terminal_size()))
+        .flatten();
     spawn_input_thread(
         writer.clone(),
         quit.clone(),
         refused.clone(),
-        &keys,
-        keys_wake,
+        (&keys, keys_wake),
+        echo.clone(),
     )?;
     spawn_resize_thread(writer.clone())?;
-    let watched: SharedWatch = Arc::new(Mutex::new(Watch::default()));
-    watch(&watched).attach(first.watchdog);
     let done = Arc::new(AtomicBool::new(false));
     // Set on a wake or SIGCONT: a reconnection attempt is made at once.
     let nudged = Arc::new(AtomicBool::new(false));
@@ -298,7 +305,10 @@ pub fn run(
     let outcome = loop {
         let lost = match reader.take() {
             Some(r) => {
-                let pumped = pump(r, &mut stdout, &watched, &mut resume);
+                let pumped = pump(r, &mut stdout, &watched, &mut resume, echo.as_ref());
+                if let Some(echo) = &echo {
+                    echo.forget();
+                }
                 // That link is over: nothing may watch (or kill) it any more, and keys
                 // are read here again.
                 watch(&watched).detach();
@@ -478,7 +488,12 @@ fn pump(
     stdout: &mut std::io::Stdout,
     watched: &SharedWatch,
     resume: &mut Option<Resume>,
+    echo: Option<&echo::Echo>,
 ) -> Result<Outcome, Drop> {
+    let mut draw = |bytes: &[u8]| match echo {
+        Some(echo) => echo.output(bytes),
+        None => draw(stdout, bytes),
+    };
     // Every byte counts as life (a large frame over a slow link is not silence).
     let heard = Heard {
         inner: reader,
@@ -489,12 +504,12 @@ fn pump(
         match reader.recv() {
             Ok(Some(ServerMsg::Pong)) => keepalive::ponged(watched),
             Ok(Some(ServerMsg::Output(bytes))) => {
-                if !draw(stdout, &bytes) {
+                if !draw(&bytes) {
                     return Ok(Outcome::Lost("cannot write to the terminal".into()));
                 }
             }
             Ok(Some(ServerMsg::Frame(seq, bytes))) => {
-                if !draw(stdout, &bytes) {
+                if !draw(&bytes) {
                     return Ok(Outcome::Lost("cannot write to the terminal".into()));
                 }
                 // Drawn whole: the screen stands at this frame.
@@ -609,8 +624,8 @@ fn spawn_input_thread(
     writer: SharedWriter,
     quit: Arc<AtomicBool>,
     refused: Arc<AtomicUsize>,
-    keys: &Keys,
-    wake: crate::sys::WakePipe,
+    (keys, wake): (&Keys, crate::sys::WakePipe),
+    echo: Option<echo::Echo>,
 ) -> std::io::Result<()> {
     let server_reads = keys.server_reads.clone();
     std::thread::Builder::new()
@@ -626,9 +641,15 @@ fn spawn_input_thread(
                 if !server_reads.load(Ordering::Acquire) {
                     fds.push(stdin.as_fd());
                 }
-                let Ok(ready) = crate::sys::poll_readable(&fds, None) else {
+                // (Woken to take back a guess the host did not echo in time.)
+                let due = echo.as_ref().and_then(echo::Echo::deadline);
+                let timeout = due.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+                let Ok(ready) = crate::sys::poll_readable(&fds, timeout) else {
                     break;
                 };
+                if let Some(echo) = echo.as_ref().filter(|_| due.is_some()) {
+                    echo.tick();
+                }
                 if ready[0] {
                     wake.drain();
                 }
@@ -638,9 +659,14 @@ fn spawn_input_thread(
                 match stdin.lock().read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
+                        let tokens = parser.feed(&buf[..n]);
+                        if send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
+                            if let Some(echo) = &echo {
+                                echo.typed(&tokens);
+                            }
+                        } else {
                             // Not connected: only ctrl-c, or the prefix then q, mean something.
-                            for key in typed_keys(&mut parser, &buf[..n]) {
+                            for key in typed_keys(tokens) {
                                 if key == crate::input::Key::ctrl('c')
                                     || (after_prefix
                                         && key
@@ -676,10 +702,10 @@ fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {
 }
 
 /// The keys in what was typed (releases and the like left out).
-fn typed_keys(parser: &mut crate::input::InputParser, bytes: &[u8]) -> Vec<crate::input::Key> {
+fn typed_keys(tokens: Vec<crate::input::Token>) -> Vec<crate::input::Key> {
     use crate::input::Token;
     let mut keys = Vec::new();
-    for t in parser.feed(bytes) {
+    for t in tokens {
         match t {
             Token::Key { key, .. } => keys.push(key),
             Token::Text(text) => keys.extend(

@@ -68,6 +68,9 @@ pub struct Config {
     pub remote_install: String,
     /// `[remote]`: the SSH client of `herdr --remote`: `system` (OpenSSH) or `builtin`.
     pub remote_ssh: String,
+    /// `[remote]`: predictive local echo over a remote link: `auto` (when the round trip
+    /// is over 30 ms), `always` or `never`.
+    pub remote_predict: String,
     /// `[notify]`: how an agent that needs the user reaches the user's terminal: `auto`
     /// (what the client found its terminal supports), `osc9`, `osc777`, `bell` or `off`.
     pub notify_terminal: String,
@@ -162,6 +165,7 @@ impl Default for Config {
             download_timeout_secs: 30,
             remote_install: "auto".to_string(),
             remote_ssh: "system".to_string(),
+            remote_predict: "auto".to_string(),
             notify_terminal: "auto".to_string(),
             notify_states: vec!["blocked".to_string(), "done".to_string()],
             notify_off_for: Vec::new(),

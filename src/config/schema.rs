@@ -185,6 +185,12 @@ const REMOTE_FIELDS: &[Field] = &[
         Kind::Choice(&["system", "builtin"], |c| &mut c.remote_ssh),
         "The SSH client: system (OpenSSH) or builtin (herdr's own).",
     ),
+    Field(
+        "predict",
+        Kind::Choice(&["auto", "always", "never"], |c| &mut c.remote_predict),
+        "Typed characters shown at once, underlined until the host echoes them: auto \
+         (when a round trip takes over 30 ms), always or never (docs/remote.md).",
+    ),
 ];
 
 const PERSISTENCE_FIELDS: &[Field] = &[

@@ -12,6 +12,7 @@ pub mod http;
 pub mod mock_api;
 pub mod netns;
 pub mod real_agents;
+pub mod relay;
 pub mod release;
 pub mod resume;
 pub mod sshd;

@@ -11,6 +11,8 @@ pub const HOST: &str = "herdr-test-remote";
 pub struct Sshd {
     pub dir: tempfile::TempDir,
     child: Child,
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
 }
 
 fn run(cmd: &mut Command) {
@@ -117,7 +119,8 @@ impl Sshd {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             };
             if ready {
-                return Some(Sshd { dir, child });
+                let addr = format!("{addr}:{port}").parse().expect("an address");
+                return Some(Sshd { dir, child, addr });
             }
             let _ = child.wait();
         }
@@ -147,6 +150,26 @@ impl Sshd {
             ),
         )
         .unwrap();
+    }
+
+    /// ssh arguments that reach this server through `relay` (its host key known under
+    /// the name `herdr-relay`).
+    pub fn through(&self, relay: &super::relay::Relay) -> Vec<String> {
+        let key = std::fs::read_to_string(self.dir.path().join("host_key.pub")).unwrap();
+        let known = self.dir.path().join("known_hosts");
+        let mut text = std::fs::read_to_string(&known).unwrap();
+        if !text.contains("herdr-relay") {
+            text.push_str(&format!("herdr-relay {key}"));
+            std::fs::write(&known, text).unwrap();
+        }
+        vec![
+            "-F".into(),
+            self.config().display().to_string(),
+            "-p".into(),
+            relay.port.to_string(),
+            "-o".into(),
+            "HostKeyAlias=herdr-relay".into(),
+        ]
     }
 
     pub fn config(&self) -> PathBuf {

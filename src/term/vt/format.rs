@@ -55,6 +55,18 @@ pub(super) fn push_num(out: &mut impl Sink, n: u16) {
     }
 }
 
+/// The bytes that draw `text` (one cell wide) in `cell`'s pen where the cursor is,
+/// underlined if asked, the pen set back to the default after: a client showing a
+/// character ahead of the host, or taking it back (a blank).
+pub fn draw_in_pen_of(cell: &Cell, text: &str, underlined: bool, out: &mut Vec<u8>) {
+    sgr(cell.pen(), out);
+    if underlined {
+        out.put("\x1b[4m");
+    }
+    out.put(text);
+    out.put("\x1b[0m");
+}
+
 /// The SGR sequence that sets exactly `pen` (but its link, which is no SGR), from any
 /// other.
 pub fn sgr(pen: Pen, out: &mut impl Sink) {

@@ -24,6 +24,7 @@ mod text;
 use unicode_width::UnicodeWidthChar as _;
 
 pub use cell::{Cell, Color, Ink, Pen, Underline};
+pub use format::draw_in_pen_of;
 use grid::Grid;
 pub use grid::Row;
 pub use keyboard::{KeyMode, Keyboard, KITTY_ALL};

@@ -1,0 +1,337 @@
+//! Predictive local echo over a slow link (mosh's model). A printable key typed at the
+//! end of a line — a shell's or an agent's prompt — is shown at once, underlined, where
+//! the host's echo will put it; the host's frame then confirms it (it draws the same
+//! character there) or contradicts it (another character, the cursor gone elsewhere, or
+//! nothing within a few round trips: a password prompt, a program that took the key). A
+//! contradiction takes back every character shown ahead and nothing more is shown until
+//! an echo is seen again; so does every key that is not plain text (Enter, a control key,
+//! the prefix, an arrow): the keys after it are shown only once the host echoed one.
+//!
+//! The client keeps its own copy of the screen the host drew (herdr's emulator, fed every
+//! byte the host sent) and guesses only into blank cells of it, on the cursor's row,
+//! never into the last column. It never changes the host's frames: before they are drawn
+//! the cursor goes back where the host left it; after them the characters still ahead are
+//! drawn again (a frame may have erased them) and the cursor put after them.
+//!
+//! Pure: each call answers with the bytes to write, and the caller writes them.
+
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use crate::term::vt;
+
+/// `[remote] predict`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Shown when a round trip takes over AUTO_ABOVE.
+    Auto,
+    Always,
+    Never,
+}
+
+impl Policy {
+    pub fn from_config(word: &str) -> Policy {
+        match word {
+            "always" => Policy::Always,
+            "never" => Policy::Never,
+            _ => Policy::Auto,
+        }
+    }
+}
+
+/// Below this round trip the host's echo comes as fast as the eye: `auto` shows nothing.
+const AUTO_ABOVE: Duration = Duration::from_millis(30);
+/// A guess still not echoed after this many round trips, and never sooner than
+/// EXPIRE_MIN, was wrong (a busy host may echo late: taking a guess back only to have the
+/// echo draw it again would flicker).
+const EXPIRE_RTTS: u32 = 4;
+const EXPIRE_MIN: Duration = Duration::from_millis(1500);
+
+/// A key, as prediction sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Typed {
+    /// Plain text, one character.
+    Char(char),
+    Backspace,
+    /// Anything else: Enter, a control key, an arrow, a mouse report, a paste.
+    Other,
+}
+
+/// A character typed and not yet echoed, where the echo is expected.
+#[derive(Debug)]
+struct Guess {
+    row: u16,
+    col: u16,
+    ch: char,
+    at: Instant,
+    /// Drawn on the terminal (the guesses of an untrusted run are only watched).
+    shown: bool,
+    /// The run it was typed in: only an echo of the current run earns trust (the echo of
+    /// a command typed before Enter says nothing of the password prompt after it).
+    epoch: u64,
+}
+
+pub struct Predictor {
+    policy: Policy,
+    /// What the host drew, as the terminal shows it but for the guesses.
+    screen: vt::Terminal,
+    fed: u64,
+    /// Oldest first.
+    guesses: Vec<Guess>,
+    /// How many of the last guesses were typed since the last key that was not text.
+    run: usize,
+    /// An echo was seen since the last key that was not text: guesses are shown.
+    trusted: bool,
+    /// Counts the keys that were not text (each starts a new epoch).
+    epoch: u64,
+    /// The terminal's cursor is not where the host left it (guesses were drawn).
+    moved: bool,
+}
+
+impl Predictor {
+    pub fn new(policy: Policy, (cols, rows): (u16, u16)) -> Predictor {
+        Predictor {
+            policy,
+            screen: vt::Terminal::new(rows.max(1), cols.max(1)),
+            fed: 0,
+            guesses: Vec::new(),
+            run: 0,
+            trusted: false,
+            epoch: 0,
+            moved: false,
+        }
+    }
+
+    /// The terminal has this size: if it changed, every guess is dropped (the host's
+    /// next frame is a full one, which erases them).
+    pub fn fit(&mut self, (cols, rows): (u16, u16)) {
+        let (have_rows, have_cols) = self.screen.screen().size();
+        if (have_cols, have_rows) == (cols.max(1), rows.max(1)) {
+            return;
+        }
+        self.guesses.clear();
+        self.run = 0;
+        self.trusted = false;
+        self.moved = false;
+        self.fed += 1;
+        self.screen.set_size(rows.max(1), cols.max(1), self.fed);
+    }
+
+    /// The link is gone: the guesses shown are taken back (the terminal shows only what
+    /// the host drew, as a link that comes back expects).
+    pub fn forget(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.take_back(&mut out);
+        self.trusted = false;
+        self.settle_cursor(&mut out);
+        out
+    }
+
+    /// A key was typed (and sent): what to draw now.
+    pub fn typed(&mut self, key: Typed, now: Instant, rtt: Option<Duration>) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.policy == Policy::Never {
+            return out;
+        }
+        match key {
+            Typed::Char(ch) => match self.next_cell(ch) {
+                Some((row, col)) => {
+                    let shown = self.trusted && self.shows(rtt);
+                    self.guesses.push(Guess {
+                        row,
+                        col,
+                        ch,
+                        at: now,
+                        shown,
+                        epoch: self.epoch,
+                    });
+                    self.run += 1;
+                    if shown {
+                        self.draw_guesses(&mut out);
+                    }
+                }
+                None => self.end_run(),
+            },
+            Typed::Backspace if self.run > 0 => {
+                self.run -= 1;
+                if let Some(g) = self.guesses.pop().filter(|g| g.shown) {
+                    self.draw_blank(&g, &mut out);
+                    self.draw_guesses(&mut out);
+                    if !self.guesses.iter().any(|g| g.shown) {
+                        cup(&mut out, g.row, g.col);
+                    }
+                }
+            }
+            Typed::Backspace | Typed::Other => self.end_run(),
+        }
+        out
+    }
+
+    /// The host's bytes are about to be drawn: the cursor goes back where it left it.
+    pub fn before_output(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if std::mem::take(&mut self.moved) {
+            let (row, col) = self.screen.screen().cursor_position();
+            cup(&mut out, row, col);
+        }
+        out
+    }
+
+    /// The host's bytes were drawn: each guess is confirmed, contradicted or left
+    /// waiting, and those still waiting are drawn again.
+    pub fn after_output(&mut self, bytes: &[u8], now: Instant, rtt: Option<Duration>) -> Vec<u8> {
+        self.fed += 1;
+        self.screen.process(bytes, self.fed);
+        self.judge(now, rtt)
+    }
+
+    /// Time passed: guesses not echoed in time are taken back.
+    pub fn tick(&mut self, now: Instant, rtt: Option<Duration>) -> Vec<u8> {
+        self.judge(now, rtt)
+    }
+
+    /// When a guess expires, if one waits.
+    pub fn deadline(&self, rtt: Option<Duration>) -> Option<Instant> {
+        let first = self.guesses.first()?;
+        Some(first.at + expiry(rtt))
+    }
+
+    fn shows(&self, rtt: Option<Duration>) -> bool {
+        match self.policy {
+            Policy::Always => true,
+            Policy::Never => false,
+            Policy::Auto => rtt.is_some_and(|r| r > AUTO_ABOVE),
+        }
+    }
+
+    fn end_run(&mut self) {
+        self.run = 0;
+        self.trusted = false;
+        self.epoch += 1;
+    }
+
+    /// Where a character typed now lands: after the last guess of this run, else at the
+    /// host's cursor; only a blank cell that is not the row's last, for a character one
+    /// cell wide.
+    fn next_cell(&self, ch: char) -> Option<(u16, u16)> {
+        if ch.is_control() || unicode_width::UnicodeWidthChar::width(ch) != Some(1) {
+            return None;
+        }
+        let screen = self.screen.screen();
+        let (row, col) = match self.guesses.last().filter(|_| self.run > 0) {
+            Some(g) => (g.row, g.col + 1),
+            None if screen.hide_cursor() => return None,
+            None => screen.cursor_position(),
+        };
+        let (_, cols) = screen.size();
+        let blank = screen.cell(row, col).is_some_and(|c| !c.has_contents());
+        (col + 1 < cols && blank).then_some((row, col))
+    }
+
+    fn judge(&mut self, now: Instant, rtt: Option<Duration>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let expire = expiry(rtt);
+        let screen = self.screen.screen();
+        let (crow, ccol) = screen.cursor_position();
+        let epoch = self.epoch;
+        let mut echoed = false;
+        let mut wrong = false;
+        let mut blanks = Vec::new();
+        let before = self.guesses.len();
+        self.guesses.retain(|g| {
+            let there = screen.cell(g.row, g.col).map_or("", |c| c.contents());
+            if there.starts_with(g.ch) && there.chars().count() == 1 {
+                echoed |= g.epoch == epoch;
+                return false;
+            }
+            // Something else there (the frame drew it), the cursor moved off the row or
+            // past the guess, or no echo in time: wrong, and a blank cell is taken back.
+            let passed = crow != g.row || ccol > g.col;
+            let late = now.saturating_duration_since(g.at) > expire;
+            if !there.is_empty() || passed || late {
+                wrong = true;
+                if there.is_empty() && g.shown {
+                    blanks.push((g.row, g.col));
+                }
+                return false;
+            }
+            true
+        });
+        let gone = before - self.guesses.len();
+        self.run = self.run.saturating_sub(gone);
+        if echoed {
+            self.trusted = true;
+        }
+        if wrong {
+            for (row, col) in blanks {
+                self.draw_blank_at(row, col, &mut out);
+            }
+            // What is left of the guesses goes too: the host does not echo as guessed.
+            self.take_back(&mut out);
+            self.end_run();
+        }
+        self.draw_guesses(&mut out);
+        self.settle_cursor(&mut out);
+        out
+    }
+
+    /// With no guess shown, the cursor goes back where the host left it.
+    fn settle_cursor(&mut self, out: &mut Vec<u8>) {
+        if self.moved && !self.guesses.iter().any(|g| g.shown) {
+            out.extend(self.before_output());
+        }
+    }
+
+    /// Takes back every guess (blank cells drawn where they were shown).
+    fn take_back(&mut self, out: &mut Vec<u8>) {
+        for g in std::mem::take(&mut self.guesses) {
+            if g.shown {
+                self.draw_blank(&g, out);
+            }
+        }
+        self.run = 0;
+    }
+
+    fn draw_blank(&mut self, g: &Guess, out: &mut Vec<u8>) {
+        self.draw_blank_at(g.row, g.col, out);
+    }
+
+    /// Draws the cell at (row, col) blank, in the pen the host left there.
+    fn draw_blank_at(&mut self, row: u16, col: u16, out: &mut Vec<u8>) {
+        if let Some(cell) = self.screen.screen().cell(row, col) {
+            cup(out, row, col);
+            vt::draw_in_pen_of(cell, " ", false, out);
+            self.moved = true;
+        }
+    }
+
+    /// Draws the guesses shown, underlined, and puts the cursor after the last one.
+    fn draw_guesses(&mut self, out: &mut Vec<u8>) {
+        let screen = self.screen.screen();
+        let mut last = None;
+        for g in self.guesses.iter().filter(|g| g.shown) {
+            if let Some(cell) = screen.cell(g.row, g.col) {
+                cup(out, g.row, g.col);
+                let mut buf = [0u8; 4];
+                vt::draw_in_pen_of(cell, g.ch.encode_utf8(&mut buf), true, out);
+                last = Some((g.row, g.col + 1));
+            }
+        }
+        if let Some((row, col)) = last {
+            cup(out, row, col);
+            self.moved = true;
+        }
+    }
+}
+
+fn expiry(rtt: Option<Duration>) -> Duration {
+    rtt.map_or(EXPIRE_MIN, |r| (r * EXPIRE_RTTS).max(EXPIRE_MIN))
+}
+
+/// Moves the cursor to (row, col), both from 0.
+fn cup(out: &mut Vec<u8>, row: u16, col: u16) {
+    let _ = write!(out, "\x1b[{};{}H", u32::from(row) + 1, u32::from(col) + 1);
+}
+
+#[cfg(test)]
+mod tests;
