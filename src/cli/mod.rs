@@ -133,7 +133,12 @@ pub enum Command {
     /// Copy bytes between stdio and the session's server (runs on the remote end of
     /// `herdr --remote`).
     #[command(hide = true)]
-    RemoteBridge,
+    RemoteBridge {
+        /// Say `herdr-bridge-ready` on a line once connected to the server, before any
+        /// byte is copied (a client racing several connections picks the first ready).
+        #[arg(long)]
+        ready: bool,
+    },
     /// Install the newest herdr of your channel (checksum verified), then move running
     /// servers to it.
     Update {
@@ -255,7 +260,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             })?),
             None => Ok(crate::client::attach(&session)?),
         },
-        Some(Command::RemoteBridge) => Ok(crate::remote::bridge::run(&session)?),
+        Some(Command::RemoteBridge { ready }) => Ok(crate::remote::bridge::run(&session, ready)?),
         Some(Command::Session { command }) => session::run(command),
         Some(Command::Paste { target }) => {
             control::pane(&session, control::PaneCommand::Paste { target })

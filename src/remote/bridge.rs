@@ -14,10 +14,18 @@ use crate::paths::{self, SessionName};
 /// How long a server started by the bridge may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
-pub fn run(session: &SessionName) -> Result<i32, Error> {
+/// What `--ready` says once the bridge is connected to the server.
+pub const READY: &str = "herdr-bridge-ready";
+
+pub fn run(session: &SessionName, ready: bool) -> Result<i32, Error> {
     // This SSH connection's forwarded agent serves the session's panes from now on.
     paths::repoint_agent_link(session);
     let stream = connect_raw(session)?;
+    if ready {
+        let mut out = std::io::stdout().lock();
+        out.write_all(format!("{READY}\n").as_bytes())?;
+        out.flush()?;
+    }
     let mut to_server = stream.try_clone()?;
     let mut from_server = stream;
     let upstream = std::thread::spawn(move || {

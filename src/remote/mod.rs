@@ -67,8 +67,9 @@ enum How {
         extra: Vec<String>,
         /// herdr's `-o` options the user's config leaves at OpenSSH's defaults.
         options: Vec<String>,
-        /// The bridge's ssh, while it runs.
-        child: std::sync::Mutex<Option<Child>>,
+        /// The bridge's ssh while it runs, and those racing it while a link is made
+        /// (kept, not reaped, while they may be killed: their pids cannot be reused).
+        children: std::sync::Mutex<Vec<Child>>,
         /// Set when a link over the shared connection went silent: that connection may
         /// be frozen, so later bridges connect on their own.
         unshared: Arc<AtomicBool>,
@@ -204,7 +205,7 @@ impl Ssh {
             how: How::System {
                 extra: extra.to_vec(),
                 options: options_to_add(&control_dir, effective.as_deref()),
-                child: std::sync::Mutex::new(None),
+                children: std::sync::Mutex::new(Vec::new()),
                 unshared: Arc::new(AtomicBool::new(false)),
             },
         })
@@ -281,18 +282,31 @@ impl Ssh {
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
+    /// Whether bridges are raced (`Bridge::race`): OpenSSH after a link went silent, when
+    /// each bridge makes a connection of its own (the shared one may be frozen).
+    fn races(&self) -> bool {
+        matches!(&self.how, How::System { unshared, .. } if unshared.load(Ordering::Acquire))
+    }
+
     /// Starts a script whose stdin and stdout stay connected (the bridge); ssh's own
-    /// messages go to `log`.
-    fn stream(&self, script: &str, args: &[&str], log: &Path) -> Result<Pipe, Error> {
+    /// messages go to `log`. The bridges started before end, unless this one races them
+    /// (`alongside`).
+    fn stream(
+        &self,
+        script: &str,
+        args: &[&str],
+        log: &Path,
+        alongside: bool,
+    ) -> Result<Pipe, Error> {
         let remote = Self::remote_command(script, args);
         match &self.how {
             How::System {
                 extra,
                 options,
-                child,
+                children,
                 unshared,
             } => {
-                let mut slot = child.lock().unwrap_or_else(|e| e.into_inner());
+                let mut slot = children.lock().unwrap_or_else(|e| e.into_inner());
                 let own: Vec<String>;
                 let options = if unshared.load(Ordering::Acquire) {
                     own = options
@@ -305,9 +319,11 @@ impl Ssh {
                 } else {
                     options
                 };
-                if let Some(mut old) = slot.take() {
-                    let _ = old.kill();
-                    let _ = old.wait();
+                if !alongside {
+                    for mut old in slot.drain(..) {
+                        let _ = old.kill();
+                        let _ = old.wait();
+                    }
                 }
                 let log = std::fs::OpenOptions::new()
                     .create(true)
@@ -327,7 +343,7 @@ impl Ssh {
                 };
                 let pid = nix::unistd::Pid::from_raw(c.id() as i32);
                 // Kept (not reaped) while it may be killed: its pid cannot be reused.
-                *slot = Some(c);
+                slot.push(c);
                 let unshared = unshared.clone();
                 Ok(Pipe {
                     reader: Box::new(reader),
@@ -353,8 +369,8 @@ impl Ssh {
 
 impl Drop for Ssh {
     fn drop(&mut self) {
-        if let How::System { child, .. } = &self.how {
-            if let Some(mut c) = child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let How::System { children, .. } = &self.how {
+            for mut c in children.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
                 let _ = c.kill();
                 let _ = c.wait();
             }
@@ -386,11 +402,15 @@ impl Transport for Bridge {
             reader,
             mut writer,
             kill,
-        } = self.ssh.stream(
-            r#"exec "$1" --session "$2" remote-bridge"#,
-            &[&self.binary, self.session.as_str()],
-            &self.log,
-        )?;
+        } = match self.ssh.races() {
+            true => self.race()?,
+            false => self.ssh.stream(
+                BRIDGE,
+                &[&self.binary, self.session.as_str()],
+                &self.log,
+                false,
+            )?,
+        };
         let mut hello = Hello::new(Role::Client, Some(size));
         hello.keys = self.keys.clone();
         hello.terminal = Some(self.terminal.clone());
@@ -492,6 +512,120 @@ impl Transport for Bridge {
 
     fn describe(&self) -> String {
         format!("{} (session {})", self.ssh.host, self.session)
+    }
+}
+
+/// The bridge, run by the remote shell (`--ready` when raced).
+const BRIDGE: &str = r#"exec "$1" --session "$2" remote-bridge ${3+"$3"}"#;
+
+/// While a link is being made again: a bridge more is started every RACE_EVERY while none
+/// is connected yet, at most RACERS at once, for RACE_FOR; the first connected one is the
+/// link. So a link that returns in the middle of an attempt's wait for a TCP answer (its
+/// SYNs go out a second apart, then two) is found by the next attempt half a second
+/// later, not by that attempt's next SYN.
+const RACE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+const RACERS: usize = 4;
+const RACE_FOR: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// A raced bridge's writer and its end (its reader is with the thread that waits for it
+/// to say it is ready).
+type Racer = (Box<dyn WriteFd>, Box<dyn Fn() + Send>);
+
+impl Bridge {
+    /// Bridges raced until one says it is connected to the server (`remote-bridge
+    /// --ready`), before any hello: the others are ended then, having attached nothing.
+    fn race(&mut self) -> Result<Pipe, client::Error> {
+        use std::sync::mpsc;
+        type Ready = (usize, Result<Box<dyn ReadFd>, std::io::Error>);
+        let (tx, rx) = mpsc::channel::<Ready>();
+        // Per racer: its writer and its end, until it wins or fails.
+        let mut racers: Vec<Option<Racer>> = Vec::new();
+        let started = std::time::Instant::now();
+        let mut next = started;
+        let mut running = 0;
+        let mut failed: Option<client::Error> = None;
+        let end_all = |racers: &mut Vec<Option<Racer>>| {
+            for (_, kill) in racers.iter_mut().filter_map(Option::take) {
+                kill();
+            }
+        };
+        loop {
+            if self.cancel.load(Ordering::Acquire) {
+                end_all(&mut racers);
+                return Err(failed.unwrap_or(client::Error::NotListening));
+            }
+            let now = std::time::Instant::now();
+            let racing = now.duration_since(started) < RACE_FOR;
+            if now >= next && running < RACERS && racing {
+                next = now + RACE_EVERY;
+                let id = racers.len();
+                let args = [self.binary.as_str(), self.session.as_str(), "--ready"];
+                match self.ssh.stream(BRIDGE, &args, &self.log, id > 0) {
+                    Ok(Pipe {
+                        reader,
+                        writer,
+                        kill,
+                    }) => {
+                        racers.push(Some((writer, kill)));
+                        running += 1;
+                        let tx = tx.clone();
+                        std::thread::spawn(move || {
+                            let mut reader = reader;
+                            let _ = tx.send((id, ready(&mut reader).map(|()| reader)));
+                        });
+                    }
+                    Err(e) => failed = Some(e.into()),
+                }
+            }
+            if running == 0 && !racing {
+                return Err(failed.unwrap_or(client::Error::NotListening));
+            }
+            let wait = next
+                .saturating_duration_since(now)
+                .clamp(std::time::Duration::from_millis(10), RACE_EVERY);
+            match rx.recv_timeout(wait) {
+                Ok((id, Ok(reader))) => {
+                    let won = racers.get_mut(id).and_then(Option::take);
+                    end_all(&mut racers);
+                    if let Some((writer, kill)) = won {
+                        return Ok(Pipe {
+                            reader,
+                            writer,
+                            kill,
+                        });
+                    }
+                }
+                Ok((id, Err(e))) => {
+                    running -= 1;
+                    if let Some((_, kill)) = racers.get_mut(id).and_then(Option::take) {
+                        kill();
+                    }
+                    failed = Some(Error::BridgeClosed(e).into());
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// Reads a raced bridge's first line: it is connected, or it failed (ssh ended, or the
+/// bridge said something else: its error).
+fn ready(reader: &mut Box<dyn ReadFd>) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.len() < 4096 {
+        match reader.read(&mut byte)? {
+            0 => break,
+            _ if byte[0] == b'\n' => break,
+            _ => line.push(byte[0]),
+        }
+    }
+    match line == bridge::READY.as_bytes() {
+        true => Ok(()),
+        false => Err(std::io::Error::other(format!(
+            "the bridge did not start: {}",
+            String::from_utf8_lossy(&line).trim()
+        ))),
     }
 }
 
