@@ -94,6 +94,8 @@ fn classify(t: &Token) -> Vec<Typed> {
         Token::Key { key, .. } => vec![match key.code {
             KeyCode::Char(c) if *key == Key::plain(KeyCode::Char(c)) => Typed::Char(c),
             KeyCode::Backspace if *key == Key::plain(KeyCode::Backspace) => Typed::Backspace,
+            KeyCode::Left if *key == Key::plain(KeyCode::Left) => Typed::Left,
+            KeyCode::Right if *key == Key::plain(KeyCode::Right) => Typed::Right,
             _ => Typed::Other,
         }],
         Token::Focus(_) | Token::Report(_) => Vec::new(),

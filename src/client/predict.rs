@@ -53,7 +53,10 @@ pub enum Typed {
     /// Plain text, one character.
     Char(char),
     Backspace,
-    /// Anything else: Enter, a control key, an arrow, a mouse report, a paste.
+    /// The arrows that move along the line.
+    Left,
+    Right,
+    /// Anything else: Enter, a control key, another arrow, a mouse report, a paste.
     Other,
 }
 
@@ -80,6 +83,9 @@ pub struct Predictor {
     guesses: Vec<Guess>,
     /// How many of the last guesses were typed since the last key that was not text.
     run: usize,
+    /// How many guesses of the run are right of the cursor (Left moved it back over
+    /// them: what is typed then goes in between, as a shell's line editor does).
+    back: usize,
     /// An echo was seen since the last key that was not text: guesses are shown.
     trusted: bool,
     /// Counts the keys that were not text (each starts a new epoch).
@@ -96,6 +102,7 @@ impl Predictor {
             fed: 0,
             guesses: Vec::new(),
             run: 0,
+            back: 0,
             trusted: false,
             epoch: 0,
             moved: false,
@@ -137,14 +144,22 @@ impl Predictor {
             Typed::Char(ch) => match self.next_cell(ch) {
                 Some((row, col)) => {
                     let shown = self.trusted && self.shows(rtt);
-                    self.guesses.push(Guess {
-                        row,
-                        col,
-                        ch,
-                        at: now,
-                        shown,
-                        epoch: self.epoch,
-                    });
+                    // (Typed with guesses right of the cursor: they move one cell right.)
+                    let at = self.guesses.len() - self.back;
+                    for g in &mut self.guesses[at..] {
+                        g.col += 1;
+                    }
+                    self.guesses.insert(
+                        at,
+                        Guess {
+                            row,
+                            col,
+                            ch,
+                            at: now,
+                            shown,
+                            epoch: self.epoch,
+                        },
+                    );
                     self.run += 1;
                     if shown {
                         self.draw_guesses(&mut out);
@@ -152,19 +167,41 @@ impl Predictor {
                 }
                 None => self.end_run(),
             },
-            Typed::Backspace if self.run > 0 => {
+            Typed::Backspace if self.run > self.back && self.run_shown() => {
+                // The guess left of the cursor goes; those right of it move one cell left
+                // and the row's last cell is blank again.
+                let at = self.guesses.len() - self.back - 1;
+                let end = self.guesses.last().map(|g| (g.row, g.col));
+                let gone = self.guesses.remove(at);
                 self.run -= 1;
-                if let Some(g) = self.guesses.pop().filter(|g| g.shown) {
-                    self.draw_blank(&g, &mut out);
+                for g in &mut self.guesses[at..] {
+                    g.col -= 1;
+                }
+                if let Some((row, col)) = end.filter(|_| gone.shown) {
+                    self.draw_blank_at(row, col, &mut out);
                     self.draw_guesses(&mut out);
-                    if !self.guesses.iter().any(|g| g.shown) {
-                        cup(&mut out, g.row, g.col);
+                    if self.run == 0 {
+                        cup(&mut out, gone.row, gone.col);
                     }
                 }
             }
-            Typed::Backspace | Typed::Other => self.end_run(),
+            Typed::Left if self.back < self.run && self.run_shown() => {
+                self.back += 1;
+                self.draw_guesses(&mut out);
+            }
+            Typed::Right if self.back > 0 => {
+                self.back -= 1;
+                self.draw_guesses(&mut out);
+            }
+            Typed::Backspace | Typed::Left | Typed::Right | Typed::Other => self.end_run(),
         }
         out
+    }
+
+    /// Every guess of the run is shown (so they can be moved among).
+    fn run_shown(&self) -> bool {
+        let from = self.guesses.len() - self.run;
+        self.guesses[from..].iter().all(|g| g.shown)
     }
 
     /// The host's bytes are about to be drawn: the cursor goes back where it left it.
@@ -206,6 +243,7 @@ impl Predictor {
 
     fn end_run(&mut self) {
         self.run = 0;
+        self.back = 0;
         self.trusted = false;
         self.epoch += 1;
     }
@@ -218,14 +256,27 @@ impl Predictor {
             return None;
         }
         let screen = self.screen.screen();
-        let (row, col) = match self.guesses.last().filter(|_| self.run > 0) {
-            Some(g) => (g.row, g.col + 1),
+        // Where it goes, and the cell the run grows into (the same, at the run's end).
+        let ((row, col), end) = match self.guesses.last().filter(|_| self.run > 0) {
+            Some(last) => {
+                let end = last.col + 1;
+                match self.back {
+                    0 => ((last.row, end), end),
+                    back => {
+                        let g = &self.guesses[self.guesses.len() - back];
+                        ((g.row, g.col), end)
+                    }
+                }
+            }
             None if screen.hide_cursor() => return None,
-            None => screen.cursor_position(),
+            None => {
+                let (row, col) = screen.cursor_position();
+                ((row, col), col)
+            }
         };
         let (_, cols) = screen.size();
-        let blank = screen.cell(row, col).is_some_and(|c| !c.has_contents());
-        (col + 1 < cols && blank).then_some((row, col))
+        let blank = screen.cell(row, end).is_some_and(|c| !c.has_contents());
+        (end + 1 < cols && blank).then_some((row, col))
     }
 
     fn judge(&mut self, now: Instant, rtt: Option<Duration>) -> Vec<u8> {
@@ -259,6 +310,11 @@ impl Predictor {
         });
         let gone = before - self.guesses.len();
         self.run = self.run.saturating_sub(gone);
+        if gone > 0 && self.back > 0 {
+            // (Which of them were right of the cursor is not worth knowing: the guessing
+            // starts again from the host's cursor.)
+            wrong = true;
+        }
         if echoed {
             self.trusted = true;
         }
@@ -290,6 +346,7 @@ impl Predictor {
             }
         }
         self.run = 0;
+        self.back = 0;
     }
 
     fn draw_blank(&mut self, g: &Guess, out: &mut Vec<u8>) {
@@ -305,7 +362,8 @@ impl Predictor {
         }
     }
 
-    /// Draws the guesses shown, underlined, and puts the cursor after the last one.
+    /// Draws the guesses shown, underlined, and puts the cursor after the last one (or
+    /// where Left took it).
     fn draw_guesses(&mut self, out: &mut Vec<u8>) {
         let screen = self.screen.screen();
         let mut last = None;
@@ -317,7 +375,12 @@ impl Predictor {
                 last = Some((g.row, g.col + 1));
             }
         }
-        if let Some((row, col)) = last {
+        let back = self.guesses.len().checked_sub(self.back);
+        let cursor = match back.and_then(|i| self.guesses.get(i)) {
+            Some(g) if self.back > 0 => Some((g.row, g.col)),
+            _ => last,
+        };
+        if let Some((row, col)) = cursor {
             cup(out, row, col);
             self.moved = true;
         }

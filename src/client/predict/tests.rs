@@ -196,3 +196,36 @@ fn guesses_only_go_into_blank_cells_and_only_on_a_slow_link_for_auto() {
     assert_eq!(l.row(), ("$ abxyzk".into(), "".into()));
     assert_eq!(l.cursor(), (0, 8));
 }
+
+#[test]
+fn left_and_right_move_among_the_guesses_and_typing_between_them_inserts() {
+    let mut l = Link::new(Policy::Always);
+    l.type_key(Typed::Char('a'), 0);
+    l.host(b"a", 100);
+    for (i, c) in "bd".chars().enumerate() {
+        l.type_key(Typed::Char(c), 200 + i as u64);
+    }
+    l.type_key(Typed::Left, 210);
+    assert_eq!(l.cursor(), (0, 4), "on the d");
+    l.type_key(Typed::Char('c'), 220);
+    assert_eq!(l.row(), ("$ abcd".into(), "   ^^^".into()));
+    assert_eq!(l.cursor(), (0, 5));
+    l.type_key(Typed::Right, 230);
+    assert_eq!(l.cursor(), (0, 6));
+    // Right at the end, or Left past the run, is not guessed: the guessing ends there.
+    l.type_key(Typed::Left, 240);
+    l.type_key(Typed::Backspace, 250);
+    assert_eq!(
+        l.row(),
+        ("$ abd".into(), "   ^^".into()),
+        "the c went, d moved back"
+    );
+    assert_eq!(l.cursor(), (0, 4));
+    // The host's line editor does the same, and its echo confirms every one.
+    l.host(b"bd\x1b[D", 400);
+    assert_eq!(l.row(), ("$ abd".into(), "".into()));
+    assert!(l.p.guesses.is_empty());
+    l.type_key(Typed::Left, 410);
+    assert_eq!(l.p.back, 0, "no guess to move among: not guessed");
+    assert!(!l.p.trusted);
+}
