@@ -37,8 +37,10 @@ pub(super) struct Watch {
     probe: Option<Instant>,
     /// When the latest ping still unanswered went out.
     pinged: Option<Instant>,
-    /// The smoothed round trip (as TCP's SRTT: 7/8 old, 1/8 new); kept across links.
+    /// The smoothed round trip and its variation (as TCP's SRTT and RTTVAR); kept
+    /// across links.
     rtt: Option<Duration>,
+    rttvar: Duration,
 }
 
 impl Watch {
@@ -48,6 +50,7 @@ impl Watch {
             breaker,
             heard: Some(Instant::now()),
             rtt: self.rtt,
+            rttvar: self.rttvar,
             ..Watch::default()
         };
     }
@@ -60,8 +63,11 @@ impl Watch {
 
     /// How long a probe waits for its answer on this link.
     fn probe_wait(&self) -> Duration {
-        self.rtt
-            .map_or(PROBE_MIN, |rtt| (rtt * PROBE_RTTS).max(PROBE_MIN))
+        // (More on a link whose round trip varies: a jittery Wi-Fi must not be cut while
+        // it works.)
+        self.rtt.map_or(PROBE_MIN, |rtt| {
+            (rtt * PROBE_RTTS).max(rtt + self.rttvar * 4).max(PROBE_MIN)
+        })
     }
 
     /// Whether the link is to be taken for dead now.
@@ -93,8 +99,14 @@ impl Watch {
         if let Some(sent) = self.pinged.take() {
             let sample = now.duration_since(sent);
             self.rtt = Some(match self.rtt {
-                Some(rtt) => (rtt * 7 + sample) / 8,
-                None => sample,
+                Some(rtt) => {
+                    self.rttvar = (self.rttvar * 3 + rtt.abs_diff(sample)) / 4;
+                    (rtt * 7 + sample) / 8
+                }
+                None => {
+                    self.rttvar = sample / 2;
+                    sample
+                }
             });
         }
     }
@@ -175,9 +187,10 @@ pub(super) fn spawn(
                 let every = {
                     let w = watch(&w);
                     match (w.rtt, w.pinged, &w.breaker) {
-                        (Some(_), _, _) => PING_EVERY,
                         (None, None, Some(_)) => Duration::ZERO,
-                        (None, _, _) => FIRST_PING,
+                        (None, _, Some(_)) => FIRST_PING,
+                        // (Known, or no link that answers pings: no hurry.)
+                        _ => PING_EVERY,
                     }
                 };
                 if let Err(mpsc::RecvTimeoutError::Disconnected) = pings.recv_timeout(every) {
@@ -333,6 +346,13 @@ mod tests {
         w.ponged(t0 + Duration::from_millis(800));
         assert_eq!(w.rtt, Some(Duration::from_millis(800)));
         assert_eq!(w.probe_wait(), Duration::from_millis(3200));
+        // A jittery link: its variation counts.
+        let jittery = Watch {
+            rtt: Some(Duration::from_millis(100)),
+            rttvar: Duration::from_millis(200),
+            ..Watch::default()
+        };
+        assert_eq!(jittery.probe_wait(), Duration::from_millis(900));
         // Smoothed: one fast answer does not make it a fast link.
         w.pinged = Some(t0);
         w.ponged(t0);
@@ -344,6 +364,7 @@ mod tests {
         w.attach(None);
         assert_eq!(w.rtt, Some(Duration::from_millis(700)));
         w.rtt = Some(Duration::from_millis(20));
+        w.rttvar = Duration::from_millis(5);
         assert_eq!(w.probe_wait(), PROBE_MIN);
     }
 }

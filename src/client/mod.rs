@@ -279,7 +279,8 @@ pub fn run(
         (&keys, keys_wake),
         echo.clone(),
     )?;
-    spawn_resize_thread(writer.clone())?;
+    let resizes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    spawn_resize_thread(writer.clone(), resizes.clone())?;
     let done = Arc::new(AtomicBool::new(false));
     // Set on a wake or SIGCONT: a reconnection attempt is made at once.
     let nudged = Arc::new(AtomicBool::new(false));
@@ -294,7 +295,11 @@ pub fn run(
     }
 
     // Where the screen stands, for a link that picks up after one that dropped.
-    let mut resume = first.token.clone().map(|token| Resume { token, frame: 0 });
+    let mut resume = Drawn {
+        resume: first.token.clone().map(|token| Resume { token, frame: 0 }),
+        resizes,
+        at_frame: 0,
+    };
     let attach = |link, screen: &mut _, resume: &mut _| {
         attach_link(link, &watched, screen, &keys, &writer, resume)
     };
@@ -362,9 +367,9 @@ pub fn run(
         }
         pace.attempt(std::time::Instant::now());
         let opened = if replacing {
-            transport.reopen(terminal_size(), resume.as_ref())
+            transport.reopen(terminal_size(), resume.resume().as_ref())
         } else {
-            transport.open(terminal_size(), resume.as_ref())
+            transport.open(terminal_size(), resume.resume().as_ref())
         };
         match opened {
             Ok(link) => {
@@ -439,11 +444,11 @@ fn attach_link(
     screen: &mut terminal::Screen,
     keys: &Keys,
     writer: &SharedWriter,
-    resume: &mut Option<Resume>,
+    resume: &mut Drawn,
 ) -> Box<dyn Read + Send> {
     // (A server that picked up where the last link left off keeps the token and goes
     // on numbering; another starts afresh.)
-    *resume = match (link.token, resume.take()) {
+    resume.resume = match (link.token, resume.resume.take()) {
         (Some(token), Some(r)) if r.token == token => Some(r),
         (Some(token), _) => Some(Resume { token, frame: 0 }),
         (None, _) => None,
@@ -487,7 +492,7 @@ fn pump(
     reader: Box<dyn Read + Send>,
     stdout: &mut std::io::Stdout,
     watched: &SharedWatch,
-    resume: &mut Option<Resume>,
+    resume: &mut Drawn,
     echo: Option<&echo::Echo>,
 ) -> Result<Outcome, Drop> {
     let mut draw = |bytes: &[u8]| match echo {
@@ -513,9 +518,7 @@ fn pump(
                     return Ok(Outcome::Lost("cannot write to the terminal".into()));
                 }
                 // Drawn whole: the screen stands at this frame.
-                if let Some(r) = resume.as_mut() {
-                    r.frame = seq;
-                }
+                resume.drawn(seq);
             }
             Ok(Some(ServerMsg::Exit(why))) => return Ok(Outcome::Ended(why)),
             Ok(Some(ServerMsg::Reconnect(why))) => return Err(Drop::Replaced(why)),
@@ -660,11 +663,15 @@ fn spawn_input_thread(
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         let tokens = parser.feed(&buf[..n]);
-                        if send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
-                            if let Some(echo) = &echo {
-                                echo.typed(&tokens);
+                        // Guessed before it is sent, so the echo can never come first.
+                        let echo = echo.as_ref().filter(|_| lock(&writer).is_some());
+                        if let Some(echo) = echo {
+                            echo.typed(&tokens);
+                        }
+                        if !send(&writer, ClientMsg::Input(buf[..n].to_vec())) {
+                            if let Some(echo) = echo {
+                                echo.forget();
                             }
-                        } else {
                             // Not connected: only ctrl-c, or the prefix then q, mean something.
                             for key in typed_keys(tokens) {
                                 if key == crate::input::Key::ctrl('c')
@@ -688,12 +695,47 @@ fn spawn_input_thread(
     Ok(())
 }
 
-fn spawn_resize_thread(writer: SharedWriter) -> std::io::Result<()> {
+/// Where the client's screen stands, for a link that picks up after one that dropped:
+/// the attachment's token and the last frame drawn whole — unless the terminal was
+/// resized after that frame (it may have cut or reflowed what it showed, even if it is
+/// back at the same size).
+struct Drawn {
+    resume: Option<Resume>,
+    /// SIGWINCHs so far, and their count when the last frame was drawn.
+    resizes: Arc<std::sync::atomic::AtomicU64>,
+    at_frame: u64,
+}
+
+impl Drawn {
+    fn drawn(&mut self, seq: u64) {
+        if let Some(r) = self.resume.as_mut() {
+            r.frame = seq;
+        }
+        self.at_frame = self.resizes.load(Ordering::Acquire);
+    }
+
+    /// What a new link's hello says (frame 0, nothing to pick up, after a resize).
+    fn resume(&self) -> Option<Resume> {
+        let resized = self.resizes.load(Ordering::Acquire) != self.at_frame;
+        self.resume.clone().map(|mut r| {
+            if resized {
+                r.frame = 0;
+            }
+            r
+        })
+    }
+}
+
+fn spawn_resize_thread(
+    writer: SharedWriter,
+    resizes: Arc<std::sync::atomic::AtomicU64>,
+) -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH])?;
     std::thread::Builder::new()
         .name("herdr-winch".into())
         .spawn(move || {
             for _ in signals.forever() {
+                resizes.fetch_add(1, Ordering::AcqRel);
                 let (cols, rows) = terminal_size();
                 send(&writer, ClientMsg::Resize(cols, rows));
             }

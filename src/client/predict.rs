@@ -72,6 +72,8 @@ struct Guess {
     /// The run it was typed in: only an echo of the current run earns trust (the echo of
     /// a command typed before Enter says nothing of the password prompt after it).
     epoch: u64,
+    /// Its place in the order of typing (after Left, not the order on the row).
+    n: u64,
 }
 
 pub struct Predictor {
@@ -90,6 +92,8 @@ pub struct Predictor {
     trusted: bool,
     /// Counts the keys that were not text (each starts a new epoch).
     epoch: u64,
+    /// Counts the guesses made.
+    made: u64,
     /// The terminal's cursor is not where the host left it (guesses were drawn).
     moved: bool,
 }
@@ -105,6 +109,7 @@ impl Predictor {
             back: 0,
             trusted: false,
             epoch: 0,
+            made: 0,
             moved: false,
         }
     }
@@ -117,8 +122,7 @@ impl Predictor {
             return;
         }
         self.guesses.clear();
-        self.run = 0;
-        self.trusted = false;
+        self.end_run();
         self.moved = false;
         self.fed += 1;
         self.screen.set_size(rows.max(1), cols.max(1), self.fed);
@@ -145,7 +149,7 @@ impl Predictor {
                 Some((row, col)) => {
                     let shown = self.trusted && self.shows(rtt);
                     // (Typed with guesses right of the cursor: they move one cell right.)
-                    let at = self.guesses.len() - self.back;
+                    let at = self.guesses.len().saturating_sub(self.back);
                     for g in &mut self.guesses[at..] {
                         g.col += 1;
                     }
@@ -158,8 +162,10 @@ impl Predictor {
                             at: now,
                             shown,
                             epoch: self.epoch,
+                            n: self.made,
                         },
                     );
+                    self.made += 1;
                     self.run += 1;
                     if shown {
                         self.draw_guesses(&mut out);
@@ -285,36 +291,55 @@ impl Predictor {
         let screen = self.screen.screen();
         let (crow, ccol) = screen.cursor_position();
         let epoch = self.epoch;
+        let there = |g: &Guess| screen.cell(g.row, g.col).map_or("", |c| c.contents());
+        let is_echo = |g: &Guess| {
+            let t = there(g);
+            t.starts_with(g.ch) && t.chars().count() == 1
+        };
+        // Only the oldest guess not echoed yet may be found contradicted (the ones typed
+        // after it wait for it: after Left, the echo of a key typed before may still be
+        // on its way and land where a later one was guessed); any may be late.
+        let oldest = self
+            .guesses
+            .iter()
+            .filter(|g| !is_echo(g))
+            .map(|g| g.n)
+            .min();
         let mut echoed = false;
         let mut wrong = false;
         let mut blanks = Vec::new();
-        let before = self.guesses.len();
-        self.guesses.retain(|g| {
-            let there = screen.cell(g.row, g.col).map_or("", |c| c.contents());
-            if there.starts_with(g.ch) && there.chars().count() == 1 {
+        let right_from = self.guesses.len().saturating_sub(self.back);
+        let mut kept = Vec::with_capacity(self.guesses.len());
+        let mut gone_right = 0;
+        for (i, g) in std::mem::take(&mut self.guesses).into_iter().enumerate() {
+            let keep = if is_echo(&g) {
                 echoed |= g.epoch == epoch;
-                return false;
-            }
-            // Something else there (the frame drew it), the cursor moved off the row or
-            // past the guess, or no echo in time: wrong, and a blank cell is taken back.
-            let passed = crow != g.row || ccol > g.col;
-            let late = now.saturating_duration_since(g.at) > expire;
-            if !there.is_empty() || passed || late {
-                wrong = true;
-                if there.is_empty() && g.shown {
-                    blanks.push((g.row, g.col));
+                false
+            } else {
+                // Something else there (the frame drew it), the cursor moved off the row
+                // or past the guess, or no echo in time: wrong, and a blank cell is taken
+                // back.
+                let passed = crow != g.row || ccol > g.col;
+                let late = now.saturating_duration_since(g.at) > expire;
+                let judged = Some(g.n) == oldest && (!there(&g).is_empty() || passed);
+                if judged || late {
+                    wrong = true;
+                    if there(&g).is_empty() && g.shown {
+                        blanks.push((g.row, g.col));
+                    }
                 }
-                return false;
+                !(judged || late)
+            };
+            if keep {
+                kept.push(g);
+            } else if i >= right_from {
+                gone_right += 1;
             }
-            true
-        });
-        let gone = before - self.guesses.len();
-        self.run = self.run.saturating_sub(gone);
-        if gone > 0 && self.back > 0 {
-            // (Which of them were right of the cursor is not worth knowing: the guessing
-            // starts again from the host's cursor.)
-            wrong = true;
         }
+        let gone = right_from + self.back - kept.len();
+        self.guesses = kept;
+        self.run = self.run.saturating_sub(gone);
+        self.back = self.back.saturating_sub(gone_right).min(self.run);
         if echoed {
             self.trusted = true;
         }

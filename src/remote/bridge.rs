@@ -18,8 +18,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 pub const READY: &str = "herdr-bridge-ready";
 
 pub fn run(session: &SessionName, ready: bool) -> Result<i32, Error> {
-    // This SSH connection's forwarded agent serves the session's panes from now on.
-    paths::repoint_agent_link(session);
     let stream = connect_raw(session)?;
     if ready {
         let mut out = std::io::stdout().lock();
@@ -28,10 +26,14 @@ pub fn run(session: &SessionName, ready: bool) -> Result<i32, Error> {
     }
     let mut to_server = stream.try_clone()?;
     let mut from_server = stream;
+    let agent_session = session.clone();
     let upstream = std::thread::spawn(move || {
         let mut stdin = std::io::BufReader::new(std::io::stdin().lock());
         // The client's hello says where it attaches from; here, that is this host.
         if let Some(line) = local_hello(&mut stdin) {
+            // This SSH connection's forwarded agent serves the session's panes from now
+            // on (a bridge that lost a race, and gets no hello, leaves it alone).
+            paths::repoint_agent_link(&agent_session);
             if to_server.write_all(&line).is_err() {
                 return;
             }

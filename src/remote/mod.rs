@@ -526,6 +526,9 @@ const BRIDGE: &str = r#"exec "$1" --session "$2" remote-bridge ${3+"$3"}"#;
 const RACE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 const RACERS: usize = 4;
 const RACE_FOR: std::time::Duration = std::time::Duration::from_secs(4);
+/// A racer may take this long after the last one started to say it is connected (ssh's
+/// connect, authentication and the bridge's start), as a single bridge had for its hello.
+const RACE_WAIT: std::time::Duration = HELLO_TIMEOUT;
 
 /// A raced bridge's writer and its end (its reader is with the thread that waits for it
 /// to say it is ready).
@@ -577,8 +580,13 @@ impl Bridge {
                     Err(e) => failed = Some(e.into()),
                 }
             }
-            if running == 0 && !racing {
-                return Err(failed.unwrap_or(client::Error::NotListening));
+            if (running == 0 && !racing) || now.duration_since(started) > RACE_FOR + RACE_WAIT {
+                end_all(&mut racers);
+                let late = std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no bridge reached the server in time",
+                );
+                return Err(failed.unwrap_or_else(|| Error::BridgeClosed(late).into()));
             }
             let wait = next
                 .saturating_duration_since(now)

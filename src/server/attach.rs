@@ -100,7 +100,15 @@ impl Server {
             },
         );
         if let Some(resume) = resume {
-            self.resume(id, resume);
+            let drawn = resume.frame;
+            if !self.resume(id, resume) {
+                // (Numbered on from the client's frame, so it is never mistaken for one
+                // of these if the link drops again before the full frame lands.)
+                if let Some(c) = self.clients.by_id.get_mut(&id) {
+                    let token = c.frames.take().map(|f| f.token);
+                    c.frames = token.map(|t| super::resume::FrameLog::after(t, drawn));
+                }
+            }
         }
         self.clients.active = Some(id);
         self.set_size(size);
@@ -110,8 +118,9 @@ impl Server {
     /// A client back after its link dropped takes over the screen it was sent: from the
     /// client still attached with its token (this end has not noticed that connection is
     /// dead — it is ended now: never two attachments of one client) or from the parking.
-    /// Its next frame draws only the rows it does not have.
-    fn resume(&mut self, id: ClientId, resume: crate::protocol::Resume) {
+    /// Its next frame draws only the rows it does not have. False when its screen cannot
+    /// be taken up (the next frame is a full one).
+    fn resume(&mut self, id: ClientId, resume: crate::protocol::Resume) -> bool {
         let same = |c: &Client| {
             c.frames
                 .as_ref()
@@ -142,13 +151,13 @@ impl Server {
                 .map(|p| (p.log, p.frame)),
         };
         let Some(client) = self.clients.by_id.get_mut(&id) else {
-            return;
+            return false;
         };
         let Some((log, frame)) = taken.filter(|(_, f)| f.size() == client.size) else {
-            return;
+            return false;
         };
         let Some(mut unknown) = log.unknown_since(resume.frame) else {
-            return;
+            return false;
         };
         // (The client's note was drawn over its last row.)
         if let Some(last) = unknown.last_mut() {
@@ -164,6 +173,7 @@ impl Server {
         client.prev = Some(frame);
         client.frames = Some(log);
         client.unknown_rows = Some(unknown);
+        true
     }
 
     /// The key bindings a client brought, built like the server's own from its config.

@@ -50,6 +50,19 @@ impl FrameLog {
         }
     }
 
+    /// A log for a client that came back naming frame `drawn` of an attachment this
+    /// server cannot take up (parked too long, another size, another server): its
+    /// numbers go on from there, so no number the client may still hold is ever taken
+    /// for one of these frames (none of them is a base until the next full frame).
+    pub(crate) fn after(token: String, drawn: u64) -> FrameLog {
+        FrameLog {
+            token,
+            seq: drawn,
+            full_at: drawn.saturating_add(1),
+            changed_at: Vec::new(),
+        }
+    }
+
     /// The number the next frame gets.
     pub(crate) fn next(&self) -> u64 {
         self.seq + 1
@@ -75,7 +88,8 @@ impl FrameLog {
     /// The rows a client that drew frame `drawn` does not have right; None when nothing
     /// of its screen can be trusted (a frame before the last full one, or one never sent).
     pub(crate) fn unknown_since(&self, drawn: u64) -> Option<Vec<bool>> {
-        if drawn < self.full_at || drawn > self.seq || self.full_at == 0 {
+        if drawn < self.full_at || drawn > self.seq || self.full_at == 0 || self.full_at > self.seq
+        {
             return None;
         }
         Some(self.changed_at.iter().map(|at| *at > drawn).collect())
@@ -111,7 +125,10 @@ impl Parking {
     /// The screen parked under `token`, if it is still there.
     pub(crate) fn take(&mut self, token: &str, now: Instant) -> Option<Parked> {
         self.expire(now);
-        let i = self.parked.iter().position(|p| p.log.token == token)?;
+        let i = self
+            .parked
+            .iter()
+            .position(|p| crate::server::handoff::same_token(&p.log.token, token))?;
         self.parked.remove(i)
     }
 
@@ -141,6 +158,13 @@ mod tests {
         log.sent(&[true; 5], false);
         assert_eq!(log.unknown_since(3), None);
         assert_eq!(log.unknown_since(4), Some(vec![false; 5]));
+        // A client back with frame 7 of an attachment that could not be taken up: no
+        // number up to 7, nor any before the next full frame, is a base.
+        let mut log = FrameLog::after("t".into(), 7);
+        assert_eq!(log.unknown_since(7), None);
+        assert_eq!(log.sent(&[true; 4], true), 8);
+        assert_eq!(log.unknown_since(7), None);
+        assert_eq!(log.unknown_since(8), Some(vec![false; 4]));
     }
 
     #[test]

@@ -20,8 +20,10 @@ pub struct NetWatch {
 }
 
 enum How {
+    /// With the addresses last seen: a message about an address that leaves the set as
+    /// it was (IPv6 refreshes lifetimes at each router advertisement) is no change.
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    Netlink(OwnedFd),
+    Netlink(OwnedFd, BTreeSet<String>),
     Poll(BTreeSet<String>),
 }
 
@@ -31,7 +33,7 @@ impl Default for NetWatch {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Ok(fd) = netlink::subscribe() {
             return NetWatch {
-                how: How::Netlink(fd),
+                how: How::Netlink(fd, addresses()),
             };
         }
         NetWatch::polling()
@@ -50,7 +52,14 @@ impl NetWatch {
     pub fn changed(&mut self) -> io::Result<()> {
         match &mut self.how {
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            How::Netlink(fd) => netlink::wait(fd),
+            How::Netlink(fd, last) => loop {
+                let change = netlink::wait(fd)?;
+                let now = addresses();
+                if change == netlink::Change::Route || now != *last {
+                    *last = now;
+                    return Ok(());
+                }
+            },
             How::Poll(last) => loop {
                 std::thread::sleep(POLL_EVERY);
                 let now = addresses();
@@ -120,38 +129,48 @@ mod netlink {
         Ok(fd)
     }
 
+    /// What a batch of messages changed.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Change {
+        /// An address was added, removed or updated.
+        Address,
+        /// A route (or, messages being lost, anything).
+        Route,
+    }
+
     /// Blocks until a message that matters comes (a batch of them counts once).
-    pub(super) fn wait(fd: &OwnedFd) -> io::Result<()> {
+    pub(super) fn wait(fd: &OwnedFd) -> io::Result<Change> {
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             match recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => {
-                    if matters(&buf[..n]) {
-                        return Ok(());
+                    if let Some(change) = matters(&buf[..n]) {
+                        return Ok(change);
                     }
                 }
                 Err(Errno::EINTR) => {}
                 // Messages were lost (a burst overflowed the buffer): something changed.
-                Err(Errno::ENOBUFS) => return Ok(()),
+                Err(Errno::ENOBUFS) => return Ok(Change::Route),
                 Err(e) => return Err(e.into()),
             }
         }
     }
 
-    /// Whether a datagram of netlink messages holds a change a connection may feel: any
-    /// address added or removed, a route added or removed outside the local table (which
-    /// only mirrors the addresses) and not a cached clone.
-    pub(super) fn matters(mut buf: &[u8]) -> bool {
+    /// What a datagram of netlink messages holds that a connection may feel: a route
+    /// added or removed outside the local table (which only mirrors the addresses) and
+    /// not a cached clone, or else an address added, removed or updated.
+    pub(super) fn matters(mut buf: &[u8]) -> Option<Change> {
+        let mut address = false;
         while buf.len() >= NLMSG_HDRLEN {
             let len = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
             let kind = u16::from_ne_bytes([buf[4], buf[5]]);
             if len < NLMSG_HDRLEN || len > buf.len() {
-                return false;
+                break;
             }
             let msg = &buf[..len];
+            address |= matches!(kind, RTM_NEWADDR | RTM_DELADDR);
             let hit = match kind {
-                RTM_NEWADDR | RTM_DELADDR => true,
                 RTM_NEWROUTE | RTM_DELROUTE => {
                     msg.len() >= RTM_FLAGS_AT + 4 && {
                         let table = msg[RTM_TABLE_AT];
@@ -167,13 +186,13 @@ mod netlink {
                 _ => false,
             };
             if hit {
-                return true;
+                return Some(Change::Route);
             }
             // Messages are aligned to 4 bytes.
             let next = (len + 3) & !3;
             buf = buf.get(next..).unwrap_or(&[]);
         }
-        false
+        address.then_some(Change::Address)
     }
 
     #[cfg(test)]
@@ -193,21 +212,26 @@ mod netlink {
 
         #[test]
         fn address_and_main_routes_matter_local_and_cloned_ones_do_not() {
-            assert!(matters(&route(RTM_NEWROUTE, 254, 0)));
-            assert!(matters(&route(RTM_DELROUTE, 100, 0)), "a VPN's own table");
-            assert!(!matters(&route(RTM_NEWROUTE, RT_TABLE_LOCAL, 0)));
-            assert!(!matters(&route(RTM_NEWROUTE, 254, RTM_F_CLONED)));
+            let route_change = Some(Change::Route);
+            assert_eq!(matters(&route(RTM_NEWROUTE, 254, 0)), route_change);
+            assert_eq!(
+                matters(&route(RTM_DELROUTE, 100, 0)),
+                route_change,
+                "a VPN's"
+            );
+            assert_eq!(matters(&route(RTM_NEWROUTE, RT_TABLE_LOCAL, 0)), None);
+            assert_eq!(matters(&route(RTM_NEWROUTE, 254, RTM_F_CLONED)), None);
             let mut addr = route(RTM_DELADDR, 0, 0);
             addr.truncate(24);
             addr[..4].copy_from_slice(&24u32.to_ne_bytes());
-            assert!(matters(&addr));
+            assert_eq!(matters(&addr), Some(Change::Address));
             // One that matters after one that does not, in one datagram.
             let mut two = route(RTM_NEWROUTE, RT_TABLE_LOCAL, 0);
             two.extend(route(RTM_NEWROUTE, 254, 0));
-            assert!(matters(&two));
+            assert_eq!(matters(&two), route_change);
             // Garbage or a truncated header: nothing.
-            assert!(!matters(&[1, 2, 3]));
-            assert!(!matters(&200u32.to_ne_bytes().repeat(5)));
+            assert_eq!(matters(&[1, 2, 3]), None);
+            assert_eq!(matters(&200u32.to_ne_bytes().repeat(5)), None);
         }
 
         #[test]

@@ -229,3 +229,22 @@ fn left_and_right_move_among_the_guesses_and_typing_between_them_inserts() {
     assert_eq!(l.p.back, 0, "no guess to move among: not guessed");
     assert!(!l.p.trusted);
 }
+
+#[test]
+fn an_echo_still_on_its_way_after_left_is_no_contradiction() {
+    let mut l = Link::new(Policy::Always);
+    l.type_key(Typed::Char('a'), 0);
+    l.host(b"a", 100);
+    l.type_key(Typed::Char('b'), 200);
+    l.type_key(Typed::Left, 210);
+    l.type_key(Typed::Char('X'), 220);
+    assert_eq!(l.row(), ("$ aXb".into(), "   ^^".into()));
+    // The echo of `b` lands first, where `X` is guessed: the guesses stay.
+    l.host(b"b\x1b[D", 300);
+    assert_eq!(l.row(), ("$ aXb".into(), "   ^^".into()));
+    // Then the host's editor inserts X as guessed.
+    l.host(b"Xb\x1b[D", 320);
+    assert_eq!(l.row(), ("$ aXb".into(), "".into()));
+    assert!(l.p.guesses.is_empty());
+    assert!(l.p.trusted, "every guess was right");
+}
