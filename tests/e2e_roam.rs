@@ -66,6 +66,15 @@ fn assert_gap_free(sshd: &Sshd, env: &Env, t: &Term) {
     assert_eq!(counts, expected, "the counter's lines have a gap");
 }
 
+/// After the outage: the counter stopped, a command typed and answered, and the counter's
+/// lines all in the pane's history.
+fn still_typing_and_gap_free(t: &mut Term, sshd: &Sshd, env: &Env) {
+    t.send(b"\x03");
+    t.line("echo after-$((6*7))");
+    t.wait_text("after-42");
+    assert_gap_free(sshd, env, t);
+}
+
 /// Which ssh client the client runs.
 #[derive(Clone, Copy, Debug)]
 enum Ssh {
@@ -124,10 +133,7 @@ fn outage(how: Cut, outage: Duration, ssh: Ssh, name: &str) {
     eprintln!("FIGURE {how:?} cut of {outage:?} ({ssh:?} ssh): live again {took:?} after the link returned");
     assert!(took <= LIVE_WITHIN, "live again only after {took:?}");
 
-    t.send(b"\x03");
-    t.line("echo after-$((6*7))");
-    t.wait_text("after-42");
-    assert_gap_free(&sshd, &env, &t);
+    still_typing_and_gap_free(&mut t, &sshd, &env);
 }
 
 #[test]
@@ -176,10 +182,7 @@ fn roaming(ssh: Ssh, name: &str) {
         "no connection from {}: {peers}",
         net.near_addr
     );
-    t.send(b"\x03");
-    t.line("echo after-$((6*7))");
-    t.wait_text("after-42");
-    assert_gap_free(&sshd, &env, &t);
+    still_typing_and_gap_free(&mut t, &sshd, &env);
 }
 
 #[test]
@@ -236,10 +239,7 @@ fn a_client_stopped_during_a_cut_is_live_soon_after_it_continues() {
     );
     assert!(took <= LIVE_WITHIN, "live again only after {took:?}");
 
-    t.send(b"\x03");
-    t.line("echo after-$((6*7))");
-    t.wait_text("after-42");
-    assert_gap_free(&sshd, &env, &t);
+    still_typing_and_gap_free(&mut t, &sshd, &env);
 }
 
 #[test]
