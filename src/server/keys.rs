@@ -237,13 +237,14 @@ impl Server {
 
     /// Whether the bytes were taken (else the status line says why not).
     pub(crate) fn write_terminal(&mut self, tid: TerminalId, bytes: Vec<u8>) -> bool {
-        let Some(rt) = self.session.runtimes.get(tid) else {
-            return false;
-        };
         // A program that has ended takes nothing, and that is no news.
         if self.session.state.exit_status(tid).is_some() {
             return false;
         }
+        self.before_agent_input(tid);
+        let Some(rt) = self.session.runtimes.get(tid) else {
+            return false;
+        };
         match rt.handle.try_write(bytes) {
             Ok(()) => true,
             Err(e) => {

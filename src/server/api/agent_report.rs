@@ -192,6 +192,10 @@ impl Server {
             term.hooked = true;
         }
         let hooked = term.hooked;
+        crate::log::debug!(
+            "agent",
+            "report for terminal {tid:?} from {source}: state {state:?}, seq {seq:?}"
+        );
         if let Some(s) = state {
             if hooked {
                 self.hook_set_state(tid, s);

@@ -394,6 +394,30 @@ impl Server {
             .insert(tid, now + CONFIRM_DELAY);
     }
 
+    /// Input is about to reach an agent whose hooks set a state the screen has not yet
+    /// confirmed: the screen is read first, for what the input answers is what it shows
+    /// now. A prompt drawn after its hook ran and answered at once (a script's keys) can
+    /// come and go between two looks; unconfirmed, it would never end.
+    pub(crate) fn before_agent_input(&mut self, tid: TerminalId) {
+        let Some(term) = self.session.state.terminals.get(&tid) else {
+            return;
+        };
+        let (Some(agent), true) = (term.agent.as_deref(), term.hooked) else {
+            return;
+        };
+        let current = match term.agent_state.as_deref() {
+            Some("working") => "working",
+            Some("blocked") => "blocked",
+            _ => return,
+        };
+        if self.agents.activity.confirmed.get(&tid) == Some(&current) {
+            return;
+        }
+        if self.screen_state(tid, agent) == Some(Some(current)) {
+            self.agents.activity.confirmed.insert(tid, current);
+        }
+    }
+
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget_agent_activity(&mut self, tid: TerminalId) {
         self.agents.activity.threads.retain(|_, t| *t != tid);

@@ -34,6 +34,7 @@ impl Server {
     }
 
     fn send_bytes(&mut self, tid: TerminalId, bytes: Vec<u8>) -> Result<(), ApiError> {
+        self.before_agent_input(tid);
         let rt = self
             .session
             .runtimes
@@ -92,6 +93,7 @@ impl Server {
             .map(Duration::from_millis)
             .unwrap_or(SUBMIT_DELAY)
             .min(Duration::from_secs(10));
+        self.before_agent_input(tid);
         let rt = self
             .session
             .runtimes
