@@ -23,6 +23,7 @@ pub mod client;
 pub mod config;
 pub mod input;
 pub mod log;
+pub mod machine;
 pub mod model;
 pub mod paths;
 pub mod persist;

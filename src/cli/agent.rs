@@ -17,6 +17,10 @@ pub enum AgentCommand {
         /// Only the agents in this state (blocked: waiting for the user).
         #[arg(long, value_parser = ["working", "blocked", "idle", "done"])]
         state: Option<String>,
+        /// The saved machines' agents too (`herdr machine list`), each shown with its
+        /// machine: `gpu:p3`.
+        #[arg(long)]
+        all_machines: bool,
         #[command(flatten)]
         out: Output,
     },
@@ -110,9 +114,16 @@ pub fn integration(cmd: IntegrationCommand) -> anyhow::Result<i32> {
 
 pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
     match cmd {
-        AgentCommand::List { state, out } => call(
+        AgentCommand::List {
+            state,
+            all_machines,
+            out,
+        } => call(
             session,
-            Request::AgentList(AgentList { state }),
+            Request::AgentList(AgentList {
+                state,
+                all_machines: all_machines.then_some(true),
+            }),
             out.json,
             |v| rows(v, agent_row),
         ),
@@ -190,12 +201,11 @@ pub fn agent(session: &SessionName, cmd: AgentCommand) -> anyhow::Result<i32> {
 /// One line of `agent list`: `p3  claude  blocked  for 2m05s  w1/t2  /src/x  session 0b1c…`,
 /// with what is unknown left out.
 fn agent_row(a: &Value) -> String {
-    let mut line = format!(
-        "{:<4} {:<12} {:<8}",
-        s(a, "pane"),
-        s(a, "agent"),
-        s(a, "state")
-    );
+    let pane = match a["machine"].as_str() {
+        Some(m) => format!("{m}:{}", s(a, "pane")),
+        None => s(a, "pane").to_string(),
+    };
+    let mut line = format!("{:<4} {:<12} {:<8}", pane, s(a, "agent"), s(a, "state"));
     if let Some(secs) = a["for_secs"].as_u64() {
         line.push_str(&format!(" for {:<8}", duration(secs)));
     }

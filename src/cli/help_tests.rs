@@ -6,8 +6,9 @@ use clap::{Command, CommandFactory};
 use super::Cli;
 
 /// The commands only herdr itself runs: hidden from help, completion and the man page.
-const INTERNAL: [&str; 5] = [
+const INTERNAL: [&str; 6] = [
     "herdr remote-bridge",
+    "herdr machine link",
     "herdr server run",
     "herdr server import",
     "herdr agent hook",

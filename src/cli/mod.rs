@@ -6,6 +6,7 @@ pub mod control;
 mod control_args;
 #[cfg(test)]
 mod help_tests;
+pub mod machine;
 pub mod manual;
 pub mod server;
 pub mod session;
@@ -26,6 +27,11 @@ pub struct Cli {
     /// Session name (default: "default"); each session has its own server, socket and state.
     #[arg(long, short = 's', global = true, value_name = "NAME", add = manual::session_names())]
     pub session: Option<String>,
+
+    /// Run the command against a saved machine's server (`herdr machine add`), through
+    /// the local server's link to it: `herdr --machine gpu pane list`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub machine: Option<String>,
 
     /// Attach to the session on HOST over SSH (installing herdr there if needed, with its
     /// checksum verified on HOST). Arguments after `--` go to ssh.
@@ -113,6 +119,12 @@ pub enum Command {
     Agent {
         #[command(subcommand)]
         command: agent::AgentCommand,
+    },
+    /// Other machines shown beside this one: add, list, rename, remove, enable, disable,
+    /// reconnect.
+    Machine {
+        #[command(subcommand)]
+        command: machine::MachineCommand,
     },
     /// Install, remove or check herdr's hooks in an agent's own settings.
     Integration {
@@ -247,6 +259,12 @@ impl Cli {
 
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     let session = cli.session()?;
+    if let Some(name) = &cli.machine {
+        if cli.remote.is_some() {
+            anyhow::bail!("--machine and --remote do not go together: pick one");
+        }
+        through_machine(name, cli.command.as_ref())?;
+    }
     match cli.command {
         None => match cli.remote {
             Some(host) => Ok(crate::remote::attach(crate::remote::RemoteArgs {
@@ -276,6 +294,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Events { json }) => control::events(&session, json),
         Some(Command::Agent { command }) => agent::agent(&session, command),
         Some(Command::Integration { command }) => agent::integration(command),
+        Some(Command::Machine { command }) => machine::run(command, cli.session),
         Some(Command::Update {
             handoff,
             check,
@@ -294,6 +313,45 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Completion { shell }) => print(&manual::completion(shell)),
         Some(Command::Man) => print(&manual::man_page()?),
     }
+}
+
+/// `--machine NAME`: the saved machine must exist, and the command be one that talks to
+/// a server; from then on its requests go through that machine's link.
+fn through_machine(name: &str, command: Option<&Command>) -> anyhow::Result<()> {
+    crate::machine::load()?.get(name)?;
+    let what = match command {
+        None => Some("attaching (use `herdr --remote HOST`)"),
+        Some(Command::Events { .. }) => Some("`events` (a stream; run it on the machine)"),
+        Some(
+            Command::Session { .. }
+            | Command::Ls { .. }
+            | Command::Attach { .. }
+            | Command::Machine { .. }
+            | Command::Config { .. }
+            | Command::Integration { .. }
+            | Command::Update { .. }
+            | Command::Channel { .. }
+            | Command::Completion { .. }
+            | Command::Man
+            | Command::Worktree { .. }
+            | Command::RemoteBridge { .. },
+        ) => Some("this command (it does not talk to one server)"),
+        Some(Command::Server {
+            command:
+                ServerCommand::Start
+                | ServerCommand::Run { .. }
+                | ServerCommand::Handoff { .. }
+                | ServerCommand::Import { .. },
+        }) => Some("starting or replacing a server (run it on the machine)"),
+        _ => None,
+    };
+    if let Some(what) = what {
+        anyhow::bail!(
+            "--machine runs commands that talk to a server (pane, tab, workspace, agent, server, paste); not {what}"
+        );
+    }
+    crate::client::api::use_machine(name.to_string());
+    Ok(())
 }
 
 /// For a top-level word clap did not know: the command it most likely meant.

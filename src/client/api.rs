@@ -14,6 +14,22 @@ pub struct ApiClient {
     writer: UnixStream,
     reader: BufReader<UnixStream>,
     next_id: u64,
+    /// The saved machine whose server answers (`herdr --machine NAME …`): each request
+    /// goes to the local server as a `machine.call`, through that machine's link.
+    via: Option<String>,
+}
+
+/// The machine `--machine` named, for every API client of this process.
+static VIA_MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// From now on this process's requests are for the saved machine `name` (`--machine`).
+pub fn use_machine(name: String) {
+    let _ = VIA_MACHINE.set(name);
+}
+
+/// The machine `--machine` named, if it did.
+pub fn machine() -> Option<&'static str> {
+    VIA_MACHINE.get().map(String::as_str)
 }
 
 /// Why a request got no result. The server's own refusal stays apart ([`RemoteError`]),
@@ -59,6 +75,7 @@ impl ApiClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
             next_id: 0,
+            via: VIA_MACHINE.get().cloned(),
         })
     }
 
@@ -75,6 +92,21 @@ impl ApiClient {
     /// [`RemoteError`].
     pub fn request(&mut self, request: &Request) -> Result<Value, Error> {
         self.next_id += 1;
+        let wrapped;
+        let request = match &self.via {
+            Some(machine) => {
+                let mut inner = serde_json::to_value(request).map_err(Error::Encode)?;
+                if let Some(Value::Object(params)) = inner.get_mut("params") {
+                    params.retain(|_, v| !v.is_null());
+                }
+                wrapped = Request::MachineCall(api::MachineCall {
+                    machine: machine.clone(),
+                    request: inner,
+                });
+                &wrapped
+            }
+            None => request,
+        };
         let mut line = api::encode(self.next_id, request).map_err(Error::Encode)?;
         line.push('\n');
         self.writer

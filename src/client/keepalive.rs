@@ -9,9 +9,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{send, SharedWriter};
-use crate::protocol::frame::ClientMsg;
-
 /// How often a watched link is pinged, and how long it may stay silent before it is
 /// taken for dead (a network that went away).
 const PING_EVERY: Duration = Duration::from_secs(2);
@@ -31,7 +28,7 @@ const SLEPT: Duration = Duration::from_millis(500);
 /// What the keepalive threads watch: the current link's breaker, when it last heard from
 /// the server, since when a probe waits for an answer, and the round trip of the pings.
 #[derive(Default)]
-pub(super) struct Watch {
+pub(crate) struct Watch {
     breaker: Option<Box<dyn Fn() + Send>>,
     heard: Option<Instant>,
     probe: Option<Instant>,
@@ -45,7 +42,7 @@ pub(super) struct Watch {
 
 impl Watch {
     /// A link just made (or none), heard from now; the round trip measured so far stays.
-    pub(super) fn attach(&mut self, breaker: Option<Box<dyn Fn() + Send>>) {
+    pub(crate) fn attach(&mut self, breaker: Option<Box<dyn Fn() + Send>>) {
         *self = Watch {
             breaker,
             heard: Some(Instant::now()),
@@ -55,8 +52,13 @@ impl Watch {
         };
     }
 
+    /// Ends the watched link's watch and gives back how to end the link itself.
+    pub(crate) fn breaker_take(&mut self) -> Option<Box<dyn Fn() + Send>> {
+        self.breaker.take()
+    }
+
     /// No link any more: nothing may watch (or kill) it.
-    pub(super) fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.attach(None);
         self.heard = None;
     }
@@ -112,26 +114,26 @@ impl Watch {
     }
 }
 
-pub(super) type SharedWatch = Arc<Mutex<Watch>>;
+pub(crate) type SharedWatch = Arc<Mutex<Watch>>;
 
-pub(super) fn watch(w: &SharedWatch) -> std::sync::MutexGuard<'_, Watch> {
+pub(crate) fn watch(w: &SharedWatch) -> std::sync::MutexGuard<'_, Watch> {
     w.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Notes that bytes came over the link.
-pub(super) fn heard(w: &SharedWatch) {
+pub(crate) fn heard(w: &SharedWatch) {
     let mut w = watch(w);
     w.heard = Some(Instant::now());
     w.probe = None;
 }
 
 /// Notes that the server answered a ping.
-pub(super) fn ponged(w: &SharedWatch) {
+pub(crate) fn ponged(w: &SharedWatch) {
     watch(w).ponged(Instant::now());
 }
 
 /// The link's round trip as the pings measured it (smoothed), if they did.
-pub(super) fn rtt(w: &SharedWatch) -> Option<Duration> {
+pub(crate) fn rtt(w: &SharedWatch) -> Option<Duration> {
     watch(w).rtt
 }
 
@@ -163,8 +165,8 @@ impl Jolts {
 /// ends the link once it stays silent (another, which never writes, so it cannot be).
 /// The second one also watches for a wake or SIGCONT, and a third for network changes:
 /// then the link is probed, and `nudged` set for a reconnection that waits.
-pub(super) fn spawn(
-    writer: SharedWriter,
+pub(crate) fn spawn(
+    ping: Box<dyn Fn() + Send>,
     watched: SharedWatch,
     done: Arc<AtomicBool>,
     nudged: Arc<AtomicBool>,
@@ -200,7 +202,7 @@ pub(super) fn spawn(
                 if watched.breaker.is_some() {
                     watched.pinged.get_or_insert_with(Instant::now);
                     drop(watched);
-                    send(&writer, ClientMsg::Ping);
+                    ping();
                 }
             }
         })?;
@@ -250,7 +252,7 @@ pub(super) fn spawn(
 /// every RETRY_EVERY (an attempt that fails at once, say with no network at all, does not
 /// spin), and less often once an outage lasts.
 #[derive(Default)]
-pub(super) struct Pace {
+pub(crate) struct Pace {
     /// The first attempt of this outage, and the latest.
     since: Option<Instant>,
     last: Option<Instant>,
@@ -263,12 +265,12 @@ const LATER: Duration = Duration::from_secs(120);
 
 impl Pace {
     /// The link is back: the next outage starts afresh.
-    pub(super) fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = Pace::default();
     }
 
     /// How long to wait before the next attempt (zero for the first of an outage).
-    pub(super) fn wait(&self, now: Instant) -> Duration {
+    pub(crate) fn wait(&self, now: Instant) -> Duration {
         let every = if self.since.is_some_and(|s| now.duration_since(s) > LATER) {
             RETRY_EVERY_LATER
         } else {
@@ -281,7 +283,7 @@ impl Pace {
     }
 
     /// An attempt starts now.
-    pub(super) fn attempt(&mut self, now: Instant) {
+    pub(crate) fn attempt(&mut self, now: Instant) {
         self.since.get_or_insert(now);
         self.last = Some(now);
     }

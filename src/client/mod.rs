@@ -9,7 +9,7 @@ mod echo;
 mod error;
 pub mod handoff;
 mod input;
-mod keepalive;
+pub(crate) mod keepalive;
 pub mod notify;
 mod predict;
 pub mod probe;
@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use error::Doing;
-pub use error::Error;
+pub use error::{with_causes, Error};
 use input::{spawn_input_thread, spawn_resize_thread, Keys};
 use keepalive::{watch, SharedWatch, Watch};
 
@@ -288,8 +288,11 @@ pub fn run(
     let nudged = Arc::new(AtomicBool::new(false));
     // Only links over a network are watched; a local client wakes for nothing.
     if transport.reconnects() {
+        let w = writer.clone();
         keepalive::spawn(
-            writer.clone(),
+            Box::new(move || {
+                send(&w, ClientMsg::Ping);
+            }),
             watched.clone(),
             done.clone(),
             nudged.clone(),

@@ -12,6 +12,7 @@
 pub mod api;
 pub mod exit;
 pub mod frame;
+pub mod machine;
 pub mod terminal;
 
 use serde::{Deserialize, Serialize};

@@ -11,6 +11,8 @@ use crate::update::manifest::ManifestError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error(transparent)]
+    Machine(#[from] crate::machine::Error),
     #[error("{0:?} is not a host name (a host may not start with '-'); usage: herdr --remote HOST [-- SSH ARGS]")]
     NotAHost(String),
     #[error("extra ssh arguments (after --) need the OpenSSH client; drop them or --ssh builtin, and put the settings in ~/.ssh/config")]

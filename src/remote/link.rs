@@ -33,63 +33,18 @@ impl Transport for Bridge {
         size: (u16, u16),
         resume: Option<&crate::protocol::Resume>,
     ) -> Result<Link, client::Error> {
-        let Pipe {
-            reader,
-            mut writer,
-            kill,
-        } = match self.ssh.races() {
-            true => self.race()?,
-            false => self.ssh.stream(
-                BRIDGE,
-                &[&self.binary, self.session.as_str()],
-                &self.log,
-                false,
-            )?,
-        };
         let mut hello = Hello::new(Role::Client, Some(size));
         hello.keys = self.keys.clone();
         hello.terminal = Some(self.terminal.clone());
         // A folder of this machine means nothing on the remote one.
         hello.cwd = None;
         hello.resume = resume.cloned();
-        let mut line = serde_json::to_string(&hello)?;
-        line.push('\n');
-        writer
-            .write_all(line.as_bytes())
-            .map_err(Error::BridgeClosed)?;
-        writer.flush()?;
-        // The hello is waited for until the user gives up or HELLO_TIMEOUT passes (a
-        // connection that does not answer must not hold the reconnection forever).
-        let gave_up = self.cancel.clone();
-        let timed_out = Arc::new(AtomicBool::new(false));
-        let deadline = std::time::Instant::now() + HELLO_TIMEOUT;
-        let mut waiting = WatchedReader {
-            inner: reader,
-            broken: timed_out.clone(),
-        };
-        let t = timed_out.clone();
-        let watcher = std::thread::spawn(move || {
-            while !t.load(Ordering::Acquire) {
-                if gave_up.load(Ordering::Acquire) || std::time::Instant::now() >= deadline {
-                    t.store(true, Ordering::Release);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        });
-        let reply = crate::client::connect::read_hello_reply(
-            &mut waiting,
-            &format!("the bridge (see {})", self.log.display()),
-        );
-        let reader = waiting.inner;
-        timed_out.store(true, Ordering::Release);
-        let _ = watcher.join();
-        let reply = match reply {
-            Ok(r) => r,
-            Err(e) => {
-                kill();
-                return Err(e);
-            }
-        };
+        let Greeted {
+            reader,
+            writer,
+            kill,
+            reply,
+        } = self.greet(&hello)?;
         // A server that answers pings is watched: a link that goes silent is ended (our
         // end stops reading, its ssh is killed) and the client reconnects, whatever ssh's
         // own keepalive settings are. (With a shared connection the ssh master, not this
@@ -150,6 +105,14 @@ impl Transport for Bridge {
     }
 }
 
+/// A bridge the server answered: its ends, how to end it, and the answer.
+pub(super) struct Greeted {
+    pub(super) reader: Box<dyn ReadFd>,
+    pub(super) writer: Box<dyn WriteFd>,
+    pub(super) kill: Box<dyn Fn() + Send>,
+    pub(super) reply: crate::protocol::HelloReply,
+}
+
 /// The bridge, run by the remote shell (`--ready` when raced).
 const BRIDGE: &str = r#"exec "$1" --session "$2" remote-bridge ${3+"$3"}"#;
 
@@ -170,6 +133,66 @@ const RACE_WAIT: std::time::Duration = HELLO_TIMEOUT;
 type Racer = (Box<dyn WriteFd>, Box<dyn Fn() + Send>);
 
 impl Bridge {
+    /// Starts a bridge (raced after a link went silent) and says `hello` through it: its
+    /// ends and the server's answer, waited for until the user gives up or HELLO_TIMEOUT
+    /// passes (a connection that does not answer must not hold a reconnection forever).
+    pub(super) fn greet(&mut self, hello: &Hello) -> Result<Greeted, client::Error> {
+        let Pipe {
+            reader,
+            mut writer,
+            kill,
+        } = match self.ssh.races() {
+            true => self.race()?,
+            false => self.ssh.stream(
+                BRIDGE,
+                &[&self.binary, self.session.as_str()],
+                &self.log,
+                false,
+            )?,
+        };
+        let mut line = serde_json::to_string(hello)?;
+        line.push('\n');
+        writer
+            .write_all(line.as_bytes())
+            .map_err(Error::BridgeClosed)?;
+        writer.flush()?;
+        let gave_up = self.cancel.clone();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let deadline = std::time::Instant::now() + HELLO_TIMEOUT;
+        let mut waiting = WatchedReader {
+            inner: reader,
+            broken: timed_out.clone(),
+        };
+        let t = timed_out.clone();
+        let watcher = std::thread::spawn(move || {
+            while !t.load(Ordering::Acquire) {
+                if gave_up.load(Ordering::Acquire) || std::time::Instant::now() >= deadline {
+                    t.store(true, Ordering::Release);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        let reply = crate::client::connect::read_hello_reply(
+            &mut waiting,
+            &format!("the bridge (see {})", self.log.display()),
+        );
+        let reader = waiting.inner;
+        timed_out.store(true, Ordering::Release);
+        let _ = watcher.join();
+        match reply {
+            Ok(reply) => Ok(Greeted {
+                reader,
+                writer,
+                kill,
+                reply,
+            }),
+            Err(e) => {
+                kill();
+                Err(e)
+            }
+        }
+    }
+
     /// Bridges raced until one says it is connected to the server (`remote-bridge
     /// --ready`), before any hello: the others are ended then, having attached nothing.
     fn race(&mut self) -> Result<Pipe, client::Error> {
@@ -279,9 +302,9 @@ const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// The bridge's input, written so that a link the watchdog ended stops blocking its
 /// writer (a frozen connection takes nothing, and another process may hold the pipe).
-struct PatientWriter {
-    inner: Box<dyn WriteFd>,
-    broken: Arc<AtomicBool>,
+pub(super) struct PatientWriter {
+    pub(super) inner: Box<dyn WriteFd>,
+    pub(super) broken: Arc<AtomicBool>,
 }
 
 impl Write for PatientWriter {
@@ -311,9 +334,9 @@ impl Write for PatientWriter {
 
 /// The bridge's output, read so that a link the watchdog ended stops being read even
 /// though no end-of-file comes (another process may still hold the pipe).
-struct WatchedReader {
-    inner: Box<dyn ReadFd>,
-    broken: Arc<AtomicBool>,
+pub(super) struct WatchedReader {
+    pub(super) inner: Box<dyn ReadFd>,
+    pub(super) broken: Arc<AtomicBool>,
 }
 
 impl std::io::Read for WatchedReader {

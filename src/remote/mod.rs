@@ -11,6 +11,7 @@ mod builtin;
 mod error;
 mod install;
 mod link;
+pub mod machine_link;
 pub mod probe;
 pub mod server;
 
@@ -434,6 +435,19 @@ fn quote_if_needed(w: &str) -> String {
     } else {
         quote(w)
     }
+}
+
+/// Makes `args.host` ready as `--remote` does before it attaches (herdr there, checked or
+/// installed after asking; its server running a protocol this one speaks), without
+/// attaching: `herdr machine add`. Returns herdr's path on the host.
+pub fn bootstrap(args: &RemoteArgs) -> Result<String, Error> {
+    if args.host.is_empty() || args.host.starts_with('-') {
+        return Err(Error::NotAHost(args.host.clone()));
+    }
+    let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
+    let binary = install::ensure_installed(&ssh, args)?;
+    server::ensure_server(&ssh, &binary, args)?;
+    Ok(binary)
 }
 
 pub fn attach(args: RemoteArgs) -> Result<i32, Error> {

@@ -41,6 +41,15 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
     for item in view.status {
         s.text(item);
     }
+    for m in view.machines {
+        s.text(&m.name);
+        s.text(m.state);
+        s.num(m.waiting as u64);
+        for (name, waiting) in &m.workspaces {
+            s.text(name);
+            s.num(*waiting as u64);
+        }
+    }
     s.num(st.active as u64);
     for ws in &st.workspaces {
         s.num(u64::from(ws.no.0));
@@ -203,6 +212,39 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
                 let text = format!("   {} {agent} {state} p{no}", state_mark(state));
                 put(buf, y, &text, Style::default().fg(state_colour(state)));
             }
+        }
+    }
+    let mut y = SIDEBAR_FIRST_ROW + sidebar_entries(view.state).len() as u16;
+    for m in view.machines {
+        y += 1;
+        // A machine that is not connected is dimmed: what it shows is as last seen.
+        let live = m.state == "connected";
+        let dim = |s: Style| {
+            if live {
+                s
+            } else {
+                s.add_modifier(Modifier::DIM)
+            }
+        };
+        let mark = if m.waiting > 0 { '!' } else { ' ' };
+        let head = match live {
+            true => format!("@{mark}{}", m.name),
+            false => format!("@{mark}{} · {}", m.name, m.state),
+        };
+        put(
+            buf,
+            y,
+            &head,
+            dim(Style::default().add_modifier(Modifier::BOLD)),
+        );
+        for (name, waiting) in &m.workspaces {
+            y += 1;
+            let text = match waiting {
+                0 => format!("  {name}"),
+                n => format!("  {name} ! {n} waiting"),
+            };
+            let colour = if *waiting > 0 { Color::Yellow } else { MUTED };
+            put(buf, y, &text, dim(Style::default().fg(colour)));
         }
     }
     for y in 0..height {

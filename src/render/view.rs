@@ -65,6 +65,19 @@ pub struct View<'a> {
     pub clock: Option<String>,
     /// The time the frame is for (synchronized output ends by it).
     pub now: Instant,
+    /// The saved machines, below this one's workspaces in the sidebar.
+    pub machines: &'a [MachineRow],
+}
+
+/// A saved machine as the sidebar shows it: its state (`connected`, `connecting`,
+/// `unreachable`), its workspaces' names each with how many agents wait there, and how
+/// many wait on it in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineRow {
+    pub name: String,
+    pub state: &'static str,
+    pub workspaces: Vec<(String, usize)>,
+    pub waiting: usize,
 }
 
 /// The terminals' screens, as the server lends them to a frame: [`Screens::with`] runs

@@ -22,6 +22,7 @@ mod input;
 mod keyboard;
 mod keys;
 mod lend;
+mod machines;
 mod names;
 mod notify;
 mod output;
@@ -110,6 +111,8 @@ pub enum Event {
     Sessions(ClientId, Vec<crate::client::sessions::Row>),
     /// SIGTERM/SIGINT: stop cleanly (clients told, children hung up, socket removed).
     Signal(i32),
+    /// What a machine's link process said (by the number it was started with).
+    Link(u64, Box<machines::LinkEvent>),
 }
 
 /// A client that said hello and is handed to the server thread.
@@ -149,6 +152,8 @@ pub struct Server {
     pub(crate) api: api::ApiState,
     pub(crate) agents: Agents,
     pub(crate) persist: Option<persist::Persistence>,
+    /// The saved machines' links and what each last said.
+    pub(crate) machines: machines::Machines,
     events: Events,
     listen: Listen,
     /// The session's lock, held for the server's life (and handed on in a handoff).
@@ -209,6 +214,7 @@ impl Server {
             api: api::ApiState::default(),
             agents: Agents::default(),
             persist: None,
+            machines: machines::Machines::default(),
             events: Events { tx, rx, wake },
             listen: Listen {
                 acceptor: None,
@@ -228,6 +234,7 @@ impl Server {
     /// thread cannot start; after that every error is handled inside the loop.
     pub fn run(mut self, listener: UnixListener) -> std::io::Result<()> {
         self.listen.acceptor = Some(Acceptor::spawn(listener, self.events.tx.clone(), None)?);
+        self.machines_reload();
         // Events left queued by the last turn (their wake-ups are already drained).
         let mut backlog = false;
         while self.life.stopping.is_none() {
@@ -375,6 +382,7 @@ impl Server {
             Event::Saved(report) => self.persist_saved(report),
             Event::Sessions(id, rows) => self.sessions_read(id, rows),
             Event::Signal(sig) => self.stop(&format!("server stopped by signal {sig}")),
+            Event::Link(id, ev) => self.link_event(id, *ev),
         }
     }
 

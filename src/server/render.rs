@@ -72,6 +72,7 @@ impl Session {
                 .any(|i| i == "clock")
                 .then(|| crate::sys::local_hhmm(crate::persist::unix_now() as i64)),
             now: Instant::now(),
+            machines: &self.machines,
         }
     }
 }

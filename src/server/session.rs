@@ -32,6 +32,8 @@ pub(crate) struct Session {
     pub(crate) buffer: Option<String>,
     /// This machine's name, for the status line.
     pub(crate) host: String,
+    /// The saved machines as the sidebar shows them (kept by the machines part).
+    pub(crate) machines: Vec<crate::render::view::MachineRow>,
     /// The latest attach's DISPLAY and the like (`protocol::ATTACH_ENV`), for new panes;
     /// `None` until a client said.
     pub(crate) attach_env: Option<BTreeMap<String, String>>,
@@ -78,6 +80,7 @@ impl Session {
             scroll: BTreeMap::new(),
             buffer: None,
             host: crate::sys::host_name(),
+            machines: Vec::new(),
             attach_env: None,
             size: (80, 24),
             sidebar,

@@ -9,6 +9,8 @@ use crate::model::ids::PaneNo;
 pub struct AgentList {
     /// `working`, `blocked`, `idle` or `done`.
     pub state: Option<String>,
+    /// The saved machines' agents too, each naming its machine.
+    pub all_machines: Option<bool>,
 }
 
 /// `agent.report`: what an agent's hook says, from inside its pane (or from an agent's

@@ -13,6 +13,7 @@
 
 mod agent;
 mod decode;
+mod machine;
 mod pane;
 mod server;
 mod tab;
@@ -20,6 +21,7 @@ mod values;
 mod workspace;
 
 pub use agent::{AgentList, AgentReport};
+pub use machine::{MachineCall, MachineTarget};
 pub use pane::{
     Edge, PaneKeys, PaneList, PaneRead, PaneRename, PaneResize, PaneSend, PaneSplit, PaneSubmit,
     PaneTarget, PaneWait, PaneZoom, SplitDirection,
@@ -119,6 +121,14 @@ requests! {
     "agent.list" => AgentList(AgentList),
     /// What an agent's hook says it is doing.
     "agent.report" => AgentReport(AgentReport),
+    /// The saved machines and their links' states.
+    "machine.list" => MachineList(NoParams),
+    /// Reads the saved machines again (after `herdr machine add`, …).
+    "machine.reload" => MachineReload(NoParams),
+    /// Makes a machine's link connect again now.
+    "machine.reconnect" => MachineReconnect(MachineTarget),
+    /// An API request for a machine's server, through its link.
+    "machine.call" => MachineCall(MachineCall),
 }
 
 /// Splits a request line into its id and its request; on failure, the id to answer (if

@@ -210,6 +210,13 @@ fn samples() -> Vec<Request> {
             seq: Some(7),
             ..Default::default()
         }),
+        Request::MachineReconnect(super::MachineTarget {
+            machine: "gpu".into(),
+        }),
+        Request::MachineCall(super::MachineCall {
+            machine: "gpu".into(),
+            request: json!({ "method": "pane.list", "params": { "tab": "t2" } }),
+        }),
     ];
     // The rest with default params: each method's empty params decode to them.
     for method in Request::METHODS {

@@ -270,7 +270,7 @@ impl Server {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let items: Vec<Value> = self
+        let mut items: Vec<Value> = self
             .session
             .state
             .all_panes()
@@ -278,6 +278,9 @@ impl Server {
             .filter_map(|(_, pane)| self.agent_json(pane, now_ms))
             .filter(|a| want.is_none_or(|w| a["state"] == w))
             .collect();
+        if p.all_machines == Some(true) {
+            items.extend(self.machine_agents(want));
+        }
         now(Value::Array(items))
     }
 

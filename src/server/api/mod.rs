@@ -197,6 +197,13 @@ impl Server {
             Request::PaneSignals(p) => self.pane_signals_api(p),
             Request::PaneWait(p) => self.pane_wait(conn, id, p),
             Request::AgentList(p) => self.agent_list(p),
+            Request::MachineList(_) => self.machine_list(),
+            Request::MachineReload(_) => {
+                self.machines_reload();
+                self.machine_list()
+            }
+            Request::MachineReconnect(p) => self.machine_reconnect(&p.machine),
+            Request::MachineCall(p) => self.machine_call(conn, id, &p.machine, p.request),
             Request::AgentReport(p) => {
                 let peer = self.api.conns.get(&conn).map_or(0, |c| c.peer_pid);
                 self.agent_report(peer, p)

@@ -1,0 +1,542 @@
+//! The machines part: one link process (`herdr machine link NAME`) per enabled saved
+//! machine, started when the server starts or the list changes (`machine.reload`).
+//! Each link owns its SSH connection and its reconnect loop; this thread only reads what
+//! a link's reader thread queues as events and writes its requests through a bounded
+//! queue that a writer thread drains, so a host that hangs, floods or vanishes never
+//! holds up the loop, typing in panes or another machine.
+//!
+//! What is kept per machine is what the link last said: its state and since when, the
+//! round trip, the host's version, and what the host's session holds (workspaces, tabs,
+//! agents) — shown in `machine.list`, `agent.list` with `all_machines`, and the sidebar.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::SystemTime;
+
+use serde_json::{json, Value};
+
+use super::api::{now, ApiError, ApiResult, Outcome};
+use super::conn::ClientId;
+use super::{Event, EventTx, Server};
+use crate::machine::Machine;
+use crate::protocol::machine::{LinkMsg, LinkState, ToLink, LINK_PROTOCOL, MAX_LINE};
+
+/// Requests that may wait for a link's writer thread; more are refused as `busy`.
+const QUEUE: usize = 256;
+
+/// What a link's reader thread queues for the server thread.
+pub enum LinkEvent {
+    Msg(LinkMsg),
+    /// The link process ended (its output closed), and how.
+    Ended(String),
+}
+
+#[derive(Default)]
+pub(crate) struct Machines {
+    /// By name, in the saved order.
+    links: Vec<Link>,
+    /// Numbers each started link process, so events of one that was replaced are
+    /// ignored.
+    next_link: u64,
+    next_call: u64,
+    /// Calls forwarded and not answered yet: the API connection and request id to answer.
+    calls: BTreeMap<u64, (ClientId, Value, u64)>,
+    /// Why the saved list could not be read, if it could not.
+    problem: Option<String>,
+}
+
+struct Link {
+    machine: Machine,
+    /// The running link process's number, and its queue (dropping it ends the process:
+    /// its input closes).
+    running: Option<(u64, mpsc::SyncSender<ToLink>)>,
+    state: Option<LinkState>,
+    since: SystemTime,
+    error: Option<String>,
+    rtt_ms: Option<f64>,
+    version: Option<String>,
+    /// The host's session as last told: workspaces, tabs, agents, number of panes.
+    view: Option<(Value, Value, Value, usize)>,
+}
+
+impl Link {
+    fn new(machine: Machine) -> Link {
+        Link {
+            machine,
+            running: None,
+            state: None,
+            since: SystemTime::now(),
+            error: None,
+            rtt_ms: None,
+            version: None,
+            view: None,
+        }
+    }
+
+    /// The word `machine.list` and the sidebar show.
+    pub(crate) fn state_word(&self) -> &'static str {
+        match (self.machine.enabled, self.state) {
+            (false, _) => "disabled",
+            (true, None) => "connecting",
+            (true, Some(s)) => s.word(),
+        }
+    }
+
+    fn agents(&self) -> &[Value] {
+        self.view
+            .as_ref()
+            .and_then(|v| v.2.as_array())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn waiting(&self) -> usize {
+        self.agents()
+            .iter()
+            .filter(|a| a.get("state").and_then(Value::as_str) == Some("blocked"))
+            .count()
+    }
+}
+
+use crate::render::view::MachineRow as Shown;
+
+fn millis(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Machines {
+    pub(crate) fn shown(&self) -> Vec<Shown> {
+        self.links
+            .iter()
+            .filter(|l| l.machine.enabled)
+            .map(|l| {
+                let agents = l.agents();
+                let workspaces = l
+                    .view
+                    .as_ref()
+                    .and_then(|v| v.0.as_array())
+                    .map(|ws| {
+                        ws.iter()
+                            .map(|w| {
+                                let id = w.get("id").and_then(Value::as_str).unwrap_or("");
+                                let waiting = agents
+                                    .iter()
+                                    .filter(|a| {
+                                        a.get("workspace").and_then(Value::as_str) == Some(id)
+                                            && a.get("state").and_then(Value::as_str)
+                                                == Some("blocked")
+                                    })
+                                    .count();
+                                let name = w.get("name").and_then(Value::as_str).unwrap_or(id);
+                                (name.to_string(), waiting)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Shown {
+                    name: l.machine.name.clone(),
+                    state: l.state_word(),
+                    workspaces,
+                    waiting: l.waiting(),
+                }
+            })
+            .collect()
+    }
+
+    fn by_link(&mut self, link: u64) -> Option<&mut Link> {
+        self.links
+            .iter_mut()
+            .find(|l| l.running.as_ref().is_some_and(|(n, _)| *n == link))
+    }
+
+    fn named(&mut self, name: &str) -> Result<&mut Link, ApiError> {
+        self.links
+            .iter_mut()
+            .find(|l| l.machine.name == name)
+            .ok_or_else(|| {
+                ApiError::new(
+                    "not_found",
+                    format!("no machine named {name:?} (see `herdr machine list`)"),
+                )
+            })
+    }
+}
+
+/// Starts a link process for `machine`: its output read by a thread of its own, its
+/// input written by another from a bounded queue.
+fn start(machine: &Machine, id: u64, events: &EventTx) -> Result<mpsc::SyncSender<ToLink>, String> {
+    let exe = crate::paths::own_binary().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .args(["machine", "link", &machine.name])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        // (The server's own stderr is its log.)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start the machine's link: {e}"))?;
+    let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err("the machine's link has no pipes".into());
+    };
+    let (tx, rx) = mpsc::sync_channel::<ToLink>(QUEUE);
+    std::thread::Builder::new()
+        .name("herdr-link-write".into())
+        .spawn(move || {
+            for msg in rx {
+                let mut line = serde_json::to_vec(&msg).expect("requests serialize");
+                line.push(b'\n');
+                if input.write_all(&line).is_err() {
+                    break;
+                }
+            }
+            // (Dropping `input` closes the link's stdin: it ends.)
+        })
+        .map_err(|e| e.to_string())?;
+    let events = events.clone();
+    std::thread::Builder::new()
+        .name("herdr-link-read".into())
+        .spawn(move || {
+            let mut reader = std::io::BufReader::new(output);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match (&mut reader)
+                    .take(MAX_LINE as u64)
+                    .read_until(b'\n', &mut line)
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let ev = match serde_json::from_slice::<LinkMsg>(&line) {
+                            Ok(msg) => LinkEvent::Msg(msg),
+                            Err(e) => {
+                                LinkEvent::Ended(format!("the link said something unreadable: {e}"))
+                            }
+                        };
+                        let ended = matches!(ev, LinkEvent::Ended(_));
+                        if events.send(Event::Link(id, Box::new(ev))).is_err() || ended {
+                            break;
+                        }
+                    }
+                }
+            }
+            drop(reader);
+            let status = child
+                .wait()
+                .map_or_else(|e| e.to_string(), |s| s.to_string());
+            let _ = events.send(Event::Link(
+                id,
+                Box::new(LinkEvent::Ended(format!("the link ended ({status})"))),
+            ));
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(tx)
+}
+
+impl Server {
+    /// Reads the saved machines and brings the links in line with them: a link for each
+    /// enabled machine, restarted when how it is reached changed, ended for one removed
+    /// or disabled.
+    pub(crate) fn machines_reload(&mut self) {
+        let saved = match crate::machine::load() {
+            Ok(list) => {
+                self.machines.problem = None;
+                list.machines
+            }
+            Err(e) => {
+                crate::log::warn!("machines", "{e}");
+                self.machines.problem = Some(e.to_string());
+                return;
+            }
+        };
+        let mut old: Vec<Link> = std::mem::take(&mut self.machines.links);
+        for machine in saved {
+            let kept = old
+                .iter()
+                .position(|l| l.machine == machine && l.running.is_some() == machine.enabled);
+            let link = match kept {
+                Some(i) => old.remove(i),
+                None => {
+                    let mut link = Link::new(machine.clone());
+                    if machine.enabled {
+                        self.machines.next_link += 1;
+                        let id = self.machines.next_link;
+                        match start(&machine, id, &self.events.tx) {
+                            Ok(tx) => link.running = Some((id, tx)),
+                            Err(e) => {
+                                link.state = Some(LinkState::Unreachable);
+                                link.error = Some(e);
+                            }
+                        }
+                    }
+                    link
+                }
+            };
+            self.machines.links.push(link);
+        }
+        // (Links left in `old` end as their queues drop.)
+        let ended: Vec<u64> = old
+            .iter()
+            .filter_map(|l| l.running.as_ref().map(|r| r.0))
+            .collect();
+        drop(old);
+        self.refuse_calls_of(&ended, "the machine was removed or disabled");
+        self.machines_shown();
+    }
+
+    /// The sidebar shows the machines as they are now.
+    fn machines_shown(&mut self) {
+        self.session.machines = self.machines.shown();
+        self.request_render();
+    }
+
+    pub(crate) fn link_event(&mut self, id: u64, ev: LinkEvent) {
+        let Some(link) = self.machines.by_link(id) else {
+            return;
+        };
+        match ev {
+            LinkEvent::Msg(LinkMsg::Hello { protocol }) if protocol != LINK_PROTOCOL => {
+                link.running = None;
+                link.state = Some(LinkState::Unreachable);
+                link.error = Some(format!(
+                    "its link speaks protocol {protocol}, this server {LINK_PROTOCOL}"
+                ));
+            }
+            LinkEvent::Msg(LinkMsg::Hello { .. }) => {}
+            LinkEvent::Msg(LinkMsg::State {
+                state,
+                error,
+                rtt_ms,
+                version,
+            }) => {
+                if link.state != Some(state) {
+                    link.since = SystemTime::now();
+                    crate::log::info!(
+                        "machines",
+                        "{}: {}{}",
+                        link.machine.name,
+                        state.word(),
+                        error
+                            .as_deref()
+                            .map(|e| format!(" ({e})"))
+                            .unwrap_or_default()
+                    );
+                }
+                link.state = Some(state);
+                link.error = error;
+                link.rtt_ms = rtt_ms.or(link.rtt_ms);
+                if version.is_some() {
+                    link.version = version;
+                }
+            }
+            LinkEvent::Msg(LinkMsg::View {
+                workspaces,
+                tabs,
+                agents,
+                panes,
+            }) => link.view = Some((workspaces, tabs, agents, panes)),
+            LinkEvent::Msg(LinkMsg::Reply {
+                call,
+                result,
+                error,
+            }) => {
+                if let Some((conn, req, _)) = self.machines.calls.remove(&call) {
+                    let answer = match (result, error) {
+                        (_, Some(e)) => Err(ApiError::new(remote_code(&e.code), e.message)),
+                        (r, None) => Ok(r.unwrap_or(Value::Null)),
+                    };
+                    self.api.reply(conn, &req, answer);
+                }
+                return;
+            }
+            LinkEvent::Ended(why) => {
+                link.running = None;
+                link.state = Some(LinkState::Unreachable);
+                link.since = SystemTime::now();
+                link.error = Some(why);
+                self.refuse_calls_of(&[id], "the machine's link ended");
+            }
+        }
+        self.machines_shown();
+    }
+
+    fn refuse_calls_of(&mut self, links: &[u64], why: &str) {
+        let gone: Vec<u64> = (self.machines.calls.iter())
+            .filter(|(_, (_, _, l))| links.contains(l))
+            .map(|(c, _)| *c)
+            .collect();
+        for call in gone {
+            if let Some((conn, req, _)) = self.machines.calls.remove(&call) {
+                self.api
+                    .reply(conn, &req, Err(ApiError::new("unreachable", why)));
+            }
+        }
+    }
+
+    pub(crate) fn machine_list(&self) -> ApiResult {
+        let list: Vec<Value> = (self.machines.links.iter())
+            .map(|l| {
+                json!({
+                    "name": l.machine.name,
+                    "host": l.machine.host,
+                    "session": l.machine.session,
+                    "enabled": l.machine.enabled,
+                    "state": l.state_word(),
+                    "since": millis(l.since),
+                    "error": l.error,
+                    "rtt_ms": l.rtt_ms,
+                    "version": l.version,
+                    "workspaces": l.view.as_ref().and_then(|v| v.0.as_array()).map_or(0, Vec::len),
+                    "panes": l.view.as_ref().map(|v| v.3),
+                    "agents": l.agents().len(),
+                    "waiting": l.waiting(),
+                })
+            })
+            .collect();
+        match &self.machines.problem {
+            Some(p) => Err(ApiError::new("machines_unreadable", p.clone())),
+            None => now(json!(list)),
+        }
+    }
+
+    /// Forwards an API request to a machine's server; the answer comes later. Refused at
+    /// once when the machine is not connected (never queued without end).
+    pub(crate) fn machine_call(
+        &mut self,
+        conn: ClientId,
+        id: &Value,
+        machine: &str,
+        request: Value,
+    ) -> ApiResult {
+        let call = self.machines.next_call + 1;
+        let link = self.machines.named(machine)?;
+        let name = link.machine.name.clone();
+        let Some((link_id, tx)) = link
+            .running
+            .as_ref()
+            .filter(|_| link.state == Some(LinkState::Connected))
+        else {
+            let why = link
+                .error
+                .clone()
+                .unwrap_or_else(|| link.state_word().to_string());
+            return Err(ApiError::new(
+                "unreachable",
+                format!(
+                    "machine {name} is {}: {why}; nothing was sent",
+                    link.state_word()
+                ),
+            ));
+        };
+        let link_id = *link_id;
+        match tx.try_send(ToLink::Call { call, request }) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(_)) => {
+                return Err(ApiError::new(
+                    "busy",
+                    format!("{QUEUE} requests for machine {name} wait already; retry in a moment"),
+                ))
+            }
+            Err(mpsc::TrySendError::Disconnected(_)) => {
+                return Err(ApiError::new(
+                    "unreachable",
+                    format!("machine {name}'s link ended"),
+                ))
+            }
+        }
+        self.machines.next_call = call;
+        self.machines
+            .calls
+            .insert(call, (conn, id.clone(), link_id));
+        Ok(Outcome::Later)
+    }
+
+    pub(crate) fn machine_reconnect(&mut self, machine: &str) -> ApiResult {
+        let link = self.machines.named(machine)?;
+        let name = link.machine.name.clone();
+        match &link.running {
+            Some((_, tx)) => {
+                let _ = tx.try_send(ToLink::Reconnect);
+                now(json!({ "machine": name, "reconnecting": true }))
+            }
+            None if !link.machine.enabled => Err(ApiError::new(
+                "disabled",
+                format!("machine {name} is disabled: `herdr machine enable {name}` first"),
+            )),
+            None => {
+                // A link that ended is started again.
+                self.machines_restart(&name);
+                now(json!({ "machine": name, "reconnecting": true }))
+            }
+        }
+    }
+
+    fn machines_restart(&mut self, name: &str) {
+        self.machines.next_link += 1;
+        let id = self.machines.next_link;
+        let tx = self.events.tx.clone();
+        if let Some(link) = self
+            .machines
+            .links
+            .iter_mut()
+            .find(|l| l.machine.name == name)
+        {
+            match start(&link.machine, id, &tx) {
+                Ok(q) => {
+                    link.running = Some((id, q));
+                    link.state = None;
+                }
+                Err(e) => link.error = Some(e),
+            }
+        }
+    }
+
+    /// Every agent of every machine (`agent.list` with `all_machines`), after this one's.
+    pub(crate) fn machine_agents(&self, state: Option<&str>) -> Vec<Value> {
+        let mut out = Vec::new();
+        for l in self.machines.links.iter().filter(|l| l.machine.enabled) {
+            for a in l.agents() {
+                if state.is_some_and(|s| a.get("state").and_then(Value::as_str) != Some(s)) {
+                    continue;
+                }
+                let mut a = a.clone();
+                if let Some(obj) = a.as_object_mut() {
+                    obj.insert("machine".into(), json!(l.machine.name));
+                    obj.insert("machine_state".into(), json!(l.state_word()));
+                }
+                out.push(a);
+            }
+        }
+        out
+    }
+}
+
+/// The API's error code for one a host answered with (the host may be newer: a code this
+/// version does not know is passed on as `remote_error`).
+fn remote_code(code: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "parse_error",
+        "invalid_request",
+        "invalid_params",
+        "bad_params",
+        "unknown_method",
+        "not_found",
+        "spawn_failed",
+        "busy",
+        "pane_exited",
+        "timeout",
+        "too_large",
+        "too_many_waits",
+        "handoff_failed",
+        "handoff_in_progress",
+        "unreachable",
+        "no_buffer",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == code)
+        .copied()
+        .unwrap_or("remote_error")
+}

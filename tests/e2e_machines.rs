@@ -1,0 +1,275 @@
+//! Many machines in one view: saved machines (`herdr machine add`), each a real OpenSSH
+//! server with a home of its own, linked by the local server. Their sessions and agents
+//! show in the local sidebar and in `agent list --all-machines`, `--machine` runs a command
+//! on the right one, and a machine whose link is cut (a real black hole, in a network
+//! namespace) holds up neither typing in a local pane nor the other machine, shows as
+//! unreachable, and comes back by itself with what was printed meanwhile.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::netns::{Cut, Netns};
+use support::sshd::{MuxGuard, Sshd, HOST};
+use support::{json, ok, Env, PROMPT};
+
+/// Generous: a machine's first link installs nothing (added with --yes before) but
+/// starts its server; a cut link is given up after ~6 s of silence.
+const LINKED: Duration = Duration::from_secs(60);
+
+fn add(env: &Env, name: &str, sshd: &Sshd) {
+    let config = sshd.config().display().to_string();
+    ok(env.herdr(&[
+        "machine", "add", name, "--host", HOST, "--yes", "--", "-F", &config,
+    ]));
+}
+
+fn machines(env: &Env) -> Vec<Value> {
+    json(env.herdr(&["machine", "list", "--json"]))
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn state_of(env: &Env, name: &str) -> String {
+    machines(env)
+        .iter()
+        .find(|m| m["name"] == name)
+        .and_then(|m| m["state"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn wait_state(env: &Env, name: &str, state: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = state_of(env, name);
+        if now == state {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} was not {state} within {within:?} (it is {now:?}): {:#?}\nthe server log:\n{}",
+            machines(env),
+            std::fs::read_to_string(env.server_log()).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether a row of the sidebar (left of its `│`) reads `text`, spaces trimmed.
+fn sidebar_has(t: &support::Term, text: &str) -> bool {
+    t.rows()
+        .iter()
+        .any(|r| r.split('│').next().unwrap_or("").trim() == text)
+}
+
+/// Runs `herdr --machine NAME ARGS…`.
+fn on(env: &Env, machine: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["--machine", machine];
+    all.extend_from_slice(args);
+    env.herdr(&all)
+}
+
+/// Waits until `pane` on `machine` shows `text` (read through `--machine`).
+fn wait_pane(env: &Env, machine: &str, pane: &str, text: &str) {
+    let deadline = Instant::now() + LINKED;
+    loop {
+        let out = on(env, machine, &["pane", "read", "--pane", pane]);
+        let screen = String::from_utf8_lossy(&out.stdout).to_string();
+        if screen.contains(text) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{machine} {pane} never showed {text:?}; it shows:\n{screen}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A fake agent for `sshd`'s host: it reports itself blocked from inside its pane, as
+/// an agent's hook would, then waits.
+fn blocked_agent(sshd: &Sshd) -> String {
+    let bin = sshd.remote_home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // (Named as the agent: what runs in front in the pane is taken for it.)
+    let path = bin.join("claude");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/bash\n{} agent report --source herdr:claude --agent claude --state blocked && echo agent-reported\nwhile read -r line; do :; done\n",
+            support::BIN
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn two_machines_show_beside_this_one_and_each_answers_its_own_commands() {
+    let (Some(alpha), Some(beta)) = (Sshd::start(), Sshd::start()) else {
+        return;
+    };
+    let env = Env::new("machines-two");
+    let _mux = MuxGuard(&env);
+    let t = env.client(120, 40);
+    t.wait_text(PROMPT);
+    add(&env, "alpha", &alpha);
+    add(&env, "beta", &beta);
+    wait_state(&env, "alpha", "connected", LINKED);
+    wait_state(&env, "beta", "connected", LINKED);
+
+    // Each machine's commands reach its own server.
+    ok(on(&env, "beta", &["workspace", "rename", "bee-work"]));
+    let beta_ws = ok(on(&env, "beta", &["workspace", "list"]));
+    assert!(beta_ws.contains("bee-work"), "{beta_ws}");
+    let alpha_ws = ok(on(&env, "alpha", &["workspace", "list"]));
+    assert!(!alpha_ws.contains("bee-work"), "{alpha_ws}");
+    let local_ws = ok(env.herdr(&["workspace", "list"]));
+    assert!(!local_ws.contains("bee-work"), "{local_ws}");
+
+    // An agent waiting on alpha is in the one list, and marked in the local sidebar.
+    let agent = blocked_agent(&alpha);
+    wait_pane(&env, "alpha", "p1", PROMPT);
+    ok(on(
+        &env,
+        "alpha",
+        &["pane", "submit", "--pane", "p1", &agent],
+    ));
+    wait_pane(&env, "alpha", "p1", "agent-reported");
+    let deadline = Instant::now() + LINKED;
+    loop {
+        let all = json(env.herdr(&["agent", "list", "--all-machines", "--json"]));
+        let found = all.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|x| x["machine"] == "alpha" && x["state"] == "blocked")
+        });
+        if found {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "alpha's agent never in the list of all machines: {all:#}\n{}\n{:#?}",
+            ok(on(&env, "alpha", &["agent", "list", "--json"])),
+            machines(&env)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let local_only = json(env.herdr(&["agent", "list", "--json"]));
+    assert_eq!(local_only, serde_json::json!([]), "local agents only");
+    t.wait("both machines in the sidebar, alpha's agent waiting", |t| {
+        sidebar_has(t, "@!alpha") && sidebar_has(t, "@ beta") && sidebar_has(t, "bee-work")
+    });
+    let listed = ok(env.herdr(&["machine", "list"]));
+    assert!(listed.contains("1 waiting"), "{listed}");
+
+    // A machine can be renamed, disabled (its link ends, the sidebar drops it) and
+    // enabled again; an unknown one is refused with the way out.
+    ok(env.herdr(&["machine", "rename", "beta", "bravo"]));
+    wait_state(&env, "bravo", "connected", LINKED);
+    ok(env.herdr(&["machine", "disable", "bravo"]));
+    wait_state(&env, "bravo", "disabled", LINKED);
+    t.wait("bravo gone from the sidebar", |t| {
+        !sidebar_has(t, "@ bravo")
+    });
+    let refused = on(&env, "bravo", &["pane", "list"]);
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("disabled"), "{why}");
+    let unknown = on(&env, "nosuch", &["pane", "list"]);
+    let why = String::from_utf8_lossy(&unknown.stderr);
+    assert!(why.contains("herdr machine list"), "{why}");
+    ok(env.herdr(&["machine", "enable", "bravo"]));
+    wait_state(&env, "bravo", "connected", LINKED);
+    ok(env.herdr(&["machine", "remove", "bravo"]));
+    assert!(machines(&env).iter().all(|m| m["name"] != "bravo"));
+}
+
+#[test]
+fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
+    let Some(mut net) = Netns::new() else {
+        return;
+    };
+    let (Some(far), Some(near)) = (Sshd::start_in(&net), Sshd::start()) else {
+        return;
+    };
+    let env = Env::new("machines-cut");
+    let _mux = MuxGuard(&env);
+    let mut t = env.client(120, 40);
+    t.wait_text(PROMPT);
+    add(&env, "far", &far);
+    add(&env, "near", &near);
+    wait_state(&env, "far", "connected", LINKED);
+    wait_state(&env, "near", "connected", LINKED);
+    wait_pane(&env, "far", "p1", PROMPT);
+    ok(on(
+        &env,
+        "far",
+        &[
+            "pane",
+            "submit",
+            "--pane",
+            "p1",
+            "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
+        ],
+    ));
+    wait_pane(&env, "far", "p1", "cnt-3");
+
+    net.cut(Cut::Silent);
+    let cut = Instant::now();
+    // Typing in a local pane echoes as before, and the other machine answers, all
+    // through the outage (each within a generous deadline: no stall).
+    let mut slowest = Duration::ZERO;
+    let mut typed_lines = 0;
+    while state_of(&env, "far") != "unreachable" {
+        assert!(cut.elapsed() < LINKED, "far never showed as unreachable");
+        let typed = Instant::now();
+        typed_lines += 1;
+        let word = format!("echo local-{typed_lines}-typed");
+        t.line(&word);
+        t.wait_text(&word.replace("echo ", ""));
+        ok(on(&env, "near", &["pane", "list"]));
+        slowest = slowest.max(typed.elapsed());
+    }
+    eprintln!(
+        "FIGURE far unreachable after {:?}; slowest local echo + near command meanwhile {slowest:?}",
+        cut.elapsed()
+    );
+    t.wait("far dimmed as unreachable in the sidebar", |t| {
+        sidebar_has(t, "@ far · unreachable")
+    });
+    // Input for it is refused at once, visibly; nothing is queued.
+    let refused = on(&env, "far", &["pane", "send", "--pane", "p1", "x"]);
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("unreachable") && why.contains("nothing was sent"),
+        "{why}"
+    );
+
+    std::thread::sleep(Duration::from_secs(3));
+    net.restore();
+    let back = Instant::now();
+    wait_state(&env, "far", "connected", LINKED);
+    eprintln!(
+        "FIGURE far connected again {:?} after the link returned",
+        back.elapsed()
+    );
+    // What it printed meanwhile is there: its counter went on.
+    let text = ok(on(
+        &env,
+        "far",
+        &["pane", "read", "--pane", "p1", "--lines", "400"],
+    ));
+    let highest = support::highest_after(&text, "cnt-");
+    let outage_ticks = (back - cut).as_millis() as u64 / 200;
+    assert!(
+        highest >= 3 + outage_ticks / 2,
+        "the counter went on through the outage: highest {highest}"
+    );
+    t.wait("far no longer dimmed", |t| sidebar_has(t, "@ far"));
+}
