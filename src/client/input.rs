@@ -74,7 +74,10 @@ pub(super) fn spawn_input_thread(
                 let Ok(ready) = crate::sys::poll_readable(&fds, timeout) else {
                     break;
                 };
-                if let Some(echo) = echo.as_ref().filter(|_| due.is_some()) {
+                // (Only once a guess's time is up: a keystroke that woke the poll
+                // redraws the guesses itself.)
+                let now = std::time::Instant::now();
+                if let Some(echo) = echo.as_ref().filter(|_| due.is_some_and(|d| now >= d)) {
                     echo.tick();
                 }
                 if ready[0] {

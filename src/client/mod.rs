@@ -316,6 +316,9 @@ pub fn run(
         let lost = match reader.take() {
             Some(r) => {
                 let pumped = pump(r, &mut stdout, &watched, &mut resume, echo.as_ref());
+                // Nothing more goes to that link (keys typed from now on are refused,
+                // and never guessed on screen after its guesses were taken back).
+                *lock(&writer) = None;
                 if let Some(echo) = &echo {
                     echo.forget();
                 }
@@ -579,14 +582,14 @@ fn send(writer: &SharedWriter, msg: ClientMsg) -> bool {
     let mut w = lock(writer);
     match w.as_mut() {
         Some(out) => {
-            if out
+            let sent = out
                 .write_all(&msg.encode())
                 .and_then(|_| out.flush())
-                .is_err()
-            {
+                .is_ok();
+            if !sent {
                 *w = None;
             }
-            true
+            sent
         }
         None => false,
     }

@@ -235,8 +235,9 @@ impl Predictor {
 
     /// When a guess expires, if one waits.
     pub fn deadline(&self, rtt: Option<Duration>) -> Option<Instant> {
-        let first = self.guesses.first()?;
-        Some(first.at + expiry(rtt))
+        // (The oldest by time: after Left, a later guess may come first in the row.)
+        let oldest = self.guesses.iter().map(|g| g.at).min()?;
+        Some(oldest + expiry(rtt))
     }
 
     fn shows(&self, rtt: Option<Duration>) -> bool {
@@ -311,6 +312,9 @@ impl Predictor {
         let right_from = self.guesses.len().saturating_sub(self.back);
         let mut kept = Vec::with_capacity(self.guesses.len());
         let mut gone_right = 0;
+        // Guesses of this run taken away (echoed or not): a run's count never includes
+        // what was typed before it (before an Enter, whose echoes may still come).
+        let mut gone = 0;
         for (i, g) in std::mem::take(&mut self.guesses).into_iter().enumerate() {
             let keep = if is_echo(&g) {
                 echoed |= g.epoch == epoch;
@@ -332,11 +336,13 @@ impl Predictor {
             };
             if keep {
                 kept.push(g);
-            } else if i >= right_from {
-                gone_right += 1;
+            } else {
+                gone += usize::from(g.epoch == epoch);
+                if i >= right_from {
+                    gone_right += 1;
+                }
             }
         }
-        let gone = right_from + self.back - kept.len();
         self.guesses = kept;
         self.run = self.run.saturating_sub(gone);
         self.back = self.back.saturating_sub(gone_right).min(self.run);

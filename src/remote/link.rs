@@ -246,9 +246,14 @@ impl Bridge {
                 );
                 return Err(failed.unwrap_or_else(|| Error::BridgeClosed(late).into()));
             }
-            let wait = next
-                .saturating_duration_since(now)
-                .clamp(std::time::Duration::from_millis(10), RACE_EVERY);
+            // Until the next racer may start; once none may, until one answers (or the
+            // race's end is due: looked at every RACE_EVERY).
+            let wait = match running < RACERS && racing {
+                true => next
+                    .saturating_duration_since(now)
+                    .clamp(std::time::Duration::from_millis(10), RACE_EVERY),
+                false => RACE_EVERY,
+            };
             match rx.recv_timeout(wait) {
                 Ok((id, Ok(reader))) => {
                     let won = racers.get_mut(id).and_then(Option::take);

@@ -315,6 +315,9 @@ impl Ssh {
                         .filter(|o| !o.starts_with("Control"))
                         .cloned()
                         .chain(["ControlMaster=no".into(), "ControlPath=none".into()])
+                        // A racer beside the first never asks for a password: only one
+                        // ssh may prompt on the terminal at a time.
+                        .chain(alongside.then(|| "BatchMode=yes".into()))
                         .collect();
                     &own
                 } else {

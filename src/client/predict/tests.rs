@@ -248,3 +248,19 @@ fn an_echo_still_on_its_way_after_left_is_no_contradiction() {
     assert!(l.p.guesses.is_empty());
     assert!(l.p.trusted, "every guess was right");
 }
+
+#[test]
+fn the_deadline_is_the_oldest_guesses_also_after_left() {
+    let mut l = Link::new(Policy::Always);
+    l.type_key(Typed::Char('l'), 0);
+    l.host(b"l", 150);
+    l.type_key(Typed::Char('s'), 200);
+    l.type_key(Typed::Left, 210);
+    // Typed left of the older guess: it comes first in the row, not first in time.
+    l.type_key(Typed::Char('x'), 400);
+    assert_eq!(l.row().0, "$ lxs");
+    assert_eq!(
+        l.p.deadline(RTT),
+        Some(l.t0 + Duration::from_millis(200) + expiry(RTT))
+    );
+}
