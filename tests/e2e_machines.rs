@@ -219,6 +219,29 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
     ));
     wait_pane(&env, "far", "p1", "cnt-3");
 
+    // A request in flight when the link drops: answered with why, never left hanging.
+    let waiting = env
+        .command(
+            support::BIN,
+            &[
+                "--session",
+                &env.session,
+                "--machine",
+                "far",
+                "pane",
+                "wait",
+                "--pane",
+                "p1",
+                "--output",
+                "never-printed",
+                "--timeout",
+                "300",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     net.cut(Cut::Silent);
     let cut = Instant::now();
     // Typing in a local pane echoes as before, and the other machine answers, all
@@ -242,6 +265,12 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
     t.wait("far dimmed as unreachable in the sidebar", |t| {
         sidebar_has(t, "@ far · unreachable")
     });
+    let waited = waiting.wait_with_output().unwrap();
+    let why = String::from_utf8_lossy(&waited.stderr);
+    assert!(
+        !waited.status.success() && why.contains("dropped before the machine answered"),
+        "{why}"
+    );
     // Input for it is refused at once, visibly; nothing is queued.
     let refused = on(&env, "far", &["pane", "send", "--pane", "p1", "x"]);
     assert!(!refused.status.success());

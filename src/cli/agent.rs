@@ -226,7 +226,7 @@ fn agent_row(a: &Value) -> String {
 }
 
 /// A duration as a person reads it: `45s`, `2m05s`, `3h07m`, `2d04h`.
-fn duration(secs: u64) -> String {
+pub(super) fn duration(secs: u64) -> String {
     match secs {
         0..60 => format!("{secs}s"),
         60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),

@@ -146,15 +146,14 @@ fn add(
     if machine::load()?.get(&name).is_ok() {
         return Err(machine::Error::Exists(name).into());
     }
-    let args = crate::remote::RemoteArgs {
+    let m = Machine {
+        name: name.clone(),
         host: host.clone(),
-        session: session.clone(),
-        yes,
-        handoff: false,
-        keybindings: Default::default(),
-        ssh: crate::remote::configured_ssh_client(),
-        ssh_args: ssh_args.clone(),
+        session: session.as_str().to_string(),
+        ssh_args,
+        enabled: true,
     };
+    let args = crate::remote::RemoteArgs::for_machine(&m, yes)?;
     let checked = match no_check {
         true => None,
         false => Some(crate::remote::bootstrap(&args).map_err(|e| {
@@ -162,13 +161,6 @@ fn add(
                 "cannot reach herdr on {host} (nothing was saved; --no-check saves it as it is)"
             ))
         })?),
-    };
-    let m = Machine {
-        name: name.clone(),
-        host: host.clone(),
-        session: session.as_str().to_string(),
-        ssh_args,
-        enabled: true,
     };
     machine::edit(|list| {
         if list.get(&m.name).is_ok() {
@@ -257,7 +249,7 @@ fn row(r: &Value) -> String {
     if let (Some(since), Some(state)) = (r["since"].as_u64(), r["state"].as_str()) {
         if state != "connected" {
             let ago = crate::persist::unix_now().saturating_sub(since / 1000);
-            line.push_str(&format!(" for {ago}s"));
+            line.push_str(&format!(" for {}", super::agent::duration(ago)));
         }
     }
     if let Some(ms) = r["rtt_ms"].as_f64() {

@@ -29,13 +29,11 @@ pub enum LinkMsg {
         #[serde(default)]
         version: Option<String>,
     },
-    /// What the host's session holds now: sent once connected and after each change it
-    /// announced (never for output alone).
+    /// What the host's session holds now (its `workspace.list` and `agent.list`): sent
+    /// once connected and after each change of them it announced (never for output).
     View {
         workspaces: Value,
-        tabs: Value,
         agents: Value,
-        panes: usize,
     },
     /// The answer to a [`ToLink::Call`].
     Reply {

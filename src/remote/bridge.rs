@@ -30,10 +30,13 @@ pub fn run(session: &SessionName, ready: bool) -> Result<i32, Error> {
     let upstream = std::thread::spawn(move || {
         let mut stdin = std::io::BufReader::new(std::io::stdin().lock());
         // The client's hello says where it attaches from; here, that is this host.
-        if let Some(line) = local_hello(&mut stdin) {
+        if let Some((line, client)) = local_hello(&mut stdin) {
             // This SSH connection's forwarded agent serves the session's panes from now
-            // on (a bridge that lost a race, and gets no hello, leaves it alone).
-            paths::repoint_agent_link(&agent_session);
+            // on, when a client attaches through it (a bridge that lost a race, and gets
+            // no hello, or an API connection such as a machine's link, leaves it alone).
+            if client {
+                paths::repoint_agent_link(&agent_session);
+            }
             if to_server.write_all(&line).is_err() {
                 return;
             }
@@ -73,17 +76,18 @@ pub fn run(session: &SessionName, ready: bool) -> Result<i32, Error> {
 }
 
 /// The client's hello line, with the attach environment (DISPLAY…) of this host instead of
-/// the client's: panes run here. A line that is not a hello passes as it is (the server
-/// judges it).
-fn local_hello(stdin: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
+/// the client's: panes run here; and whether it is an interactive client's. A line that
+/// is not a hello passes as it is (the server judges it).
+fn local_hello(stdin: &mut impl std::io::BufRead) -> Option<(Vec<u8>, bool)> {
     let mut line = Vec::new();
     stdin
         .take(crate::protocol::MAX_HELLO_LEN as u64)
         .read_until(b'\n', &mut line)
         .ok()?;
     let Ok(mut hello) = serde_json::from_slice::<serde_json::Value>(&line) else {
-        return Some(line);
+        return Some((line, false));
     };
+    let client = hello.get("role").and_then(|r| r.as_str()) == Some("client");
     if let Some(obj) = hello.as_object_mut().filter(|o| o.contains_key("env")) {
         obj.insert(
             "env".into(),
@@ -92,7 +96,7 @@ fn local_hello(stdin: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
     }
     let mut out = serde_json::to_vec(&hello).ok()?;
     out.push(b'\n');
-    Some(out)
+    Some((out, client))
 }
 
 /// Connects without a hello (the client behind us says it), after the same ownership

@@ -19,11 +19,21 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::link::{Bridge, Greeted, PatientWriter, WatchedReader};
-use super::{Error, Keybindings, RemoteArgs, Ssh};
+use super::{Error, RemoteArgs};
 use crate::client::keepalive::{self, Pace, SharedWatch};
 use crate::machine::Machine;
 use crate::protocol::machine::{LinkMsg, LinkState, RemoteError, ToLink, LINK_PROTOCOL, MAX_LINE};
 use crate::protocol::{Hello, Role};
+
+/// ssh's log of a link is started again when it has grown past this.
+const LOG_MAX: u64 = 1 << 20;
+
+/// Once a machine has been unreachable this long, attempts are spaced out to every
+/// SLOW_RETRY (a network change, a wake or `machine reconnect` still tries at once):
+/// a machine switched off for the weekend costs an ssh every few seconds, not every
+/// half second, and its host's sshd sees few failed logins.
+const SLOW_AFTER: Duration = Duration::from_secs(120);
+const SLOW_RETRY: Duration = Duration::from_secs(15);
 
 /// After the host announced a change, the view is asked for again this much later (a
 /// burst of changes costs one refresh).
@@ -70,6 +80,7 @@ pub fn run(name: &str) -> Result<i32, Error> {
         gen: 0,
         state: None,
         error: None,
+        log: crate::paths::runtime_dir().join(format!("ssh-machine-{name}.log")),
     };
     linker.run();
     Ok(0)
@@ -136,28 +147,44 @@ struct Linker {
     state: Option<LinkState>,
     /// Why the last attempt or connection failed.
     error: Option<String>,
+    /// Where ssh's messages go.
+    log: std::path::PathBuf,
 }
 
 /// What a view refresh gathers before it is sent: one answer per list.
-const VIEW_PARTS: [(&str, &str); 4] = [
-    ("v:w", "workspace.list"),
-    ("v:t", "tab.list"),
-    ("v:a", "agent.list"),
-    ("v:p", "pane.list"),
-];
+const VIEW_PARTS: [(&str, &str); 2] = [("v:w", "workspace.list"), ("v:a", "agent.list")];
+
+/// The events after which the view is asked for again: what changes the workspaces
+/// (their names, their panes) or the agents. Never output, titles or focus.
+fn changes_view(event: &str) -> bool {
+    event.starts_with("workspace.")
+        || matches!(
+            event,
+            "pane.created" | "pane.closed" | "pane.exited" | "pane.agent"
+        )
+}
 
 impl Linker {
     fn run(&mut self) {
         let mut pace = Pace::default();
+        // Since when the machine has been unreachable (none while it is connected).
+        let mut down: Option<Instant> = None;
         loop {
-            self.wait_for_attempt(pace.wait(Instant::now()));
+            let now = Instant::now();
+            let mut pause = pace.wait(now);
+            if down.is_some_and(|d| now.duration_since(d) > SLOW_AFTER) {
+                pause = pause.max(SLOW_RETRY);
+            }
+            self.wait_for_attempt(pause);
             pace.attempt(Instant::now());
+            down.get_or_insert_with(Instant::now);
             if self.state != Some(LinkState::Unreachable) {
                 self.set_state(LinkState::Connecting, None);
             }
             match self.connect() {
                 Ok(greeted) => {
                     pace.reset();
+                    down = None;
                     let why = self.serve(greeted);
                     self.error = Some(why);
                 }
@@ -215,30 +242,22 @@ impl Linker {
     /// a bridge that said hello as an API client.
     fn connect(&mut self) -> Result<Greeted, Error> {
         if self.bridge.is_none() {
-            let m = &self.machine;
-            let args = RemoteArgs {
-                host: m.host.clone(),
-                session: crate::paths::SessionName::parse(&m.session)
-                    .map_err(|e| Error::Machine(crate::machine::Error::BadSession(e)))?,
-                yes: false,
-                handoff: false,
-                keybindings: Keybindings::Server,
-                ssh: super::configured_ssh_client(),
-                ssh_args: m.ssh_args.clone(),
-            };
-            let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
-            let binary = super::install::ensure_installed(&ssh, &args)?;
-            super::server::ensure_server(&ssh, &binary, &args)?;
-            crate::paths::ensure_private_dir(&crate::paths::runtime_dir())?;
+            let args = RemoteArgs::for_machine(&self.machine, false)?;
+            let (ssh, binary) = super::prepare(&args)?;
             self.bridge = Some(Bridge {
                 ssh,
                 binary,
                 session: args.session,
                 keys: None,
-                log: crate::paths::runtime_dir().join(format!("ssh-machine-{}.log", m.name)),
+                log: self.log.clone(),
                 cancel: Arc::new(AtomicBool::new(false)),
                 terminal: Default::default(),
             });
+        }
+        // (ssh's messages go to the log: one that has grown is started again, so a
+        // machine unreachable for days does not fill the runtime folder.)
+        if std::fs::metadata(&self.log).is_ok_and(|m| m.len() > LOG_MAX) {
+            let _ = std::fs::File::create(&self.log);
         }
         let bridge = self.bridge.as_mut().expect("made above");
         Ok(bridge.greet(&Hello::new(Role::Api, None))?)
@@ -316,7 +335,7 @@ impl Linker {
                         continue;
                     };
                     if let Some(event) = msg.get("event").and_then(Value::as_str) {
-                        if event != "pane.output" && refresh_at.is_none() {
+                        if changes_view(event) && refresh_at.is_none() {
                             refresh_at = Some(Instant::now() + REFRESH_AFTER);
                         }
                         continue;
@@ -382,13 +401,8 @@ fn read_host(reader: WatchedReader, gen: u64, tx: &mpsc::Sender<Input>, watched:
 fn view_msg(parts: Vec<Value>) -> LinkMsg {
     let mut parts = parts.into_iter();
     let mut next = || parts.next().unwrap_or(Value::Null);
-    let (workspaces, tabs, agents, panes) = (next(), next(), next(), next());
-    LinkMsg::View {
-        workspaces,
-        tabs,
-        agents,
-        panes: panes.as_array().map_or(0, Vec::len),
-    }
+    let (workspaces, agents) = (next(), next());
+    LinkMsg::View { workspaces, agents }
 }
 
 fn reply_msg(call: u64, msg: Value) -> LinkMsg {

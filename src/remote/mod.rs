@@ -444,26 +444,52 @@ fn quote_if_needed(w: &str) -> String {
 /// installed after asking; its server running a protocol this one speaks), without
 /// attaching: `herdr machine add`. Returns herdr's path on the host.
 pub fn bootstrap(args: &RemoteArgs) -> Result<String, Error> {
-    if args.host.is_empty() || args.host.starts_with('-') {
-        return Err(Error::NotAHost(args.host.clone()));
+    prepare(args).map(|(_, binary)| binary)
+}
+
+/// A host name that ssh will not take for an option.
+fn check_host(host: &str) -> Result<(), Error> {
+    match host.is_empty() || host.starts_with('-') {
+        true => Err(Error::NotAHost(host.to_string())),
+        false => Ok(()),
     }
+}
+
+/// The SSH connection to `args.host` and herdr's path there, once herdr is there (checked
+/// or installed) and its server runs a protocol this one speaks; the private runtime
+/// folder (for ssh's log and shared connections) exists.
+fn prepare(args: &RemoteArgs) -> Result<(Ssh, String), Error> {
+    check_host(&args.host)?;
     let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
     let binary = install::ensure_installed(&ssh, args)?;
     server::ensure_server(&ssh, &binary, args)?;
-    Ok(binary)
+    paths::ensure_private_dir(&paths::runtime_dir())?;
+    Ok((ssh, binary))
+}
+
+impl RemoteArgs {
+    /// How a saved machine is reached (a background link: nothing asked, nothing
+    /// installed unless `yes`).
+    pub fn for_machine(m: &crate::machine::Machine, yes: bool) -> Result<RemoteArgs, Error> {
+        Ok(RemoteArgs {
+            host: m.host.clone(),
+            session: SessionName::parse(&m.session)
+                .map_err(|e| Error::Machine(crate::machine::Error::BadSession(e)))?,
+            yes,
+            handoff: false,
+            keybindings: Keybindings::Server,
+            ssh: configured_ssh_client(),
+            ssh_args: m.ssh_args.clone(),
+        })
+    }
 }
 
 pub fn attach(args: RemoteArgs) -> Result<i32, Error> {
-    if args.host.is_empty() || args.host.starts_with('-') {
-        return Err(Error::NotAHost(args.host));
-    }
+    check_host(&args.host)?;
     client::check_terminal()?;
     // Asked before ssh may ask for a password: the terminal's answers must not be typed.
     let terminal = client::probe::probe();
-    let ssh = Ssh::new(&args.host, &args.ssh_args, args.ssh)?;
-    let binary = install::ensure_installed(&ssh, &args)?;
-    server::ensure_server(&ssh, &binary, &args)?;
-    paths::ensure_private_dir(&paths::runtime_dir())?;
+    let (ssh, binary) = prepare(&args)?;
     let log = paths::runtime_dir().join(format!("ssh-{}.log", args.session));
     let keys = (args.keybindings == Keybindings::Local).then(local_keys);
     let mut bridge = link::Bridge {

@@ -57,8 +57,8 @@ struct Link {
     error: Option<String>,
     rtt_ms: Option<f64>,
     version: Option<String>,
-    /// The host's session as last told: workspaces, tabs, agents, number of panes.
-    view: Option<(Value, Value, Value, usize)>,
+    /// The host's session as last told: its workspaces and its agents.
+    view: Option<(Value, Value)>,
 }
 
 impl Link {
@@ -87,7 +87,7 @@ impl Link {
     fn agents(&self) -> &[Value] {
         self.view
             .as_ref()
-            .and_then(|v| v.2.as_array())
+            .and_then(|v| v.1.as_array())
             .map_or(&[], Vec::as_slice)
     }
 
@@ -100,6 +100,11 @@ impl Link {
 }
 
 use crate::render::view::MachineRow as Shown;
+
+/// The panes of a host's workspaces (as `workspace.list` counts them).
+fn panes(workspaces: &Value) -> u64 {
+    (workspaces.as_array()).map_or(0, |ws| ws.iter().filter_map(|w| w["panes"].as_u64()).sum())
+}
 
 fn millis(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
@@ -145,6 +150,18 @@ impl Machines {
             .collect()
     }
 
+    /// Starts `link`'s process, numbered anew (or notes why it could not start).
+    fn start(&mut self, link: &mut Link, events: &EventTx) {
+        self.next_link += 1;
+        match start(&link.machine, self.next_link, events) {
+            Ok(tx) => link.running = Some((self.next_link, tx)),
+            Err(e) => {
+                link.state = Some(LinkState::Unreachable);
+                link.error = Some(e);
+            }
+        }
+    }
+
     fn by_link(&mut self, link: u64) -> Option<&mut Link> {
         self.links
             .iter_mut()
@@ -155,12 +172,7 @@ impl Machines {
         self.links
             .iter_mut()
             .find(|l| l.machine.name == name)
-            .ok_or_else(|| {
-                ApiError::new(
-                    "not_found",
-                    format!("no machine named {name:?} (see `herdr machine list`)"),
-                )
-            })
+            .ok_or_else(|| no_machine(name))
     }
 }
 
@@ -259,17 +271,9 @@ impl Server {
             let link = match kept {
                 Some(i) => old.remove(i),
                 None => {
-                    let mut link = Link::new(machine.clone());
-                    if machine.enabled {
-                        self.machines.next_link += 1;
-                        let id = self.machines.next_link;
-                        match start(&machine, id, &self.events.tx) {
-                            Ok(tx) => link.running = Some((id, tx)),
-                            Err(e) => {
-                                link.state = Some(LinkState::Unreachable);
-                                link.error = Some(e);
-                            }
-                        }
+                    let mut link = Link::new(machine);
+                    if link.machine.enabled {
+                        self.machines.start(&mut link, &self.events.tx);
                     }
                     link
                 }
@@ -286,10 +290,14 @@ impl Server {
         self.machines_shown();
     }
 
-    /// The sidebar shows the machines as they are now.
+    /// The sidebar shows the machines as they are now (drawn again only if that
+    /// changed: a new round trip, say, does not).
     fn machines_shown(&mut self) {
-        self.session.machines = self.machines.shown();
-        self.request_render();
+        let rows = self.machines.shown();
+        if rows != self.session.machines {
+            self.session.machines = rows;
+            self.request_render();
+        }
     }
 
     pub(crate) fn link_event(&mut self, id: u64, ev: LinkEvent) {
@@ -311,6 +319,8 @@ impl Server {
                 rtt_ms,
                 version,
             }) => {
+                let dropped =
+                    link.state == Some(LinkState::Connected) && state != LinkState::Connected;
                 if link.state != Some(state) {
                     link.since = SystemTime::now();
                     crate::log::info!(
@@ -330,24 +340,27 @@ impl Server {
                 if version.is_some() {
                     link.version = version;
                 }
+                // (A link gives the answers it got before it says the connection is
+                // gone: what is still owed will not come.)
+                if dropped {
+                    self.refuse_calls_of(&[id], "the link dropped before the machine answered");
+                }
             }
-            LinkEvent::Msg(LinkMsg::View {
-                workspaces,
-                tabs,
-                agents,
-                panes,
-            }) => link.view = Some((workspaces, tabs, agents, panes)),
+            LinkEvent::Msg(LinkMsg::View { workspaces, agents }) => {
+                link.view = Some((workspaces, agents))
+            }
             LinkEvent::Msg(LinkMsg::Reply {
                 call,
                 result,
                 error,
             }) => {
                 if let Some((conn, req, _)) = self.machines.calls.remove(&call) {
-                    let answer = match (result, error) {
-                        (_, Some(e)) => Err(ApiError::new(remote_code(&e.code), e.message)),
-                        (r, None) => Ok(r.unwrap_or(Value::Null)),
-                    };
-                    self.api.reply(conn, &req, answer);
+                    // (The host's error as it gave it: it may be newer than this one.)
+                    let error = error
+                        .as_ref()
+                        .map(|e| (e.code.as_str(), e.message.as_str()));
+                    let result = Ok(result.unwrap_or(Value::Null));
+                    self.api.pay(conn, &req, result, error);
                 }
                 return;
             }
@@ -369,8 +382,8 @@ impl Server {
             .collect();
         for call in gone {
             if let Some((conn, req, _)) = self.machines.calls.remove(&call) {
-                self.api
-                    .reply(conn, &req, Err(ApiError::new("unreachable", why)));
+                let refused = Err(ApiError::new("unreachable", why));
+                self.api.pay(conn, &req, refused, None);
             }
         }
     }
@@ -389,7 +402,7 @@ impl Server {
                     "rtt_ms": l.rtt_ms,
                     "version": l.version,
                     "workspaces": l.view.as_ref().and_then(|v| v.0.as_array()).map_or(0, Vec::len),
-                    "panes": l.view.as_ref().map(|v| v.3),
+                    "panes": l.view.as_ref().map(|v| panes(&v.0)),
                     "agents": l.agents().len(),
                     "waiting": l.waiting(),
                 })
@@ -411,7 +424,13 @@ impl Server {
         request: Value,
     ) -> ApiResult {
         let call = self.machines.next_call + 1;
-        let link = self.machines.named(machine)?;
+        let in_flight = |calls: &BTreeMap<u64, (ClientId, Value, u64)>, link: u64| {
+            calls.values().filter(|c| c.2 == link).count()
+        };
+        let calls = &self.machines.calls;
+        let link = (self.machines.links.iter())
+            .find(|l| l.machine.name == machine)
+            .ok_or_else(|| no_machine(machine))?;
         let name = link.machine.name.clone();
         let Some((link_id, tx)) = link
             .running
@@ -431,14 +450,12 @@ impl Server {
             ));
         };
         let link_id = *link_id;
+        if in_flight(calls, link_id) >= QUEUE {
+            return Err(busy(&name));
+        }
         match tx.try_send(ToLink::Call { call, request }) {
             Ok(()) => {}
-            Err(mpsc::TrySendError::Full(_)) => {
-                return Err(ApiError::new(
-                    "busy",
-                    format!("{QUEUE} requests for machine {name} wait already; retry in a moment"),
-                ))
-            }
+            Err(mpsc::TrySendError::Full(_)) => return Err(busy(&name)),
             Err(mpsc::TrySendError::Disconnected(_)) => {
                 return Err(ApiError::new(
                     "unreachable",
@@ -450,6 +467,7 @@ impl Server {
         self.machines
             .calls
             .insert(call, (conn, id.clone(), link_id));
+        self.api.owe(conn);
         Ok(Outcome::Later)
     }
 
@@ -474,23 +492,18 @@ impl Server {
     }
 
     fn machines_restart(&mut self, name: &str) {
-        self.machines.next_link += 1;
-        let id = self.machines.next_link;
-        let tx = self.events.tx.clone();
-        if let Some(link) = self
+        let Some(i) = self
             .machines
             .links
-            .iter_mut()
-            .find(|l| l.machine.name == name)
-        {
-            match start(&link.machine, id, &tx) {
-                Ok(q) => {
-                    link.running = Some((id, q));
-                    link.state = None;
-                }
-                Err(e) => link.error = Some(e),
-            }
-        }
+            .iter()
+            .position(|l| l.machine.name == name)
+        else {
+            return;
+        };
+        let mut link = self.machines.links.remove(i);
+        link.state = None;
+        self.machines.start(&mut link, &self.events.tx);
+        self.machines.links.insert(i, link);
     }
 
     /// Every agent of every machine (`agent.list` with `all_machines`), after this one's.
@@ -513,30 +526,17 @@ impl Server {
     }
 }
 
-/// The API's error code for one a host answered with (the host may be newer: a code this
-/// version does not know is passed on as `remote_error`).
-fn remote_code(code: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "parse_error",
-        "invalid_request",
-        "invalid_params",
-        "bad_params",
-        "unknown_method",
+fn no_machine(name: &str) -> ApiError {
+    ApiError::new(
         "not_found",
-        "spawn_failed",
+        format!("no machine named {name:?} (see `herdr machine list`)"),
+    )
+}
+
+/// A machine with as many requests waiting as it may have.
+fn busy(name: &str) -> ApiError {
+    ApiError::new(
         "busy",
-        "pane_exited",
-        "timeout",
-        "too_large",
-        "too_many_waits",
-        "handoff_failed",
-        "handoff_in_progress",
-        "unreachable",
-        "no_buffer",
-    ];
-    KNOWN
-        .iter()
-        .find(|k| **k == code)
-        .copied()
-        .unwrap_or("remote_error")
+        format!("{QUEUE} requests for machine {name} wait already; retry in a moment"),
+    )
 }

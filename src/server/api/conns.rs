@@ -61,7 +61,7 @@ impl ApiState {
     }
 
     pub(crate) fn closed(&mut self, id: ClientId) {
-        if self.waits.iter().any(|w| w.conn == id) {
+        if self.owes(id) {
             // A peer that only stopped writing still reads its answers; one that is gone
             // entirely must not hold waits (and the server's budget of them).
             let conn = self.conns.get_mut(&id).filter(|c| !c.writer.peer_gone());
@@ -91,9 +91,45 @@ impl ApiState {
 
     /// Drops draining connections that have nothing left to answer.
     pub(crate) fn reap_drained(&mut self) {
-        let waits = &self.waits;
-        self.conns
-            .retain(|id, c| !c.draining || waits.iter().any(|w| w.conn == *id));
+        let (waits, owed) = (&self.waits, &self.owed);
+        self.conns.retain(|id, c| {
+            !c.draining || owed.contains_key(id) || waits.iter().any(|w| w.conn == *id)
+        });
+    }
+
+    /// Whether a reply is still owed to connection `id` (a wait, or a forwarded call).
+    fn owes(&self, id: ClientId) -> bool {
+        self.owed.contains_key(&id) || self.waits.iter().any(|w| w.conn == id)
+    }
+
+    /// Another part will answer a request of `conn` later.
+    pub(crate) fn owe(&mut self, conn: ClientId) {
+        *self.owed.entry(conn).or_default() += 1;
+    }
+
+    /// Gives a reply owed (see [`ApiState::owe`]): `error`, when given, is a code and
+    /// message as another server gave them, passed on as they are.
+    pub(crate) fn pay(
+        &mut self,
+        conn: ClientId,
+        id: &Value,
+        result: Result<Value, ApiError>,
+        error: Option<(&str, &str)>,
+    ) {
+        if let std::collections::btree_map::Entry::Occupied(mut n) = self.owed.entry(conn) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
+            }
+        }
+        match error {
+            Some((code, message)) => {
+                let line = json!({ "id": id, "error": { "code": code, "message": message } });
+                self.send_reply(conn, id, line.to_string());
+            }
+            None => self.reply(conn, id, result),
+        }
+        self.reap_drained();
     }
 
     pub(crate) fn too_long(&mut self, id: ClientId) {
@@ -122,7 +158,11 @@ impl ApiState {
     /// that finds the budget of all connections spent (after stalled peers were dropped)
     /// is answered `busy`; a peer that is not reading is dropped.
     pub(crate) fn reply(&mut self, conn: ClientId, id: &Value, result: Result<Value, ApiError>) {
-        let line = reply_line(id, result);
+        self.send_reply(conn, id, reply_line(id, result));
+    }
+
+    /// [`ApiState::reply`] for a reply line already made.
+    fn send_reply(&mut self, conn: ClientId, id: &Value, line: String) {
         let line = match line.len() >= MAX_API_REPLY {
             true => reply_line(id, Err(too_large_reply(line.len(), None))),
             false => line,

@@ -72,6 +72,9 @@ pub(crate) struct ApiState {
     /// Per terminal: when `pane.output` was last announced, and whether more output came
     /// since (announced when the interval has passed).
     activity: BTreeMap<TerminalId, (Instant, bool)>,
+    /// Replies owed to a connection by another part (calls forwarded to a machine), by
+    /// number: like a wait, each keeps a connection that stopped writing until it is given.
+    owed: BTreeMap<ClientId, usize>,
 }
 
 /// The error for a reply that finds the budget of queued replies in all spent.
