@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd, HOST};
-use support::{json, ok, Env, PROMPT};
+use support::{json, ok, Env, Outer, PROMPT};
 
 /// Generous: a machine's first link installs nothing (added with --yes before) but
 /// starts its server; a cut link is given up after ~6 s of silence.
@@ -116,7 +116,9 @@ fn two_machines_show_beside_this_one_and_each_answers_its_own_commands() {
     };
     let env = Env::new("machines-two");
     let _mux = MuxGuard(&env);
-    let t = env.client(120, 40);
+    // (A terminal that shows desktop notifications by OSC 9.)
+    let kitty = Outer::kitty().answer(b"\x1b[>q", b"\x1bP>|kitty(0.35.2)\x1b\\");
+    let t = env.client_in(kitty, 120, 40, &[]);
     t.wait_text(PROMPT);
     add(&env, "alpha", &alpha);
     add(&env, "beta", &beta);
@@ -163,6 +165,11 @@ fn two_machines_show_beside_this_one_and_each_answers_its_own_commands() {
     assert_eq!(local_only, serde_json::json!([]), "local agents only");
     t.wait("both machines in the sidebar, alpha's agent waiting", |t| {
         sidebar_has(t, "@!alpha") && sidebar_has(t, "@ beta") && sidebar_has(t, "bee-work")
+    });
+    // And the user's terminal is told, as for an agent of this machine.
+    let told = "\x1b]9;claude needs you — alpha:p1\x1b\\";
+    t.wait("a notification for alpha's agent", |t| {
+        support::contains(&t.raw_output(), told.as_bytes())
     });
     let listed = ok(env.herdr(&["machine", "list"]));
     assert!(listed.contains("1 waiting"), "{listed}");

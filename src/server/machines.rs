@@ -101,6 +101,19 @@ impl Link {
 
 use crate::render::view::MachineRow as Shown;
 
+/// The agents of `now` whose state is not what it was in `before` (by pane).
+fn newly(before: &Value, now: &Value) -> Vec<Value> {
+    let was = |pane: &Value| {
+        (before.as_array().into_iter().flatten())
+            .find(|a| a.get("pane") == Some(pane))
+            .and_then(|a| a.get("state"))
+    };
+    (now.as_array().into_iter().flatten())
+        .filter(|a| a.get("pane").is_some_and(|p| was(p) != a.get("state")))
+        .cloned()
+        .collect()
+}
+
 /// The panes of a host's workspaces (as `workspace.list` counts them).
 fn panes(workspaces: &Value) -> u64 {
     (workspaces.as_array()).map_or(0, |ws| ws.iter().filter_map(|w| w["panes"].as_u64()).sum())
@@ -347,7 +360,17 @@ impl Server {
                 }
             }
             LinkEvent::Msg(LinkMsg::View { workspaces, agents }) => {
-                link.view = Some((workspaces, agents))
+                let name = link.machine.name.clone();
+                // Agents that came to need the user since the last view (none for the
+                // first: what already waited is marked, not announced).
+                let news = match &link.view {
+                    Some((_, old)) => newly(old, &agents),
+                    None => Vec::new(),
+                };
+                link.view = Some((workspaces, agents));
+                for agent in news {
+                    self.machine_agent_notify(&name, &agent);
+                }
             }
             LinkEvent::Msg(LinkMsg::Reply {
                 call,

@@ -61,14 +61,31 @@ fn tell(client: &mut super::Client, bytes: &[u8]) {
     }
 }
 
+/// Whose notifications a limit counts: a pane of this server, or an agent of a machine
+/// (its name and pane, hashed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Source {
+    Terminal(TerminalId),
+    Remote(u64),
+}
+
+impl Source {
+    pub(crate) fn remote(machine: &str, pane: &str) -> Source {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (machine, pane).hash(&mut h);
+        Source::Remote(h.finish())
+    }
+}
+
 /// The server's memory for notifications and bells.
 pub(crate) struct Notifier {
-    limiter: Limiter<TerminalId>,
+    limiter: Limiter<Source>,
     bells: Limiter<TerminalId>,
     runner: command::Runner,
     /// Panes whose notifications are being dropped by the limit, and were said to be in
     /// the log once (one line per burst, not one per drop).
-    dropping: BTreeSet<TerminalId>,
+    dropping: BTreeSet<Source>,
 }
 
 impl Default for Notifier {
@@ -85,9 +102,9 @@ impl Default for Notifier {
 impl Notifier {
     /// A closed terminal leaves nothing behind.
     pub(crate) fn forget(&mut self, tid: TerminalId) {
-        self.limiter.forget(tid);
+        self.limiter.forget(Source::Terminal(tid));
         self.bells.forget(tid);
-        self.dropping.remove(&tid);
+        self.dropping.remove(&Source::Terminal(tid));
     }
 
     /// The server stops: no command of its keeps running.
@@ -121,53 +138,98 @@ impl Server {
             .get(&tid)
             .and_then(|t| t.agent.clone())
             .unwrap_or_else(|| "agent".into());
+        let no = self.pane_no(pane);
+        let tab = self.session.state.find_pane(pane).map(|pos| pos.tab + 1);
+        let about = |s: &Server| {
+            let about = s.pane_json(pane).unwrap_or_default();
+            json!({
+                "pane": about["id"],
+                "tab": about["tab"],
+                "workspace": about["workspace"],
+                "cwd": about["cwd"],
+            })
+        };
+        let text = text::message(&agent, state, &no, tab);
+        self.needs_you(Source::Terminal(tid), (&agent, state), &no, &text, &about);
+    }
+
+    /// An agent of a saved machine became `state` (its link's view said so): told as a
+    /// pane of this server's is, its place named `machine:pane`.
+    pub(crate) fn machine_agent_notify(&mut self, machine: &str, agent: &serde_json::Value) {
+        let field = |k: &str| agent.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let (pane, state) = (field("pane"), field("state"));
+        let name = Some(field("agent"))
+            .filter(|a| !a.is_empty())
+            .unwrap_or("agent");
+        let place = format!("{machine}:{pane}");
+        let text = text::message(name, state, &place, None);
+        let about = |_: &Server| {
+            json!({
+                "machine": machine,
+                "pane": agent.get("pane"),
+                "tab": agent.get("tab"),
+                "workspace": agent.get("workspace"),
+                "cwd": agent.get("cwd"),
+            })
+        };
+        let source = Source::remote(machine, pane);
+        self.needs_you(source, (name, state), &place, &text, &about);
+    }
+
+    /// Tells every client's terminal `text`, and the user's command the event (where it
+    /// is from `about`), if `state` notifies, the agent is not turned off and `source` is
+    /// within its limit.
+    fn needs_you(
+        &mut self,
+        source: Source,
+        (agent, state): (&str, &str),
+        place: &str,
+        text: &str,
+        about: &dyn Fn(&Server) -> serde_json::Value,
+    ) {
         let cfg = &self.session.config;
-        if !cfg.notify_states.iter().any(|s| s == state) || cfg.notify_off_for.contains(&agent) {
+        if !cfg.notify_states.iter().any(|s| s == state)
+            || cfg.notify_off_for.iter().any(|a| a == agent)
+        {
             return;
         }
-        if !self.agents.notify.limiter.allow(tid, Instant::now()) {
-            if self.agents.notify.dropping.insert(tid) {
-                let no = self.pane_no(pane);
+        if !self.agents.notify.limiter.allow(source, Instant::now()) {
+            if self.agents.notify.dropping.insert(source) {
                 log::warn!(
                     "notify",
-                    "notifications of {no} come too fast; dropping some"
+                    "notifications of {place} come too fast; dropping some"
                 );
             }
             return;
         }
-        self.agents.notify.dropping.remove(&tid);
-        let no = self.pane_no(pane);
-        let tab = self.session.state.find_pane(pane).map(|pos| pos.tab + 1);
-        let text = text::message(&agent, state, &no, tab);
+        self.agents.notify.dropping.remove(&source);
         for c in self.clients.by_id.values_mut() {
-            let bytes = text::escape(c.notify, &text);
+            let bytes = text::escape(c.notify, text);
             if !bytes.is_empty() {
                 tell(c, &bytes);
             }
         }
-        if !self.session.config.notify_command.is_empty() {
-            self.run_notify_command(pane, &agent, state, &text);
+        if self.session.config.notify_command.is_empty() {
+            return;
         }
-    }
-
-    /// Hands the event to the user's command (a thread of its own runs it).
-    fn run_notify_command(&mut self, pane: PaneId, agent: &str, state: &str, text: &str) {
-        let about = self.pane_json(pane).unwrap_or_default();
         let time = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let event = json!({
-            "event": "agent.notify",
-            "pane": about["id"],
-            "tab": about["tab"],
-            "workspace": about["workspace"],
-            "agent": agent,
-            "state": state,
-            "cwd": about["cwd"],
-            "time": time,
-            "text": text,
-        });
+        // (In the order docs/agents.md shows: where, what, then when and the words.)
+        let mut event = serde_json::Map::new();
+        event.insert("event".into(), json!("agent.notify"));
+        let mut about = about(self);
+        let cwd = about.get_mut("cwd").map(serde_json::Value::take);
+        if let serde_json::Value::Object(where_) = about {
+            event.extend(where_.into_iter().filter(|(k, _)| k != "cwd"));
+        }
+        event.insert("agent".into(), json!(agent));
+        event.insert("state".into(), json!(state));
+        event.insert("cwd".into(), cwd.unwrap_or_default());
+        event.insert("time".into(), json!(time));
+        event.insert("text".into(), json!(text));
+        let event = serde_json::Value::Object(event);
         let argv = self.session.config.notify_command.clone();
         let shown = command::shown(&argv);
         if let Err(e) = self.agents.notify.runner.run(argv, format!("{event}\n")) {
