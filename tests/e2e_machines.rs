@@ -309,3 +309,63 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
     );
     t.wait("far no longer dimmed", |t| sidebar_has(t, "@ far"));
 }
+
+#[test]
+fn a_slow_machine_and_a_flooding_one_hold_up_nothing() {
+    let (Some(slow), Some(loud)) = (Sshd::start(), Sshd::start()) else {
+        return;
+    };
+    // Two seconds each round trip, as a link across the world on a bad day.
+    let relay = support::relay::Relay::start(slow.addr, Duration::from_secs(2));
+    let env = Env::new("machines-slow");
+    let _mux = MuxGuard(&env);
+    let mut t = env.client(120, 40);
+    t.wait_text(PROMPT);
+    // herdr installed there first over the fast way (an upload of this test build over a
+    // 2 s round trip would take minutes), then the machine saved as reached slowly.
+    add(&env, "slow", &slow);
+    ok(env.herdr(&["machine", "remove", "slow"]));
+    let mut args = vec!["machine", "add", "slow", "--host", HOST, "--"];
+    let through = slow.through(&relay);
+    args.extend(through.iter().map(String::as_str));
+    ok(env.herdr(&args));
+    add(&env, "loud", &loud);
+    wait_state(&env, "slow", "connected", Duration::from_secs(120));
+    wait_state(&env, "loud", "connected", LINKED);
+    wait_pane(&env, "loud", "p1", PROMPT);
+    ok(on(
+        &env,
+        "loud",
+        &["pane", "submit", "--pane", "p1", "yes flood-line-of-output"],
+    ));
+    wait_pane(&env, "loud", "p1", "flood-line-of-output");
+
+    // The slow one is shown with its round trip; both stay connected.
+    support::wait_until("slow's round trip measured", || {
+        machines(&env)
+            .iter()
+            .any(|m| m["name"] == "slow" && m["rtt_ms"].as_f64().is_some_and(|r| r >= 1500.0))
+    });
+    // Typing here echoes as ever meanwhile, and each machine answers its own commands.
+    let mut slowest = Duration::ZERO;
+    for i in 0..20 {
+        let typed = Instant::now();
+        let word = format!("echo beside-{i}-machines");
+        t.line(&word);
+        t.wait_text(&word.replace("echo ", ""));
+        slowest = slowest.max(typed.elapsed());
+    }
+    let asked = Instant::now();
+    ok(on(&env, "loud", &["pane", "list"]));
+    let loud_took = asked.elapsed();
+    let asked = Instant::now();
+    ok(on(&env, "slow", &["pane", "list"]));
+    let slow_took = asked.elapsed();
+    eprintln!(
+        "FIGURE slowest local echo of 20 beside a 2 s RTT machine and a flooding one {slowest:?}; \
+         a command on the flooding one {loud_took:?}, on the slow one {slow_took:?}"
+    );
+    assert_eq!(state_of(&env, "slow"), "connected");
+    assert_eq!(state_of(&env, "loud"), "connected");
+    ok(on(&env, "loud", &["pane", "keys", "--pane", "p1", "C-c"]));
+}
