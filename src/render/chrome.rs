@@ -158,7 +158,8 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
         &format!("herdr · {}", view.session),
         Style::default().fg(ACCENT).add_modifier(Modifier::BOLD),
     );
-    for (i, entry) in sidebar_entries(view.state).iter().enumerate() {
+    let entries = sidebar_entries(view.state);
+    for (i, entry) in entries.iter().enumerate() {
         let y = SIDEBAR_FIRST_ROW + i as u16;
         match entry {
             SidebarEntry::Workspace(wi) => {
@@ -214,7 +215,7 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
             }
         }
     }
-    let mut y = SIDEBAR_FIRST_ROW + sidebar_entries(view.state).len() as u16;
+    let mut y = SIDEBAR_FIRST_ROW + entries.len() as u16;
     for m in view.machines {
         y += 1;
         // A machine that is not connected is dimmed: what it shows is as last seen.
