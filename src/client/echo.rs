@@ -53,10 +53,15 @@ impl Echo {
         let mut p = self.lock();
         // (A frame after a resize is drawn at the new size: the copy takes it first.)
         p.fit(super::terminal_size());
-        let mut out = p.before_output();
-        out.extend_from_slice(bytes);
-        out.extend(p.after_output(bytes, Instant::now(), rtt));
-        write(&out)
+        let before = p.before_output();
+        let after = p.after_output(bytes, Instant::now(), rtt);
+        // (The frame itself is not copied: the three go out in one flush.)
+        let mut stdout = std::io::stdout().lock();
+        [&before[..], bytes, &after[..]]
+            .iter()
+            .try_for_each(|part| stdout.write_all(part))
+            .and_then(|_| stdout.flush())
+            .is_ok()
     }
 
     /// When the oldest guess is due to be judged.
