@@ -6,14 +6,21 @@ use std::collections::VecDeque;
 
 use super::cell::{Cell, Ink};
 
+/// A blank cell, for the columns a row does not store.
+static BLANK: Cell = Cell::EMPTY;
+
 #[derive(Debug, Clone)]
 pub struct Row {
+    /// The row's first cells, as far as any was written: past them, up to `width`, every
+    /// cell is blank with the default pen. A row nothing was drawn on stores none (an idle
+    /// pane's screen is mostly such rows), and a stored row keeps its room when cleared.
     pub(super) cells: Vec<Cell>,
+    width: u16,
     /// The row's text continues on the next row (it was wrapped at the right margin).
     pub(super) wrapped: bool,
     /// The grid's `seq` when a cell of this row last changed.
     pub(super) changed: u64,
-    /// Cells from here on are empty with the default pen.
+    /// Cells from here on are empty with the default pen (at most the cells stored).
     used: u16,
     /// The wrap mark came from a rule the `vt100` crate (the tests' oracle) lacks.
     #[cfg(test)]
@@ -23,7 +30,8 @@ pub struct Row {
 impl Row {
     fn new(cols: u16) -> Row {
         Row {
-            cells: vec![Cell::EMPTY; usize::from(cols)],
+            cells: Vec::new(),
+            width: cols,
             wrapped: false,
             changed: 0,
             used: 0,
@@ -36,6 +44,7 @@ impl Row {
     pub(super) fn of_cells(cells: Vec<Cell>, wrapped: bool) -> Row {
         Row {
             used: cells.len() as u16,
+            width: cells.len() as u16,
             cells,
             wrapped,
             changed: 0,
@@ -44,6 +53,12 @@ impl Row {
         }
     }
 
+    /// How many columns the row has.
+    pub fn width(&self) -> usize {
+        usize::from(self.width)
+    }
+
+    /// The cells stored: past them every cell is blank (see [`Row::cell`]).
     pub fn cells(&self) -> &[Cell] {
         &self.cells
     }
@@ -53,13 +68,43 @@ impl Row {
         &self.cells[..usize::from(self.used).min(self.cells.len())]
     }
 
+    /// The cell at `col` (< the width).
+    #[inline]
+    pub fn cell(&self, col: usize) -> &Cell {
+        self.cells.get(col).unwrap_or(&BLANK)
+    }
+
+    /// Stores the cells up to `to` (blank where none was).
+    #[inline]
+    fn store(&mut self, to: usize) {
+        if to > self.cells.len() {
+            self.grow(to);
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, to: usize) {
+        // Room for twice what is asked (a row is written left to right), never past the
+        // width.
+        let width = self.width();
+        let room = to.max(2 * self.cells.len()).max(16).min(width).max(to);
+        self.cells.reserve_exact(room - self.cells.len());
+        self.cells.resize(to, Cell::EMPTY);
+    }
+
+    /// The cell at `col`, to change without moving the used extent.
+    pub(super) fn at(&mut self, col: usize) -> &mut Cell {
+        self.store(col + 1);
+        &mut self.cells[col]
+    }
+
     /// The cell at `col`, to change.
     #[inline]
     pub(super) fn cell_mut(&mut self, col: usize) -> &mut Cell {
         if col >= usize::from(self.used) {
             self.used = col as u16 + 1;
         }
-        &mut self.cells[col]
+        self.at(col)
     }
 
     /// Cells `from..to`, to change.
@@ -67,6 +112,7 @@ impl Row {
         if to > usize::from(self.used) {
             self.used = to as u16;
         }
+        self.store(to);
         &mut self.cells[from..to]
     }
 
@@ -75,8 +121,9 @@ impl Row {
     }
 
     fn reset(&mut self) {
-        let used = usize::from(self.used).min(self.cells.len());
-        self.cells[..used].fill(Cell::EMPTY);
+        // What is past the stored cells is blank: dropping them is resetting them (their
+        // room stays).
+        self.cells.clear();
         self.used = 0;
         self.wrapped = false;
     }
@@ -84,28 +131,29 @@ impl Row {
     fn clear(&mut self, pen: Ink) {
         // With the default pen, cells past `used` are already what clearing makes them:
         // an erase of what is blank costs nothing (a program may erase 16k times in 64 KiB).
-        let upto = if pen == Ink::DEFAULT {
-            usize::from(self.used).min(self.cells.len())
+        if pen == Ink::DEFAULT {
+            let used = usize::from(self.used).min(self.cells.len());
+            for c in &mut self.cells[..used] {
+                c.clear(pen);
+            }
+            self.used = 0;
         } else {
-            self.cells.len()
-        };
-        for c in &mut self.cells[..upto] {
-            c.clear(pen);
+            let width = self.width();
+            self.store(width);
+            for c in &mut self.cells {
+                c.clear(pen);
+            }
+            self.used = self.width;
         }
-        self.used = if pen == Ink::DEFAULT {
-            0
-        } else {
-            self.cells.len() as u16
-        };
         self.wrapped = false;
     }
 
     /// Empties the other half of a wide character at `col`, if it is one.
     fn clear_wide(&mut self, col: usize) {
-        let cell = self.cells[col];
+        let cell = *self.cell(col);
         let other = if cell.is_wide() {
-            if col + 1 >= self.cells.len() {
-                self.cells[col].clear(cell.ink());
+            if col + 1 >= self.width() {
+                self.at(col).clear(cell.ink());
                 return;
             }
             col + 1
@@ -114,15 +162,15 @@ impl Row {
         } else {
             return;
         };
-        let pen = self.cells[other].ink();
-        self.cells[other].clear(pen);
+        let pen = self.cell(other).ink();
+        self.at(other).clear(pen);
     }
 
     fn erase(&mut self, col: usize, pen: Ink) {
-        let wide = self.cells[col].is_wide();
+        let wide = self.cell(col).is_wide();
         self.clear_wide(col);
         self.cell_mut(col).clear(pen);
-        if col == self.cells.len().saturating_sub(if wide { 2 } else { 1 }) {
+        if col == self.width().saturating_sub(if wide { 2 } else { 1 }) {
             self.wrapped = false;
         }
     }
@@ -141,7 +189,7 @@ impl Row {
         if upto < to {
             // What the skipped cells would have done: the last one ends the wrap, and
             // everything from `from` on is blank now.
-            if to == self.cells.len() {
+            if to == self.width() {
                 self.wrapped = false;
             }
             if to >= used {
@@ -152,6 +200,9 @@ impl Row {
 
     fn truncated(&mut self) {
         self.wrapped = false;
+        if self.cells.len() < self.width() {
+            return; // the last column is blank
+        }
         if let Some(last) = self.cells.last_mut() {
             if last.is_wide() {
                 let pen = last.ink();
@@ -161,13 +212,13 @@ impl Row {
     }
 
     fn resize(&mut self, cols: u16) {
-        let cols = usize::from(cols);
-        if cols < self.cells.len() {
-            self.cells.truncate(cols);
-            self.used = self.used.min(cols as u16);
+        if cols < self.width {
+            self.cells.truncate(usize::from(cols));
+            self.width = cols;
+            self.used = self.used.min(cols);
             self.truncated();
-        } else if cols > self.cells.len() {
-            self.cells.resize(cols, Cell::EMPTY);
+        } else if cols > self.width {
+            self.width = cols;
             self.wrapped = false;
         }
     }
@@ -230,7 +281,8 @@ impl Grid {
     }
 
     pub fn cell(&self, row: u16, col: u16) -> Option<&Cell> {
-        self.rows.get(usize::from(row))?.cells.get(usize::from(col))
+        let r = self.rows.get(usize::from(row))?;
+        (usize::from(col) < r.width()).then(|| r.cell(usize::from(col)))
     }
 
     /// The row `row`, marked as changed.
@@ -635,23 +687,28 @@ impl Grid {
     pub fn insert_cells(&mut self, n: u16) {
         let at = usize::from(self.pos.col);
         let row = self.cursor_row_mut();
-        let n = usize::from(n).min(row.cells.len().saturating_sub(at));
+        let width = row.width();
+        let n = usize::from(n).min(width.saturating_sub(at));
         if n == 0 {
             row.wrapped = false;
             return;
         }
-        let cont = row.cells[at].is_wide_continuation();
-        if cont {
-            row.cells[at].set_wide_continuation(false);
-        }
-        let cells = &mut row.cells[at..];
-        cells.rotate_right(n);
-        cells[..n].fill(Cell::EMPTY);
-        if usize::from(row.used) > at {
-            row.used = (usize::from(row.used) + n).min(row.cells.len()) as u16;
-        }
-        if cont {
-            row.cells[at].set_wide_continuation(true);
+        if at < row.cells.len() {
+            // (Past the stored cells all is blank: shifting it right changes nothing.)
+            row.store(width);
+            let cont = row.cells[at].is_wide_continuation();
+            if cont {
+                row.cells[at].set_wide_continuation(false);
+            }
+            let cells = &mut row.cells[at..];
+            cells.rotate_right(n);
+            cells[..n].fill(Cell::EMPTY);
+            if usize::from(row.used) > at {
+                row.used = (usize::from(row.used) + n).min(width) as u16;
+            }
+            if cont {
+                row.cells[at].set_wide_continuation(true);
+            }
         }
         row.truncated();
     }
@@ -668,8 +725,12 @@ impl Grid {
         if end - 1 != start {
             row.clear_wide(end - 1);
         }
-        let cells = &mut row.cells[start..];
-        cells[..end - start].fill(Cell::EMPTY);
-        cells.rotate_left(end - start);
+        if start < row.cells.len() {
+            let width = row.width();
+            row.store(width);
+            let cells = &mut row.cells[start..];
+            cells[..end - start].fill(Cell::EMPTY);
+            cells.rotate_left(end - start);
+        }
     }
 }

@@ -161,9 +161,8 @@ impl Terminal {
 /// Cells `from..to` of `row` as a row of their own; `filled` makes its empty cells blanks
 /// (the part before a mark ends at the mark, not at its last character).
 fn part(row: &Row, from: usize, to: usize, filled: bool) -> Row {
-    let cells = row.cells();
-    let to = to.min(cells.len());
-    let mut part: Vec<Cell> = cells[from.min(to)..to].to_vec();
+    let to = to.min(row.width());
+    let mut part: Vec<Cell> = (from.min(to)..to).map(|c| *row.cell(c)).collect();
     if filled {
         for c in &mut part {
             if !c.has_contents() && !c.is_wide_continuation() {

@@ -472,7 +472,7 @@ fn observed(t: &mut Terminal, steps: u64) -> String {
     fn cells(s: &Screen) -> String {
         let mut out = format!("{:?} {:?}\n", s.cursor_position(), s.pen());
         for row in s.grid().rows() {
-            for c in row.cells() {
+            for c in (0..row.width()).map(|col| row.cell(col)) {
                 out.push_str(&format!(
                     "{}{:?}{}{} ",
                     c.contents(),

@@ -88,14 +88,17 @@ impl State {
         }
         let start = usize::from(col);
         let r = g.row_mut(row);
-        if start > 0 && r.cells[start - 1].is_wide() {
+        if start > 0 && r.cell(start - 1).is_wide() {
             return 0;
         }
-        let room = usize::from(cols).min(r.cells.len()).saturating_sub(start);
-        let n = r.cells[start..start + room.min(run.len())]
+        let room = usize::from(cols).min(r.width()).saturating_sub(start);
+        let want = room.min(run.len());
+        // (Cells past those stored are blank, never wide.)
+        let stored = r.cells.len();
+        let n = r.cells[start.min(stored)..(start + want).min(stored)]
             .iter()
             .position(Cell::is_wide)
-            .unwrap_or(room.min(run.len()));
+            .unwrap_or(want);
         for (cell, &b) in r.cells_mut(start, start + n).iter_mut().zip(run) {
             cell.set_ascii(b, pen);
         }
@@ -234,8 +237,8 @@ impl State {
             // Narrowed (text presentation): the other half goes, and the cursor with it.
             let next = usize::from(base.col) + 1;
             let r = g.row_mut(base.row);
-            if next < r.cells.len() && r.cells[next].is_wide_continuation() {
-                let ink = r.cells[next].ink();
+            if next < r.width() && r.cell(next).is_wide_continuation() {
+                let ink = r.cell(next).ink();
                 r.cell_mut(next).clear(ink);
             }
             if g.pos.col == base.col + 2 {
@@ -309,11 +312,11 @@ fn cleanup(g: &mut Grid, base: Pos, was_wide: bool, is_wide: bool, pen: Ink) {
     let (_, cols) = g.size();
     let col = usize::from(base.col);
     let r = g.row_mut(base.row);
-    if col > 0 && r.cells[col - 1].is_wide() {
-        let p = r.cells[col - 1].ink();
-        r.cells[col - 1].clear(p);
+    if col > 0 && r.cell(col - 1).is_wide() {
+        let p = r.cell(col - 1).ink();
+        r.at(col - 1).clear(p);
     }
-    let n = r.cells.len();
+    let n = r.width();
     if was_wide && !is_wide && col + 1 < n {
         r.cell_mut(col + 1).set(' ', false, pen);
     }
