@@ -42,10 +42,10 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::mpsc::{self, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::actor::{absorb, feed_piece, Control, Input};
+use super::actor::{absorb, feed_piece, Control, Input, InputTx};
 use super::{PtyEvent, SharedEmulator, WriteError, MAX_INPUT_BYTES};
 use crate::sys::{self, Waker};
 
@@ -75,7 +75,7 @@ pub(super) struct Shared {
     /// Output was taken into the emulator since the renderer last looked.
     dirty: AtomicBool,
     /// The actor's input queue, and its wake-up.
-    input: SyncSender<Input>,
+    input: InputTx,
     waker: Waker,
 }
 
@@ -91,7 +91,7 @@ impl Master {
     pub(super) fn new(
         fd: OwnedFd,
         paused: bool,
-        input: SyncSender<Input>,
+        input: InputTx,
         waker: Waker,
     ) -> io::Result<Master> {
         let direct = sys::dup_cloexec(fd.as_fd())?;
@@ -111,7 +111,7 @@ impl Master {
     /// live handoff): no direct writes, and a queue nobody reads, so every write is
     /// refused as it is once an actor ends.
     pub(super) fn ended(waker: Waker) -> Arc<Shared> {
-        let (input, _) = std::sync::mpsc::sync_channel(1);
+        let (input, _) = super::actor::input_queue();
         Arc::new(Shared {
             direct: Mutex::new(None),
             busy: AtomicUsize::new(0),

@@ -13,8 +13,8 @@
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -41,6 +41,53 @@ pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
 // A paste reaches a pane in pieces of `PASTE_PIECE`; each must fit the queue on its own,
 // or even a pane with nothing queued would refuse it whole.
 const _: () = assert!(crate::input::parse::PASTE_PIECE <= MAX_INPUT_BYTES);
+/// The sending end of a terminal's input queue: at most `INPUT_QUEUE_CHUNKS` entries wait
+/// in it. (A `sync_channel` would allocate and write all its slots up front: 80 KiB per
+/// pane, most of an idle pane's memory; this holds only what is queued.)
+pub(super) struct InputTx {
+    tx: mpsc::Sender<Input>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// The actor's end of the input queue.
+pub(super) struct InputRx {
+    rx: Receiver<Input>,
+    waiting: Arc<AtomicUsize>,
+}
+
+pub(super) fn input_queue() -> (InputTx, InputRx) {
+    let (tx, rx) = mpsc::channel();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    (
+        InputTx {
+            tx,
+            waiting: waiting.clone(),
+        },
+        InputRx { rx, waiting },
+    )
+}
+
+impl InputTx {
+    pub(super) fn try_send(&self, input: Input) -> Result<(), TrySendError<Input>> {
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= INPUT_QUEUE_CHUNKS {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(TrySendError::Full(input));
+        }
+        self.tx.send(input).map_err(|e| {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            TrySendError::Disconnected(e.0)
+        })
+    }
+}
+
+impl InputRx {
+    pub(super) fn try_recv(&self) -> Result<Input, TryRecvError> {
+        let input = self.rx.try_recv()?;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        Ok(input)
+    }
+}
+
 /// Read buffer size; one read never exceeds this.
 const READ_CHUNK: usize = 64 * 1024;
 /// Bytes read in one burst before the actor services its queues again, so a flood of
@@ -199,7 +246,7 @@ impl PtyHandle {
     pub fn start(parts: ActorParts) -> std::io::Result<PtyHandle> {
         let wake = WakePipe::new()?;
         let waker = wake.waker();
-        let (input_tx, input_rx) = mpsc::sync_channel(INPUT_QUEUE_CHUNKS);
+        let (input_tx, input_rx) = input_queue();
         let (control_tx, control_rx) = mpsc::channel();
         let preserve = Arc::new(AtomicBool::new(parts.preserve));
         let background = Arc::new(AtomicBool::new(false));

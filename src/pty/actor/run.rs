@@ -21,7 +21,7 @@ pub(super) struct Actor {
     pub(super) emulator: SharedEmulator,
     pub(super) notify: Notify,
     pub(super) wake: WakePipe,
-    pub(super) input: Receiver<Input>,
+    pub(super) input: InputRx,
     pub(super) control: Receiver<Control>,
     /// Input not yet written; `offset` bytes of the front chunk are already written.
     pub(super) pending: VecDeque<Chunk>,
