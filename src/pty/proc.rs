@@ -13,11 +13,26 @@ pub struct Foreground {
 }
 
 /// Reads a small /proc file whole. Its content is generated on every read, so it is read
-/// into room for all of it at once (growing reads would generate it again and again).
+/// into room for all of it at once (growing reads would generate it again and again), and
+/// with plain reads: `read_to_end` would first ask the file's size and position, two
+/// calls that tell nothing for a /proc file (`pane list` reads one per pane).
 fn read_proc(path: &str, room: usize) -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut buf = Vec::with_capacity(room);
-    std::fs::File::open(path).ok()?.read_to_end(&mut buf).ok()?;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0; room];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(2 * len, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(len);
     Some(buf)
 }
 
@@ -52,9 +67,39 @@ pub fn foreground_pid(leader: u32) -> Option<i32> {
 
 /// A process's command line and working directory (each empty when unreadable).
 pub fn describe(pid: i32) -> Foreground {
+    describe_with(pid, &mut None)
+}
+
+/// A command line as read before, with what identifies it: the process and the program
+/// it ran then. Reading a command line costs a look into the process's memory; its
+/// program's path is one `readlink`.
+#[derive(Debug, Default)]
+pub struct KnownArgv {
+    pid: i32,
+    exe: PathBuf,
+    argv: Vec<String>,
+}
+
+/// [`describe`], taking the command line from `known` while the same process runs the
+/// same program (a process that ran another program reads it again), and keeping it there.
+pub fn describe_with(pid: i32, known: &mut Option<KnownArgv>) -> Foreground {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let argv = match (known.as_ref(), &exe) {
+        (Some(k), Some(exe)) if k.pid == pid && k.exe == *exe => k.argv.clone(),
+        _ => {
+            let argv = cmdline(pid).unwrap_or_default();
+            // (A process whose program cannot be read, as a setuid one, is read each time.)
+            *known = exe.map(|exe| KnownArgv {
+                pid,
+                exe,
+                argv: argv.clone(),
+            });
+            argv
+        }
+    };
     Foreground {
         pid,
-        argv: cmdline(pid).unwrap_or_default(),
+        argv,
         cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
     }
 }
@@ -137,6 +182,34 @@ pub fn sessions(leaders: &std::collections::BTreeSet<i32>) -> Vec<ProcStat> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_command_line_is_read_again_once_the_process_runs_another_program() {
+        use std::io::Write;
+        // A shell that waits for a line, then becomes `sleep` (the same process).
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read line; exec sleep 30"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mut known = None;
+        let before = super::describe_with(pid, &mut known);
+        assert_eq!(before.argv, ["sh", "-c", "read line; exec sleep 30"]);
+        assert_eq!(super::describe_with(pid, &mut known).argv, before.argv);
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let after = loop {
+            let fg = super::describe_with(pid, &mut known);
+            if fg.argv != before.argv || std::time::Instant::now() > deadline {
+                break fg;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(after.argv, ["sleep", "30"]);
+    }
+
     #[test]
     fn our_own_process_is_readable() {
         let me = std::process::id();

@@ -196,8 +196,13 @@ impl Server {
 
     /// Everything a script wants to know about one pane.
     pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
+        self.pane_json_at(self.session.state.find_pane(pane)?, pane)
+    }
+
+    /// [`Server::pane_json`] of a pane at `pos` (found by the caller: a listing walks the
+    /// layout once rather than looking each pane up in it).
+    fn pane_json_at(&self, pos: PanePos, pane: PaneId) -> Option<Value> {
         let ps = self.session.state.panes.get(&pane)?;
-        let pos = self.session.state.find_pane(pane)?;
         let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
         let term = self.session.state.terminals.get(&ps.terminal)?;
@@ -251,7 +256,7 @@ impl Server {
             .filter(|(pos, _)| {
                 tab_filter.is_none_or(|t| t == *pos) && ws_filter.is_none_or(|w| w == pos.workspace)
             })
-            .filter_map(|(_, pane)| self.pane_json(pane))
+            .filter_map(|(pos, pane)| self.pane_json_at(pos, pane))
             .collect();
         now(Value::Array(items))
     }

@@ -323,6 +323,7 @@ fn import_terminal(
         size: (image.rows, image.cols),
         resized_at: None,
         title_seq: 0,
+        known_argv: Default::default(),
     };
     Ok((term, rt))
 }
