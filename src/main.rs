@@ -5,6 +5,10 @@ use clap::{CommandFactory, FromArgMatches};
 fn main() {
     // A shell asking for completions gets them and nothing else runs.
     herdr::cli::manual::complete_if_asked();
+    // A server started by a client is run without the CLI parser (see the function).
+    if let Some(code) = herdr::cli::server::run_if_server_start() {
+        std::process::exit(code);
+    }
     // `--version` reports the version stamped into this binary by a release.
     let matches = match herdr::cli::Cli::command()
         .version(herdr::protocol::version())

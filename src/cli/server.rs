@@ -51,6 +51,31 @@ pub fn run(session: &SessionName, command: ServerCommand) -> anyhow::Result<i32>
     }
 }
 
+/// Runs the server when the command line is exactly the one a client starts it with
+/// (`herdr server run --session NAME --ready-fd=N`, see `client::connect`), without the
+/// CLI parser: building the parser's whole command tree would touch pages of code and
+/// data the server never uses again, and they would stay resident for its whole life.
+/// `None` for any other command line (the parser takes it, errors and all).
+pub fn run_if_server_start() -> Option<i32> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let [server, run, flag, name, ready] = args.as_slice() else {
+        return None;
+    };
+    if server != "server" || run != "run" || flag != "--session" {
+        return None;
+    }
+    let fd: i32 = ready.to_str()?.strip_prefix("--ready-fd=")?.parse().ok()?;
+    let session = SessionName::parse(name.to_str()?).ok()?;
+    let ready = crate::sys::take_inherited(fd).ok()?;
+    Some(match run_server(&session, Some(ready)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("herdr: {e:#}");
+            1
+        }
+    })
+}
+
 fn run_server(session: &SessionName, ready: Option<std::os::fd::OwnedFd>) -> anyhow::Result<i32> {
     match crate::server::main(session.clone(), ready) {
         Ok(()) => Ok(0),
