@@ -105,6 +105,10 @@ pub(crate) struct Clients {
     /// ahead of now.
     pub(crate) frame_clock: Instant,
     pub(crate) frame_due: Option<Instant>,
+    /// The terminal a client's keys were last written to, and until when its next output
+    /// (their echo) is drawn at once, whatever the pacing: a pane repainting beside it
+    /// (an agent at work) must not make the echo wait for the next token.
+    pub(crate) typed: Option<(crate::model::ids::TerminalId, Instant)>,
     /// A pane on screen shows a finished frame under synchronized output until then; a
     /// frame is drawn at that time (see `term::vt::sync`).
     pub(crate) sync_due: Option<Instant>,
@@ -130,6 +134,7 @@ impl Default for Clients {
             read_buf: vec![0u8; 64 * 1024],
             frame_clock: Instant::now(),
             frame_due: None,
+            typed: None,
             sync_due: None,
             lend: lend::Lending::default(),
             attached_at: None,
@@ -151,6 +156,20 @@ impl Clients {
                 .checked_sub(ahead)
                 .unwrap_or(self.frame_clock);
             self.frame_due = Some(earliest.max(Instant::now()));
+        }
+    }
+
+    /// Output of `tid` came: if it is the echo of keys just typed, its frame is drawn at
+    /// the end of this turn, paced or not (one such frame per write of keys, so typing
+    /// cannot flood the client); else as `request_frame`.
+    pub(crate) fn request_frame_for(&mut self, tid: crate::model::ids::TerminalId) {
+        let now = Instant::now();
+        match self.typed {
+            Some((typed, until)) if typed == tid && now <= until => {
+                self.typed = None;
+                self.frame_due = Some(now);
+            }
+            _ => self.request_frame(),
         }
     }
 
@@ -194,5 +213,34 @@ impl Clients {
         }
         self.active = self.by_id.keys().next_back().copied();
         self.active.and_then(|c| self.by_id.get(&c)).map(|c| c.size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::Clients;
+    use crate::model::ids::TerminalId;
+
+    /// The frame budget spent (a pane beside repainting): output of another terminal waits
+    /// for the next token, the echo of keys just typed does not, and only once per write.
+    #[test]
+    fn the_echo_of_keys_just_typed_is_drawn_without_waiting_for_the_pacing() {
+        let mut c = Clients::default();
+        let now = Instant::now();
+        c.frame_clock = now + Duration::from_secs(1);
+        c.request_frame_for(TerminalId(2));
+        assert!(c.frame_due.unwrap() > now + Duration::from_millis(500));
+        c.frame_due = None;
+        c.typed = Some((TerminalId(1), now + Duration::from_secs(5)));
+        c.request_frame_for(TerminalId(2));
+        assert!(c.frame_due.unwrap() > now + Duration::from_millis(500));
+        c.frame_due = None;
+        c.request_frame_for(TerminalId(1));
+        assert!(c.frame_due.unwrap() <= Instant::now());
+        c.frame_due = None;
+        c.request_frame_for(TerminalId(1));
+        assert!(c.frame_due.unwrap() > now + Duration::from_millis(500));
     }
 }

@@ -3,6 +3,8 @@
 //! workspaces, drag dividers; the wheel scrolls history. Scroll/copy mode keys live here
 //! too.
 
+use std::time::Instant;
+
 use super::{ClientId, Mode, Server, Session};
 use crate::bindings::Action;
 use crate::input::keys::KeyCode;
@@ -41,6 +43,9 @@ impl Session {
 
 /// Lines one wheel notch scrolls.
 const WHEEL_LINES: usize = 3;
+/// How long after keys are written their echo is drawn unpaced (see `Clients::typed`); a
+/// program that answers later is drawn as any other output.
+const ECHO_UNPACED: std::time::Duration = std::time::Duration::from_millis(100);
 /// Cells one resize keypress moves a border.
 const RESIZE_STEP: u16 = 2;
 
@@ -246,7 +251,10 @@ impl Server {
             return false;
         };
         match rt.handle.try_write(bytes) {
-            Ok(()) => true,
+            Ok(()) => {
+                self.clients.typed = Some((tid, Instant::now() + ECHO_UNPACED));
+                true
+            }
             Err(e) => {
                 self.say(format!("input dropped: {e}"));
                 false

@@ -14,7 +14,7 @@ impl Server {
             PtyEvent::Output => {
                 if self.is_visible(tid) {
                     // The frame takes the dirty flag and reports the output (render.rs).
-                    self.request_render();
+                    self.clients.request_frame_for(tid);
                 } else if self.api.waits.iter().any(|w| w.terminal == tid) {
                     // Nobody sees it, but a wait is on it: re-arm at once so it hears of
                     // every change.
