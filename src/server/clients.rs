@@ -119,8 +119,10 @@ pub(crate) struct Clients {
     pub(crate) attached_at: Option<u64>,
     /// When the status line's clock shows the next minute.
     pub(crate) clock_due: Option<Instant>,
-    /// When the programs in front are looked up next (`names.rs`).
-    pub(crate) names_at: Instant,
+    /// When the programs in front are looked up next, if anything happened since the last
+    /// time, and when that was (`names.rs`).
+    pub(crate) names_at: Option<Instant>,
+    pub(crate) names_last: Instant,
     /// The screens of clients whose connection ended, to come back to (`resume.rs`).
     pub(crate) parking: super::resume::Parking,
 }
@@ -139,7 +141,8 @@ impl Default for Clients {
             lend: lend::Lending::default(),
             attached_at: None,
             clock_due: None,
-            names_at: Instant::now(),
+            names_at: None,
+            names_last: Instant::now(),
             parking: Default::default(),
         }
     }
@@ -149,6 +152,7 @@ impl Clients {
     /// Asks for a frame, paced: if the last ones were a while ago it is drawn at once (at
     /// the end of this loop turn), else when the bucket of `FRAME_BURST` has a token.
     pub(crate) fn request_frame(&mut self) {
+        self.names_soon();
         if self.frame_due.is_none() {
             let ahead = FRAME_INTERVAL * (FRAME_BURST - 1);
             let earliest = self

@@ -63,6 +63,8 @@ impl Server {
     /// subscribers told, agents without hooks marked working.
     pub(crate) fn output_seen(&mut self, tid: TerminalId) {
         self.session.output_taken = true;
+        // (A hidden tab of the shown workspace is named too: its program may have ended.)
+        self.clients.names_soon();
         if self.api.waits.iter().any(|w| w.terminal == tid) {
             self.recheck_waits(Some(tid));
         }
