@@ -88,8 +88,10 @@ pub fn describe_with(pid: i32, known: &mut Option<KnownArgv>) -> Foreground {
         (Some(k), Some(exe)) if k.pid == pid && k.exe == *exe => k.argv.clone(),
         _ => {
             let argv = cmdline(pid).unwrap_or_default();
-            // (A process whose program cannot be read, as a setuid one, is read each time.)
-            *known = exe.map(|exe| KnownArgv {
+            // A process whose program cannot be read (a setuid one) is read each time, and
+            // so is one whose command line reads empty: in the middle of an `exec` the
+            // new program is in place before its arguments are.
+            *known = exe.filter(|_| !argv.is_empty()).map(|exe| KnownArgv {
                 pid,
                 exe,
                 argv: argv.clone(),
@@ -193,21 +195,26 @@ mod tests {
             .unwrap();
         let pid = child.id() as i32;
         let mut known = None;
-        let before = super::describe_with(pid, &mut known);
-        assert_eq!(before.argv, ["sh", "-c", "read line; exec sleep 30"]);
-        assert_eq!(super::describe_with(pid, &mut known).argv, before.argv);
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let after = loop {
-            let fg = super::describe_with(pid, &mut known);
-            if fg.argv != before.argv || std::time::Instant::now() > deadline {
-                break fg;
+        // (Until the arguments are in place: the child may still be in its `exec`.)
+        let read_until = |known: &mut Option<super::KnownArgv>,
+                          done: &dyn Fn(&[String]) -> bool| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let fg = super::describe_with(pid, known);
+                if done(&fg.argv) || std::time::Instant::now() > deadline {
+                    break fg.argv;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
         };
+        let before = read_until(&mut known, &|argv| !argv.is_empty());
+        assert_eq!(before, ["sh", "-c", "read line; exec sleep 30"]);
+        assert_eq!(super::describe_with(pid, &mut known).argv, before);
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let after = read_until(&mut known, &|argv| !argv.is_empty() && argv != before);
         let _ = child.kill();
         let _ = child.wait();
-        assert_eq!(after.argv, ["sleep", "30"]);
+        assert_eq!(after, ["sleep", "30"]);
     }
 
     #[test]
