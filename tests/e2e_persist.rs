@@ -342,3 +342,35 @@ fn a_symlinked_session_file_stays_a_link() {
         "linked"
     );
 }
+
+#[test]
+fn a_cd_in_a_shell_is_saved_by_itself_soon_after() {
+    // Nothing structural changes (`sh` sets no title): the server finds the new folder by
+    // looking, soon after the shell printed its prompt there (an idle session looks only
+    // once a minute, so a deadline well under that tells the two apart).
+    let env = support::started("rescan");
+    prompt(&env, "p1");
+    support::submit(&env, "p1", "exec sh");
+    support::wait_foreground(&env, "p1", "sh");
+    let dir = env.home().join("moved here");
+    std::fs::create_dir_all(&dir).unwrap();
+    let session_file = state_dir(&env).join("session.json");
+    let saved_cwd = || {
+        std::fs::read(&session_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|v| v["workspaces"][0]["tabs"][0]["panes"][0]["cwd"].clone())
+    };
+    let want = dir.display().to_string();
+    support::submit(&env, "p1", "cd \"moved here\"");
+    let typed = Instant::now();
+    while saved_cwd().as_ref().and_then(Value::as_str) != Some(want.as_str()) {
+        assert!(
+            typed.elapsed() < Duration::from_secs(30),
+            "the new folder was not saved: {:?}",
+            saved_cwd()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("FIGURE cd saved {:?} after it was typed", typed.elapsed());
+}

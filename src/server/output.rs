@@ -65,6 +65,7 @@ impl Server {
         self.session.output_taken = true;
         // (A hidden tab of the shown workspace is named too: its program may have ended.)
         self.clients.names_soon();
+        self.persist_activity();
         if self.api.waits.iter().any(|w| w.terminal == tid) {
             self.recheck_waits(Some(tid));
         }

@@ -22,8 +22,12 @@ use crate::server::rebuild::PaneStartError;
 use ratatui::layout::Rect;
 
 /// How often the server looks for changes that are not structural (a shell's `cd`, a
-/// program started in a pane) and saves them.
+/// program started in a pane) and saves them, while programs print (such a change comes
+/// with output: the prompt after a `cd`, the program's first screen)…
 const RESCAN_INTERVAL: Duration = Duration::from_secs(5);
+/// …and while nothing prints at all (a change made silently is saved all the same): an
+/// idle session of a thousand panes is not read from /proc every few seconds.
+const RESCAN_IDLE: Duration = Duration::from_secs(60);
 /// Shortest time between two comparisons of the session's structure with the last one.
 const NOTE_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -40,6 +44,7 @@ pub(crate) struct Persistence {
     /// What was last handed to the saver (full), to skip identical saves.
     last_saved: Option<SessionSnapshot>,
     next_rescan: Instant,
+    last_rescan: Instant,
     pub last_report: Option<SaveReport>,
     /// When the structure was last compared, and whether a change may have come since.
     last_note: Option<Instant>,
@@ -61,6 +66,7 @@ impl Persistence {
             last_structure: None,
             last_saved: None,
             next_rescan: Instant::now() + RESCAN_INTERVAL,
+            last_rescan: Instant::now(),
             last_report: None,
             last_note: None,
             note_pending: false,
@@ -209,6 +215,14 @@ impl Server {
             .min()
     }
 
+    /// A pane printed something: a change to look for may come with it, so the next look
+    /// is at most `RESCAN_INTERVAL` after the last.
+    pub(crate) fn persist_activity(&mut self) {
+        if let Some(p) = self.persist.as_mut() {
+            p.next_rescan = p.next_rescan.min(p.last_rescan + RESCAN_INTERVAL);
+        }
+    }
+
     pub(crate) fn persist_tick(&mut self, now: Instant) {
         let Some(p) = self.persist.as_mut() else {
             return;
@@ -223,7 +237,8 @@ impl Server {
             return;
         };
         if now >= p.next_rescan {
-            p.next_rescan = now + RESCAN_INTERVAL;
+            p.last_rescan = now;
+            p.next_rescan = now + RESCAN_IDLE;
             if !p.schedule.pending() && !p.schedule.in_flight() {
                 // Non-structural changes (cwd, foreground program) are found by looking.
                 let full = self.session.capture(true);
