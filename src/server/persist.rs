@@ -239,7 +239,11 @@ impl Server {
         if now >= p.next_rescan {
             p.last_rescan = now;
             p.next_rescan = now + RESCAN_IDLE;
-            if !p.schedule.pending() && !p.schedule.in_flight() {
+            if p.schedule.pending() || p.schedule.in_flight() {
+                // Looked at again soon: a save under way may have been taken before the
+                // change this look would find.
+                p.next_rescan = now + RESCAN_INTERVAL;
+            } else {
                 // Non-structural changes (cwd, foreground program) are found by looking.
                 let full = self.session.capture(true);
                 let Some(p) = self.persist.as_mut() else {
