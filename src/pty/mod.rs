@@ -48,8 +48,6 @@ pub struct TerminalRuntime {
     /// The emulator sequence number of the title the session state holds (see
     /// `PtyEvent::Title`).
     pub title_seq: u64,
-    /// The foreground process's command line as last read (see [`proc::describe_with`]).
-    pub known_argv: std::cell::RefCell<Option<proc::KnownArgv>>,
 }
 
 impl TerminalRuntime {
@@ -71,8 +69,7 @@ impl TerminalRuntime {
 
     /// [`TerminalRuntime::foreground_pid`] with its command line and working directory.
     pub fn foreground(&self) -> Option<proc::Foreground> {
-        let pid = self.foreground_pid()?;
-        Some(proc::describe_with(pid, &mut self.known_argv.borrow_mut()))
+        self.foreground_pid().map(proc::describe)
     }
 }
 

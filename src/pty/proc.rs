@@ -65,43 +65,14 @@ pub fn foreground_pid(leader: u32) -> Option<i32> {
     Some(if tpgid > 0 { tpgid } else { leader as i32 })
 }
 
-/// A process's command line and working directory (each empty when unreadable).
+/// A process's command line and working directory (each empty when unreadable). Both
+/// are read each time: a cache keyed by the process and its program would miss a script
+/// whose interpreter is the shell that forked it (the same process and program before
+/// and after its `exec`, another command line).
 pub fn describe(pid: i32) -> Foreground {
-    describe_with(pid, &mut None)
-}
-
-/// A command line as read before, with what identifies it: the process and the program
-/// it ran then. Reading a command line costs a look into the process's memory; its
-/// program's path is one `readlink`.
-#[derive(Debug, Default)]
-pub struct KnownArgv {
-    pid: i32,
-    exe: PathBuf,
-    argv: Vec<String>,
-}
-
-/// [`describe`], taking the command line from `known` while the same process runs the
-/// same program (a process that ran another program reads it again), and keeping it there.
-pub fn describe_with(pid: i32, known: &mut Option<KnownArgv>) -> Foreground {
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
-    let argv = match (known.as_ref(), &exe) {
-        (Some(k), Some(exe)) if k.pid == pid && k.exe == *exe => k.argv.clone(),
-        _ => {
-            let argv = cmdline(pid).unwrap_or_default();
-            // A process whose program cannot be read (a setuid one) is read each time, and
-            // so is one whose command line reads empty: in the middle of an `exec` the
-            // new program is in place before its arguments are.
-            *known = exe.filter(|_| !argv.is_empty()).map(|exe| KnownArgv {
-                pid,
-                exe,
-                argv: argv.clone(),
-            });
-            argv
-        }
-    };
     Foreground {
         pid,
-        argv,
+        argv: cmdline(pid).unwrap_or_default(),
         cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
     }
 }
@@ -194,24 +165,21 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let mut known = None;
         // (Until the arguments are in place: the child may still be in its `exec`.)
-        let read_until = |known: &mut Option<super::KnownArgv>,
-                          done: &dyn Fn(&[String]) -> bool| {
+        let read_until = |done: &dyn Fn(&[String]) -> bool| {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             loop {
-                let fg = super::describe_with(pid, known);
+                let fg = super::describe(pid);
                 if done(&fg.argv) || std::time::Instant::now() > deadline {
                     break fg.argv;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
         };
-        let before = read_until(&mut known, &|argv| !argv.is_empty());
+        let before = read_until(&|argv| !argv.is_empty());
         assert_eq!(before, ["sh", "-c", "read line; exec sleep 30"]);
-        assert_eq!(super::describe_with(pid, &mut known).argv, before);
         child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        let after = read_until(&mut known, &|argv| !argv.is_empty() && argv != before);
+        let after = read_until(&|argv| !argv.is_empty() && argv != before);
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(after, ["sleep", "30"]);

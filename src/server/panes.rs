@@ -140,7 +140,6 @@ impl Session {
             size: (rows, cols),
             resized_at: None,
             title_seq: 0,
-            known_argv: Default::default(),
         };
         Ok((term, rt))
     }

@@ -323,7 +323,6 @@ fn import_terminal(
         size: (image.rows, image.cols),
         resized_at: None,
         title_seq: 0,
-        known_argv: Default::default(),
     };
     Ok((term, rt))
 }
