@@ -200,6 +200,24 @@ fn lock(path: &std::path::Path) -> Result<std::fs::File, Error> {
     }
 }
 
+/// The command line of a pane that shows `pane` of machine `name` (the host's focused
+/// pane when None): `herdr machine view`.
+pub fn view_argv(exe: &std::path::Path, name: &str, pane: Option<&str>) -> Vec<String> {
+    let mut argv = vec![
+        exe.display().to_string(),
+        "machine".into(),
+        "view".into(),
+        name.into(),
+    ];
+    argv.extend(pane.map(String::from));
+    argv
+}
+
+/// Whether a pane started with `argv` shows a machine's pane ([`view_argv`]).
+pub fn is_view(argv: &[String]) -> bool {
+    argv.get(1).is_some_and(|a| a == "machine") && argv.get(2).is_some_and(|a| a == "view")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +244,21 @@ mod tests {
         assert_eq!(m.session, "default");
         assert!(m.enabled);
         assert!(m.ssh_args.is_empty());
+    }
+
+    #[test]
+    fn a_view_pane_is_known_by_its_command_line() {
+        let exe = std::path::Path::new("/opt/herdr");
+        let argv = super::view_argv(exe, "gpu", Some("p3"));
+        assert_eq!(argv, ["/opt/herdr", "machine", "view", "gpu", "p3"]);
+        assert!(super::is_view(&argv));
+        assert!(super::is_view(&super::view_argv(exe, "gpu", None)));
+        for other in [
+            vec![],
+            vec!["vim".to_string()],
+            vec!["herdr".into(), "machine".into(), "link".into()],
+        ] {
+            assert!(!super::is_view(&other), "{other:?}");
+        }
     }
 }

@@ -10,20 +10,10 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::machines::{add, on, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd, HOST};
 use support::{json, ok, Env, Outer, PROMPT};
-
-/// Generous: a machine's first link installs nothing (added with --yes before) but
-/// starts its server; a cut link is given up after ~6 s of silence.
-const LINKED: Duration = Duration::from_secs(60);
-
-fn add(env: &Env, name: &str, sshd: &Sshd) {
-    let config = sshd.config().display().to_string();
-    ok(env.herdr(&[
-        "machine", "add", name, "--host", HOST, "--yes", "--", "-F", &config,
-    ]));
-}
 
 fn machines(env: &Env) -> Vec<Value> {
     json(env.herdr(&["machine", "list", "--json"]))
@@ -62,31 +52,6 @@ fn sidebar_has(t: &support::Term, text: &str) -> bool {
     t.rows()
         .iter()
         .any(|r| r.split('│').next().unwrap_or("").trim() == text)
-}
-
-/// Runs `herdr --machine NAME ARGS…`.
-fn on(env: &Env, machine: &str, args: &[&str]) -> std::process::Output {
-    let mut all = vec!["--machine", machine];
-    all.extend_from_slice(args);
-    env.herdr(&all)
-}
-
-/// Waits until `pane` on `machine` shows `text` (read through `--machine`).
-fn wait_pane(env: &Env, machine: &str, pane: &str, text: &str) {
-    let deadline = Instant::now() + LINKED;
-    loop {
-        let out = on(env, machine, &["pane", "read", "--pane", pane]);
-        let screen = String::from_utf8_lossy(&out.stdout).to_string();
-        if screen.contains(text) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{machine} {pane} never showed {text:?}; it shows:\n{screen}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// A fake agent for `sshd`'s host: it reports itself blocked from inside its pane, as

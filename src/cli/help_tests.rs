@@ -6,9 +6,10 @@ use clap::{Command, CommandFactory};
 use super::Cli;
 
 /// The commands only herdr itself runs: hidden from help, completion and the man page.
-const INTERNAL: [&str; 6] = [
+const INTERNAL: [&str; 7] = [
     "herdr remote-bridge",
     "herdr machine link",
+    "herdr machine view",
     "herdr server run",
     "herdr server import",
     "herdr agent hook",

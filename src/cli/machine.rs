@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::control::s;
 use crate::client::api::ApiClient;
 use crate::machine::{self, Machine};
-use crate::protocol::api::{MachineTarget, NoParams, Request};
+use crate::protocol::api::{MachineOpen, MachineTarget, NoParams, Request};
 
 #[derive(Debug, Subcommand)]
 pub enum MachineCommand {
@@ -66,15 +66,46 @@ pub enum MachineCommand {
         /// The machine.
         name: String,
     },
+    /// Open one of a machine's panes (default: the one focused there) in a new tab of
+    /// this session: it shows, scrolls and takes keys as a pane here does, and reconnects
+    /// by itself.
+    Open {
+        /// The machine.
+        name: String,
+        /// Its pane (`p3`).
+        pane: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// The link to one machine, run by the local server (one process per machine).
     #[command(hide = true)]
     Link { name: String },
+    /// One pane of a machine, mirrored in this terminal: what the local server runs in
+    /// a pane it opens for a machine's pane.
+    #[command(hide = true)]
+    View { name: String, pane: Option<String> },
 }
 
-/// `remote_session`: the global `--session`, which here names the session on the
-/// machine (`herdr machine add gpu --session work`).
-pub fn run(cmd: MachineCommand, remote_session: Option<String>) -> anyhow::Result<i32> {
+/// `remote_session`: the global `--session`, which for `add` names the session on the
+/// machine (`herdr machine add gpu --session work`); `open` opens in `session`, this
+/// machine's.
+pub fn run(
+    cmd: MachineCommand,
+    session: &crate::paths::SessionName,
+    remote_session: Option<String>,
+) -> anyhow::Result<i32> {
     match cmd {
+        MachineCommand::Open { name, pane, json } => {
+            let pane = pane.as_deref().map(super::control::id).transpose()?;
+            let request = Request::MachineOpen(MachineOpen {
+                machine: name,
+                pane,
+            });
+            super::control::call(session, request, json, |v| {
+                format!("opened in tab {} (pane {})", s(v, "tab"), s(v, "pane"))
+            })
+        }
         MachineCommand::Add {
             name,
             host,
@@ -125,6 +156,9 @@ pub fn run(cmd: MachineCommand, remote_session: Option<String>) -> anyhow::Resul
             }
         }
         MachineCommand::Link { name } => Ok(crate::remote::machine_link::run(&name)?),
+        MachineCommand::View { name, pane } => {
+            Ok(crate::remote::machine_view::run(&name, pane.as_deref())?)
+        }
     }
 }
 

@@ -294,7 +294,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Events { json }) => control::events(&session, json),
         Some(Command::Agent { command }) => agent::agent(&session, command),
         Some(Command::Integration { command }) => agent::integration(command),
-        Some(Command::Machine { command }) => machine::run(command, cli.session),
+        Some(Command::Machine { command }) => machine::run(command, &session, cli.session),
         Some(Command::Update {
             handoff,
             check,

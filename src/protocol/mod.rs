@@ -10,6 +10,7 @@
 //! A peer of another protocol version gets one clear sentence, never a hang or garbage.
 
 pub mod api;
+pub mod base64;
 pub mod exit;
 pub mod frame;
 pub mod machine;

@@ -9,9 +9,11 @@
 pub mod bridge;
 mod builtin;
 mod error;
+mod host;
 mod install;
 mod link;
 pub mod machine_link;
+pub mod machine_view;
 pub mod probe;
 pub mod server;
 

@@ -259,7 +259,10 @@ impl Server {
             ));
             return;
         }
-        let seq = format!("\x1b]52;c;{}\x07", crate::render::base64(text.as_bytes()));
+        let seq = format!(
+            "\x1b]52;c;{}\x07",
+            crate::protocol::base64::encode(text.as_bytes())
+        );
         for c in self.clients.by_id.values() {
             c.writer.send_output(seq.clone().into_bytes());
         }

@@ -21,6 +21,7 @@ use super::api::{now, ApiError, ApiResult, Outcome};
 use super::conn::ClientId;
 use super::{Event, EventTx, Server};
 use crate::machine::Machine;
+use crate::protocol::api::MachineOpen;
 use crate::protocol::machine::{LinkMsg, LinkState, ToLink, LINK_PROTOCOL, MAX_LINE};
 
 /// Requests that may wait for a link's writer thread; more are refused as `busy`.
@@ -492,6 +493,30 @@ impl Server {
             .insert(call, (conn, id.clone(), link_id));
         self.api.owe(conn);
         Ok(Outcome::Later)
+    }
+
+    /// Opens a machine's pane in a new tab of the active workspace: a pane whose program
+    /// mirrors it (`herdr machine view`), named after the machine and the pane.
+    pub(crate) fn machine_open(&mut self, p: MachineOpen) -> ApiResult {
+        let name = self.machines.named(&p.machine)?.machine.name.clone();
+        let exe = crate::paths::own_binary()
+            .map_err(|e| ApiError::new("internal", format!("cannot find herdr's binary: {e}")))?;
+        let pane = p.pane.map(|n| n.to_string());
+        let argv = crate::machine::view_argv(&exe, &name, pane.as_deref());
+        let opened = self.session.open_tab(argv, None);
+        let pane = opened.map_err(|e| ApiError::new("spawn_failed", e.to_string()))?;
+        self.request_render();
+        let pos = (self.session.state.find_pane(pane))
+            .ok_or_else(|| ApiError::new("internal", "the new tab vanished"))?;
+        let label = match &p.pane {
+            Some(n) => format!("{name}:{n}"),
+            None => name,
+        };
+        let tab = self.session.state.tab_at_mut(pos).map(|tab| {
+            tab.name = Some(label);
+            tab.no.to_string()
+        });
+        now(json!({ "tab": tab, "pane": self.pane_no(pane) }))
     }
 
     pub(crate) fn machine_reconnect(&mut self, machine: &str) -> ApiResult {

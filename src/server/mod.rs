@@ -75,8 +75,8 @@ const PASTE_RETRY: Duration = Duration::from_millis(5);
 const BEHIND_RETRY: Duration = Duration::from_millis(20);
 /// The largest terminal we lay out: a bigger size from a client is clamped (a hostile
 /// size could otherwise make every pane allocate gigabytes).
-const MAX_COLS: u16 = 1000;
-const MAX_ROWS: u16 = 500;
+pub(crate) const MAX_COLS: u16 = 1000;
+pub(crate) const MAX_ROWS: u16 = 500;
 /// How long an incomplete escape sequence from a client waits for its remaining bytes.
 const INPUT_FLUSH_DELAY: Duration = Duration::from_millis(25);
 /// How long a status-line message stays visible.
@@ -302,6 +302,7 @@ impl Server {
             .then(|| Instant::now() + BEHIND_RETRY);
         let save = self.persist_deadline();
         let quiet = self.agent_quiet_deadline();
+        let mirrors = self.api.streams.retry_at();
         [
             self.session.hidden_output_at,
             self.clients.frame_due,
@@ -315,6 +316,7 @@ impl Server {
             save,
             behind,
             quiet,
+            mirrors,
             backlog,
         ]
         .into_iter()
@@ -340,6 +342,7 @@ impl Server {
                 self.tell_focus();
                 self.update_lending();
                 self.update_background();
+                self.prune_mirrors();
                 self.publish_structure();
                 self.persist_note_change();
             }
@@ -527,6 +530,7 @@ impl Server {
         if self.names_deadline().is_some_and(|d| d <= now) {
             self.names_tick(now);
         }
+        self.retry_mirrors(now);
         if self.clients.clock_due.is_some_and(|d| d <= now) {
             self.clients.clock_due = None;
             self.request_render();

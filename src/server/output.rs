@@ -71,6 +71,9 @@ impl Server {
         }
         self.note_output(tid);
         self.agent_activity(tid);
+        if self.api.streams.mirrors(tid) {
+            self.pump_mirrors(tid);
+        }
     }
 
     /// Whether a terminal is on screen (in the active tab of the active workspace).

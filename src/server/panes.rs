@@ -114,6 +114,8 @@ impl Session {
         let pid = spawned.child.process_id();
         let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
         emu.set_colors(self.colors.clone());
+        // A machine's pane mirrored here: the host's emulator answered its program.
+        emu.set_answers(!crate::machine::is_view(&argv));
         if let Some(bytes) = preface {
             // Presentation only: fed to the emulator, never to the program.
             let _ = emu.process(&bytes);
@@ -184,9 +186,13 @@ impl Session {
         Ok(pane)
     }
 
-    pub(crate) fn open_tab(&mut self, cwd: Option<PathBuf>) -> Result<PaneId, PaneError> {
+    pub(crate) fn open_tab(
+        &mut self,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+    ) -> Result<PaneId, PaneError> {
         let area = self.pane_area();
-        let (term, rt) = self.spawn_terminal(vec![], cwd, area)?;
+        let (term, rt) = self.spawn_terminal(argv, cwd, area)?;
         let pane = self.state.alloc_pane_id();
         self.runtimes.insert(term.id, rt);
         self.state.add_tab(pane, term);
@@ -245,8 +251,13 @@ impl Session {
                     let Some(tid) = self.state.panes.get(&pane).map(|p| p.terminal) else {
                         continue;
                     };
+                    let (rows, cols) = self
+                        .mirror_sizes
+                        .get(&tid)
+                        .copied()
+                        .unwrap_or((rect.height.max(1), rect.width.max(1)));
                     if let Some(rt) = self.runtimes.get_mut(tid) {
-                        rt.resize(rect.height.max(1), rect.width.max(1));
+                        rt.resize(rows, cols);
                     }
                 }
             }
@@ -278,7 +289,7 @@ impl Server {
     }
 
     pub(crate) fn create_tab(&mut self, cwd: Option<PathBuf>) -> Result<PaneId, PaneError> {
-        let pane = self.session.open_tab(cwd)?;
+        let pane = self.session.open_tab(vec![], cwd)?;
         self.request_render();
         Ok(pane)
     }

@@ -57,6 +57,9 @@ pub(crate) struct Session {
     pub(crate) hidden_output_at: Option<Instant>,
     /// Names it had before a rename, kept for the programs started under them.
     pub(crate) old_names: Vec<super::rename::OldName>,
+    /// Terminals mirrored elsewhere (`pane.stream`), at the size of their mirror rather
+    /// than of their place in the layout.
+    pub(crate) mirror_sizes: BTreeMap<TerminalId, (u16, u16)>,
 }
 
 impl Session {
@@ -91,6 +94,7 @@ impl Session {
             output_taken: false,
             hidden_output: Default::default(),
             hidden_output_at: None,
+            mirror_sizes: BTreeMap::new(),
         }
     }
 

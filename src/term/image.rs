@@ -362,7 +362,7 @@ impl Emulator {
 
     /// The history rows with their wrap marks; the last is marked only if the screen's
     /// first row still carries it on.
-    fn history_rows(&self) -> impl ExactSizeIterator<Item = (&str, bool)> + Clone {
+    pub(super) fn history_rows(&self) -> impl ExactSizeIterator<Item = (&str, bool)> + Clone {
         let last = self.history.len().wrapping_sub(1);
         let continues = self.term.screen().continues_history();
         self.history
@@ -372,7 +372,7 @@ impl Emulator {
     }
 
     /// Everything of the image but the history (left empty).
-    fn screens_image(&mut self) -> Image {
+    pub(super) fn screens_image(&mut self) -> Image {
         let (rows, cols) = self.size();
         let alt = self.screen().alternate_screen();
         let mut out = String::new();

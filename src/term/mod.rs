@@ -7,7 +7,10 @@
 
 pub(crate) mod history;
 mod image;
+mod mirror;
 pub mod vt;
+
+pub use mirror::{Mirrored, MIRROR_MAX};
 
 pub use history::Lines;
 pub use image::{Image, ImageError};
@@ -47,6 +50,10 @@ pub struct Emulator {
     view: Option<View>,
     /// The `seq` when what is shown changed as a whole (the view was scrolled).
     everything: u64,
+    /// The program's bytes kept for a mirror (`mirror`), while one is kept.
+    tap: Option<mirror::Tap>,
+    /// Queries are answered (not in a mirror).
+    answers: bool,
 }
 
 struct View {
@@ -67,11 +74,16 @@ impl Emulator {
             offset: 0,
             view: None,
             everything: 0,
+            tap: None,
+            answers: true,
         }
     }
 
     pub fn process(&mut self, bytes: &[u8]) -> Effects {
         self.seq = self.seq.wrapping_add(1);
+        if let Some(tap) = &mut self.tap {
+            tap.keep(bytes);
+        }
         for slice in bytes.chunks(SLICE) {
             let fed = self.feed(slice);
             // A copy of the screen for synchronized output moves the stamp on.
@@ -97,7 +109,10 @@ impl Emulator {
             self.drain();
         }
         self.written = self.written.wrapping_add(bytes.len() as u64);
-        let effects = self.term.take_effects();
+        let mut effects = self.term.take_effects();
+        if !self.answers {
+            effects.responses.clear();
+        }
         if effects.bell || effects.notification {
             self.bells = self.bells.wrapping_add(1);
         }
@@ -135,6 +150,8 @@ impl Emulator {
         fresh.everything = self.seq;
         fresh.term.restore_effects(effects);
         fresh.term.set_colors(self.term.colors());
+        fresh.tap = self.tap.take();
+        fresh.answers = self.answers;
         *self = fresh;
         false
     }

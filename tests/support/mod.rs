@@ -9,6 +9,7 @@
 pub mod api;
 pub mod corpus;
 pub mod http;
+pub mod machines;
 pub mod mock_api;
 pub mod netns;
 pub mod real_agents;

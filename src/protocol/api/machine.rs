@@ -16,3 +16,11 @@ pub struct MachineCall {
     pub machine: String,
     pub request: Value,
 }
+
+/// `machine.open`: one of a machine's panes (default: the one focused there), in a new
+/// tab here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineOpen {
+    pub machine: String,
+    pub pane: Option<crate::model::ids::PaneNo>,
+}

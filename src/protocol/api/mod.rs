@@ -21,10 +21,10 @@ mod values;
 mod workspace;
 
 pub use agent::{AgentList, AgentReport};
-pub use machine::{MachineCall, MachineTarget};
+pub use machine::{MachineCall, MachineOpen, MachineTarget};
 pub use pane::{
-    Edge, PaneKeys, PaneList, PaneRead, PaneRename, PaneResize, PaneSend, PaneSplit, PaneSubmit,
-    PaneTarget, PaneWait, PaneZoom, SplitDirection,
+    Edge, PaneKeys, PaneList, PaneRead, PaneRename, PaneResize, PaneSend, PaneSplit, PaneStream,
+    PaneSubmit, PaneTarget, PaneWait, PaneWrite, PaneZoom, SplitDirection,
 };
 pub use server::{LiveHandoff, NoParams, ServerRename};
 pub use tab::{TabCreate, TabList, TabRename, TabTarget};
@@ -110,6 +110,10 @@ requests! {
     "pane.resize" => PaneResize(PaneResize),
     "pane.rename" => PaneRename(PaneRename),
     "pane.send" => PaneSend(PaneSend),
+    /// Bytes as a terminal sends them, base64 (a mirror's keys and mouse).
+    "pane.write" => PaneWrite(PaneWrite),
+    /// The pane's output mirrored to this connection (`pane.data` lines).
+    "pane.stream" => PaneStream(PaneStream),
     /// What copy mode copied last, pasted into the pane (tmux's paste-buffer).
     "pane.paste" => PanePaste(PaneTarget),
     "pane.keys" => PaneKeys(PaneKeys),
@@ -129,6 +133,8 @@ requests! {
     "machine.reconnect" => MachineReconnect(MachineTarget),
     /// An API request for a machine's server, through its link.
     "machine.call" => MachineCall(MachineCall),
+    /// One of a machine's panes, mirrored in a new tab here.
+    "machine.open" => MachineOpen(MachineOpen),
 }
 
 /// Splits a request line into its id and its request; on failure, the id to answer (if

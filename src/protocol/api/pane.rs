@@ -83,6 +83,22 @@ pub struct PaneSend {
     pub text: String,
 }
 
+/// `pane.write`: bytes as a terminal sends them (keys encoded, mouse reports), base64.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneWrite {
+    pub pane: Option<PaneNo>,
+    pub data: String,
+}
+
+/// `pane.stream`: the pane mirrored to this connection at this size (again on the same
+/// connection: a new size).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneStream {
+    pub pane: Option<PaneNo>,
+    pub rows: u16,
+    pub cols: u16,
+}
+
 /// `pane.keys`: named keys (`Enter`, `C-c`, `Up`, …).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaneKeys {

@@ -213,6 +213,19 @@ fn samples() -> Vec<Request> {
         Request::MachineReconnect(super::MachineTarget {
             machine: "gpu".into(),
         }),
+        Request::MachineOpen(super::MachineOpen {
+            machine: "gpu".into(),
+            pane,
+        }),
+        Request::PaneStream(super::PaneStream {
+            pane,
+            rows: 40,
+            cols: 120,
+        }),
+        Request::PaneWrite(super::PaneWrite {
+            pane,
+            data: "aGk=".into(),
+        }),
         Request::MachineCall(super::MachineCall {
             machine: "gpu".into(),
             request: json!({ "method": "pane.list", "params": { "tab": "t2" } }),

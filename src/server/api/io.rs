@@ -33,7 +33,7 @@ impl Server {
             .ok_or_else(|| ApiError::new("not_found", "no such pane"))
     }
 
-    fn send_bytes(&mut self, tid: TerminalId, bytes: Vec<u8>) -> Result<(), ApiError> {
+    pub(super) fn send_bytes(&mut self, tid: TerminalId, bytes: Vec<u8>) -> Result<(), ApiError> {
         self.before_agent_input(tid);
         let rt = self
             .session

@@ -15,6 +15,7 @@ mod handoff;
 mod io;
 mod layout;
 mod sampling;
+mod streams;
 mod targets;
 mod waits;
 
@@ -75,6 +76,8 @@ pub(crate) struct ApiState {
     /// Replies owed to a connection by another part (calls forwarded to a machine), by
     /// number: like a wait, each keeps a connection that stopped writing until it is given.
     owed: BTreeMap<ClientId, usize>,
+    /// Panes mirrored to connections (`pane.stream`).
+    pub(crate) streams: streams::Streams,
 }
 
 /// The error for a reply that finds the budget of queued replies in all spent.
@@ -193,6 +196,8 @@ impl Server {
             Request::PaneResize(p) => self.pane_resize(p),
             Request::PaneRename(p) => self.pane_rename(p),
             Request::PaneSend(p) => self.pane_send(p),
+            Request::PaneWrite(p) => self.pane_write(p),
+            Request::PaneStream(p) => self.pane_stream(conn, id, p),
             Request::PanePaste(p) => self.pane_paste(p),
             Request::PaneKeys(p) => self.pane_keys(p),
             Request::PaneSubmit(p) => self.pane_submit(p),
@@ -207,6 +212,7 @@ impl Server {
             }
             Request::MachineReconnect(p) => self.machine_reconnect(&p.machine),
             Request::MachineCall(p) => self.machine_call(conn, id, &p.machine, p.request),
+            Request::MachineOpen(p) => self.machine_open(p),
             Request::AgentReport(p) => {
                 let peer = self.api.conns.get(&conn).map_or(0, |c| c.peer_pid);
                 self.agent_report(peer, p)

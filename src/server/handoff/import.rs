@@ -288,6 +288,8 @@ fn import_terminal(
         master,
     } = incoming;
     let id = server.session.state.alloc_terminal_id();
+    let mut emulator = emulator;
+    emulator.set_answers(!crate::machine::is_view(&ps.argv));
     let emulator = crate::pty::shared(emulator);
     let (handle, pid) = match runtime.ended {
         // Only its screen: its program is gone.

@@ -1,0 +1,179 @@
+//! A saved machine's pane opened in the local client (`herdr machine open`): a local tab
+//! whose pane mirrors the host's (a real OpenSSH server with a home of its own). It shows
+//! what the host's pane printed before, history included, takes keys as a local pane
+//! does, is searched in copy mode, lays the host's pane out at its own size, and, when
+//! the host's link is cut (a black hole, in a network namespace), says so, refuses keys
+//! visibly and comes back by itself with what was printed meanwhile.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::machines::{add, on, wait_pane, LINKED};
+use support::netns::{Cut, Netns};
+use support::sshd::{MuxGuard, Sshd};
+use support::{json, ok, Env, PROMPT};
+
+/// Opens `pane` of `machine` in a new local tab; the local pane's id.
+fn open(env: &Env, machine: &str, pane: &str) -> String {
+    let opened = json(env.herdr(&["machine", "open", machine, pane, "--json"]));
+    opened["pane"].as_str().expect("a pane id").to_string()
+}
+
+fn pane_get(out: std::process::Output) -> Value {
+    json(out)
+}
+
+#[test]
+fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
+    let Some(gpu) = Sshd::start() else {
+        return;
+    };
+    let env = Env::new("machine-panes");
+    let _mux = MuxGuard(&env);
+    let mut t = env.client(120, 40);
+    t.wait_text(PROMPT);
+    add(&env, "gpu", &gpu);
+    wait_pane(&env, "gpu", "p1", PROMPT);
+    // History on the host before anything is opened here: 300 lines, most scrolled off.
+    ok(on(
+        &env,
+        "gpu",
+        &[
+            "pane",
+            "submit",
+            "--pane",
+            "p1",
+            "seq -f 'host-line-%g' 1 300",
+        ],
+    ));
+    wait_pane(&env, "gpu", "p1", "host-line-300");
+
+    let local = open(&env, "gpu", "p1");
+    t.wait("the host's pane shown in the new tab", |t| {
+        t.has_line("host-line-300") && t.contents().contains("gpu:p1")
+    });
+    // Its history came with it: the local pane holds every line.
+    let text = ok(env.herdr(&["pane", "read", "--pane", &local, "--lines", "400"]));
+    for n in [1, 150, 300] {
+        assert!(
+            text.lines().any(|l| l == format!("host-line-{n}")),
+            "line {n} missing from the local pane:\n{text}"
+        );
+    }
+    // The host's pane is laid out at the local pane's size.
+    let here = pane_get(env.herdr(&["pane", "get", "--pane", &local, "--json"]));
+    let there = pane_get(on(&env, "gpu", &["pane", "get", "--pane", "p1", "--json"]));
+    assert_eq!(
+        (&here["rows"], &here["cols"]),
+        (&there["rows"], &there["cols"]),
+        "here {here}\nthere {there}"
+    );
+
+    // Keys typed here run there, and what they print shows here.
+    t.line("echo typed-$((6*7))");
+    t.wait("the host's answer shown here", |t| t.has_line("typed-42"));
+    wait_pane(&env, "gpu", "p1", "typed-42");
+
+    // Copy mode searches the history that came from the host.
+    t.prefix(b"[");
+    t.wait_text("SCROLL");
+    t.send(b"?host-line-57\r");
+    t.wait("the match far up in view", |t| {
+        t.pane_lines()
+            .iter()
+            .any(|l| l.starts_with("host-line-57 "))
+    });
+    t.send(b"q");
+    t.wait("copy mode left", |t| !t.contents().contains("SCROLL"));
+
+    // A full-screen program there is drawn here, and leaves as it came.
+    t.line("less /etc/hostname; echo less-done");
+    t.wait("less drawn here", |t| t.contents().contains("(END)"));
+    t.send(b"q");
+    t.wait("less left", |t| t.has_line("less-done"));
+
+    // Closed there: the pane here says so and ends.
+    ok(on(&env, "gpu", &["pane", "split", "--pane", "p1"]));
+    ok(on(&env, "gpu", &["pane", "close", "--pane", "p1"]));
+    let deadline = Instant::now() + LINKED;
+    loop {
+        let listed = json(env.herdr(&["pane", "list", "--json"]));
+        let still = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["id"] == local.as_str() && p["exited"].is_null());
+        if !still {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the local pane stayed: {listed}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_cut_machines_pane_says_so_refuses_keys_and_comes_back_with_what_was_printed() {
+    let Some(mut net) = Netns::new() else {
+        return;
+    };
+    let Some(far) = Sshd::start_in(&net) else {
+        return;
+    };
+    let env = Env::new("machine-pane-cut");
+    let _mux = MuxGuard(&env);
+    let mut t = env.client(120, 40);
+    t.wait_text(PROMPT);
+    add(&env, "far", &far);
+    wait_pane(&env, "far", "p1", PROMPT);
+    ok(on(
+        &env,
+        "far",
+        &[
+            "pane",
+            "submit",
+            "--pane",
+            "p1",
+            "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
+        ],
+    ));
+    wait_pane(&env, "far", "p1", "cnt-3");
+    open(&env, "far", "p1");
+    t.wait("the counter shown here", |t| {
+        t.pane_lines().iter().any(|l| l.starts_with("cnt-"))
+    });
+
+    net.cut(Cut::Silent);
+    let cut = Instant::now();
+    t.wait("the pane says its machine is unreachable", |t| {
+        t.contents().contains("far is unreachable")
+    });
+    eprintln!(
+        "FIGURE the pane said unreachable {:?} after the cut",
+        cut.elapsed()
+    );
+    // Keys are refused visibly, not queued.
+    t.send(b"x");
+    t.wait("keys refused visibly", |t| {
+        t.contents().contains("keys not sent")
+    });
+
+    std::thread::sleep(Duration::from_secs(3));
+    let highest_before = support::highest_after(&t.contents(), "cnt-");
+    net.restore();
+    let back = Instant::now();
+    // Back by itself, the notices gone, with the lines printed meanwhile.
+    t.wait("the mirror started again", |t| {
+        !t.contents().contains("unreachable")
+            && support::highest_after(&t.contents(), "cnt-") > highest_before + 10
+    });
+    eprintln!(
+        "FIGURE the pane was live again {:?} after the link returned",
+        back.elapsed()
+    );
+    // Typing works again.
+    t.send(b"\x03");
+    t.line("echo back-$((6*7))");
+    t.wait("typing works again", |t| t.has_line("back-42"));
+}

@@ -1,0 +1,44 @@
+//! Saved machines for the tests: each a real OpenSSH server ([`super::sshd`]) added with
+//! `herdr machine add`, and commands run on it with `--machine`.
+
+use std::time::{Duration, Instant};
+
+use super::sshd::{Sshd, HOST};
+use super::{ok, Env};
+
+/// Generous: a machine's first link installs nothing (added with --yes before) but
+/// starts its server; a cut link is given up after ~6 s of silence.
+pub const LINKED: Duration = Duration::from_secs(60);
+
+pub fn add(env: &Env, name: &str, sshd: &Sshd) {
+    let config = sshd.config().display().to_string();
+    ok(env.herdr(&[
+        "machine", "add", name, "--host", HOST, "--yes", "--", "-F", &config,
+    ]));
+}
+
+/// Runs `herdr --machine NAME ARGS…`.
+pub fn on(env: &Env, machine: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["--machine", machine];
+    all.extend_from_slice(args);
+    env.herdr(&all)
+}
+
+/// Waits until `pane` on `machine` shows `text` (read through `--machine`, once the
+/// machine's link is up).
+pub fn wait_pane(env: &Env, machine: &str, pane: &str, text: &str) {
+    let deadline = Instant::now() + LINKED;
+    loop {
+        let out = on(env, machine, &["pane", "read", "--pane", pane]);
+        let screen = String::from_utf8_lossy(&out.stdout).to_string();
+        if screen.contains(text) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{machine} {pane} never showed {text:?}; it shows:\n{screen}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
