@@ -94,6 +94,19 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
     t.send(b"q");
     t.wait("less left", |t| t.has_line("less-done"));
 
+    // This machine's server stopped and started again (a reboot here): the pane comes
+    // back as the host's, not as a shell.
+    drop(t);
+    ok(env.herdr(&["server", "stop"]));
+    ok(env.herdr(&["server", "start"]));
+    let mut t = env.client(120, 40);
+    ok(env.herdr(&["pane", "focus", "--pane", &local]));
+    t.wait("the host's pane shown again after a restart here", |t| {
+        t.has_line("typed-42") && t.contents().contains("gpu:p1")
+    });
+    t.line("echo again-$((6*8))");
+    wait_pane(&env, "gpu", "p1", "again-48");
+
     // Closed there: the pane here says so and ends.
     ok(on(&env, "gpu", &["pane", "split", "--pane", "p1"]));
     ok(on(&env, "gpu", &["pane", "close", "--pane", "p1"]));
@@ -176,4 +189,66 @@ fn a_cut_machines_pane_says_so_refuses_keys_and_comes_back_with_what_was_printed
     t.send(b"\x03");
     t.line("echo back-$((6*7))");
     t.wait("typing works again", |t| t.has_line("back-42"));
+}
+
+#[test]
+fn a_machines_tab_clicked_in_the_sidebar_opens_here_with_each_of_its_panes() {
+    let Some(gpu) = Sshd::start() else {
+        return;
+    };
+    let env = Env::new("machine-tab");
+    let _mux = MuxGuard(&env);
+    let mut t = env.client(140, 40);
+    t.wait_text(PROMPT);
+    add(&env, "gpu", &gpu);
+    wait_pane(&env, "gpu", "p1", PROMPT);
+    ok(on(&env, "gpu", &["pane", "split", "--pane", "p1"]));
+    wait_pane(&env, "gpu", "p2", PROMPT);
+    ok(on(
+        &env,
+        "gpu",
+        &["pane", "submit", "--pane", "p1", "echo left-$((2*3))"],
+    ));
+    ok(on(
+        &env,
+        "gpu",
+        &["pane", "submit", "--pane", "p2", "echo right-$((4*5))"],
+    ));
+    wait_pane(&env, "gpu", "p2", "right-20");
+    ok(on(&env, "gpu", &["tab", "rename", "--tab", "t1", "work"]));
+    // The host's tab is listed under its workspace in the sidebar.
+    t.wait("the machine's tab in the sidebar", |t| {
+        t.rows().iter().any(|r| r.contains("1:work"))
+    });
+    let row = t.rows().iter().position(|r| r.contains("1:work")).unwrap();
+    t.send(format!("\x1b[<0;5;{}M\x1b[<0;5;{}m", row + 1, row + 1).as_bytes());
+    t.wait("both of its panes shown here", |t| {
+        t.contents().contains("left-6") && t.contents().contains("right-20")
+    });
+    assert!(t.contents().contains("gpu:work"), "{}", t.contents());
+    // Clicked again: the same tab comes to front, nothing opens twice.
+    t.line("echo local-again");
+    let tabs = |env: &Env| {
+        json(env.herdr(&["tab", "list", "--json"]))
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(tabs(&env), 2);
+    ok(env.herdr(&["tab", "focus", "t1"]));
+    t.wait("the local tab in front", |t| {
+        !t.contents().contains("right-20")
+    });
+    // (This machine's own tabs are listed first: the machine's rows moved down.)
+    let row = t.rows().iter().position(|r| r.contains("1:work")).unwrap();
+    t.send(format!("\x1b[<0;5;{}M\x1b[<0;5;{}m", row + 1, row + 1).as_bytes());
+    t.wait("the tab that shows it in front", |t| {
+        t.contents().contains("right-20")
+    });
+    assert_eq!(tabs(&env), 2);
+
+    // By its id from the command line: the tab that shows it already.
+    let opened = json(env.herdr(&["machine", "open", "gpu", "t1", "--json"]));
+    assert_eq!(opened["tab"], "t2", "{opened}");
+    assert_eq!(tabs(&env), 2);
 }

@@ -66,14 +66,14 @@ pub enum MachineCommand {
         /// The machine.
         name: String,
     },
-    /// Open one of a machine's panes (default: the one focused there) in a new tab of
-    /// this session: it shows, scrolls and takes keys as a pane here does, and reconnects
-    /// by itself.
+    /// Open one of a machine's panes (default: the one focused there), or each pane of
+    /// one of its tabs, in a new tab of this session: it shows, scrolls and takes keys as
+    /// a pane here does, and reconnects by itself.
     Open {
         /// The machine.
         name: String,
-        /// Its pane (`p3`).
-        pane: Option<String>,
+        /// Its pane (`p3`) or tab (`t2`).
+        target: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -96,11 +96,16 @@ pub fn run(
     remote_session: Option<String>,
 ) -> anyhow::Result<i32> {
     match cmd {
-        MachineCommand::Open { name, pane, json } => {
-            let pane = pane.as_deref().map(super::control::id).transpose()?;
+        MachineCommand::Open { name, target, json } => {
+            let (pane, tab) = match target.as_deref() {
+                Some(t) if t.starts_with('t') => (None, Some(super::control::id(t)?)),
+                Some(p) => (Some(super::control::id(p)?), None),
+                None => (None, None),
+            };
             let request = Request::MachineOpen(MachineOpen {
                 machine: name,
                 pane,
+                tab,
             });
             super::control::call(session, request, json, |v| {
                 format!("opened in tab {} (pane {})", s(v, "tab"), s(v, "pane"))

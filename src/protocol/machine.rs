@@ -29,11 +29,15 @@ pub enum LinkMsg {
         #[serde(default)]
         version: Option<String>,
     },
-    /// What the host's session holds now (its `workspace.list` and `agent.list`): sent
+    /// What the host's session holds now (its `workspace.list`, `agent.list` and
+    /// `tab.list`): sent
     /// once connected and after each change of them it announced (never for output).
     View {
         workspaces: Value,
         agents: Value,
+        /// Its `tab.list` (null from a link that did not ask).
+        #[serde(default)]
+        tabs: Value,
     },
     /// The answer to a [`ToLink::Call`].
     Reply {

@@ -91,7 +91,11 @@ struct Linker {
 }
 
 /// What a view refresh gathers before it is sent: one answer per list.
-const VIEW_PARTS: [(&str, &str); 2] = [("v:w", "workspace.list"), ("v:a", "agent.list")];
+const VIEW_PARTS: [(&str, &str); 3] = [
+    ("v:w", "workspace.list"),
+    ("v:a", "agent.list"),
+    ("v:t", "tab.list"),
+];
 
 /// The events after which the view is asked for again: what changes the workspaces
 /// (their names, their panes) or the agents. Never output, titles or focus.
@@ -99,7 +103,13 @@ fn changes_view(event: &str) -> bool {
     event.starts_with("workspace.")
         || matches!(
             event,
-            "pane.created" | "pane.closed" | "pane.exited" | "pane.agent"
+            "pane.created"
+                | "pane.closed"
+                | "pane.exited"
+                | "pane.agent"
+                | "tab.created"
+                | "tab.closed"
+                | "tab.renamed"
         )
 }
 
@@ -207,8 +217,12 @@ impl Role for Linker {
 fn view_msg(parts: Vec<Value>) -> LinkMsg {
     let mut parts = parts.into_iter();
     let mut next = || parts.next().unwrap_or(Value::Null);
-    let (workspaces, agents) = (next(), next());
-    LinkMsg::View { workspaces, agents }
+    let (workspaces, agents, tabs) = (next(), next(), next());
+    LinkMsg::View {
+        workspaces,
+        agents,
+        tabs,
+    }
 }
 
 fn reply_msg(call: u64, msg: Value) -> LinkMsg {

@@ -7,8 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::view::{
-    sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label, title_of, Overlay,
-    Panel, SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
+    machine_entries, sidebar_entries, tab_agent_state, tab_bar_area, tab_bar_items, tab_label,
+    title_of, MachineEntry, Overlay, Panel, SidebarEntry, View, ACCENT, MUTED, SIDEBAR_FIRST_ROW,
 };
 use crate::model::state::shown_agent_state;
 
@@ -45,9 +45,12 @@ pub(super) fn chrome_signature(view: &View<'_>, size: (u16, u16), sig: &mut Vec<
         s.text(&m.name);
         s.text(m.state);
         s.num(m.waiting as u64);
-        for (name, waiting) in &m.workspaces {
-            s.text(name);
-            s.num(*waiting as u64);
+        for ws in &m.workspaces {
+            s.text(&ws.name);
+            s.num(ws.waiting as u64);
+            for tab in &ws.tabs {
+                s.text(&tab.label);
+            }
         }
     }
     s.num(st.active as u64);
@@ -215,9 +218,15 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
             }
         }
     }
-    let mut y = SIDEBAR_FIRST_ROW + entries.len() as u16;
-    for m in view.machines {
-        y += 1;
+    let first = SIDEBAR_FIRST_ROW + entries.len() as u16;
+    for (i, entry) in machine_entries(view.machines).into_iter().enumerate() {
+        let y = first + i as u16;
+        let (mi, wi) = match entry {
+            MachineEntry::Gap => continue,
+            MachineEntry::Machine(m) => (m, None),
+            MachineEntry::Workspace(m, w) | MachineEntry::Tab(m, w, _) => (m, Some(w)),
+        };
+        let m = &view.machines[mi];
         // A machine that is not connected is dimmed: what it shows is as last seen.
         let live = m.state == "connected";
         let dim = |s: Style| {
@@ -227,26 +236,30 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
                 s.add_modifier(Modifier::DIM)
             }
         };
-        let mark = if m.waiting > 0 { '!' } else { ' ' };
-        let head = match live {
-            true => format!("@{mark}{}", m.name),
-            false => format!("@{mark}{} · {}", m.name, m.state),
+        let ws = wi.map(|w| &m.workspaces[w]);
+        let (text, style) = match (entry, ws) {
+            (MachineEntry::Tab(_, _, t), Some(ws)) => (
+                format!("   {}:{}", t + 1, ws.tabs[t].label),
+                Style::default().fg(MUTED),
+            ),
+            (_, Some(ws)) => {
+                let text = match ws.waiting {
+                    0 => format!("  {}", ws.name),
+                    n => format!("  {} ! {n} waiting", ws.name),
+                };
+                let colour = if ws.waiting > 0 { Color::Yellow } else { MUTED };
+                (text, Style::default().fg(colour))
+            }
+            (_, None) => {
+                let mark = if m.waiting > 0 { '!' } else { ' ' };
+                let head = match live {
+                    true => format!("@{mark}{}", m.name),
+                    false => format!("@{mark}{} · {}", m.name, m.state),
+                };
+                (head, Style::default().add_modifier(Modifier::BOLD))
+            }
         };
-        put(
-            buf,
-            y,
-            &head,
-            dim(Style::default().add_modifier(Modifier::BOLD)),
-        );
-        for (name, waiting) in &m.workspaces {
-            y += 1;
-            let text = match waiting {
-                0 => format!("  {name}"),
-                n => format!("  {name} ! {n} waiting"),
-            };
-            let colour = if *waiting > 0 { Color::Yellow } else { MUTED };
-            put(buf, y, &text, dim(Style::default().fg(colour)));
-        }
+        put(buf, y, &text, dim(style));
     }
     for y in 0..height {
         if let Some(c) = buf.cell_mut((w - 1, y)) {

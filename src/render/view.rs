@@ -76,8 +76,49 @@ pub struct View<'a> {
 pub struct MachineRow {
     pub name: String,
     pub state: &'static str,
-    pub workspaces: Vec<(String, usize)>,
+    pub workspaces: Vec<MachineWorkspace>,
     pub waiting: usize,
+}
+
+/// A workspace of a saved machine, as the sidebar shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineWorkspace {
+    pub name: String,
+    /// Its agents waiting for the user.
+    pub waiting: usize,
+    pub tabs: Vec<MachineTab>,
+}
+
+/// A tab of a saved machine: its label and its panes' public ids there (`p3`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineTab {
+    pub label: String,
+    pub panes: Vec<String>,
+}
+
+/// A row of the sidebar's machines part, below this machine's entries; each machine
+/// after a blank row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum MachineEntry {
+    Gap,
+    Machine(usize),
+    Workspace(usize, usize),
+    Tab(usize, usize, usize),
+}
+
+pub(super) fn machine_entries(machines: &[MachineRow]) -> Vec<MachineEntry> {
+    let mut out = Vec::new();
+    for (mi, m) in machines.iter().enumerate() {
+        out.push(MachineEntry::Gap);
+        out.push(MachineEntry::Machine(mi));
+        for (wi, ws) in m.workspaces.iter().enumerate() {
+            out.push(MachineEntry::Workspace(mi, wi));
+            for ti in 0..ws.tabs.len() {
+                out.push(MachineEntry::Tab(mi, wi, ti));
+            }
+        }
+    }
+    out
 }
 
 /// The terminals' screens, as the server lends them to a frame: [`Screens::with`] runs
@@ -114,6 +155,8 @@ pub enum Hit {
     Divider(DividerId),
     /// A pane and the position inside it.
     Pane(PaneId, u16, u16),
+    /// A saved machine's tab: the machine, its workspace and the tab, as listed.
+    MachineTab(usize, usize, usize),
 }
 
 pub fn pane_area((cols, rows): (u16, u16), sidebar: u16) -> Rect {
@@ -270,7 +313,14 @@ pub(super) fn tab_bar_items(view: &View<'_>, area: Rect) -> Vec<(Rect, usize, St
     out
 }
 
-pub fn hit_test(state: &AppState, size: (u16, u16), sidebar: u16, x: u16, y: u16) -> Option<Hit> {
+pub fn hit_test(
+    state: &AppState,
+    machines: &[MachineRow],
+    size: (u16, u16),
+    sidebar: u16,
+    x: u16,
+    y: u16,
+) -> Option<Hit> {
     if y + 1 >= size.1 {
         return None; // status line
     }
@@ -278,10 +328,16 @@ pub fn hit_test(state: &AppState, size: (u16, u16), sidebar: u16, x: u16, y: u16
         if y < SIDEBAR_FIRST_ROW || x + 1 == sidebar {
             return None;
         }
-        return match sidebar_entries(state).get(usize::from(y - SIDEBAR_FIRST_ROW))? {
-            SidebarEntry::Workspace(w) => Some(Hit::Workspace(*w)),
-            SidebarEntry::Tab(w, t) => Some(Hit::Tab(*w, *t)),
-            SidebarEntry::Agent(w, t, p) => Some(Hit::Agent(*w, *t, *p)),
+        let entries = sidebar_entries(state);
+        let row = usize::from(y - SIDEBAR_FIRST_ROW);
+        return match entries.get(row) {
+            Some(SidebarEntry::Workspace(w)) => Some(Hit::Workspace(*w)),
+            Some(SidebarEntry::Tab(w, t)) => Some(Hit::Tab(*w, *t)),
+            Some(SidebarEntry::Agent(w, t, p)) => Some(Hit::Agent(*w, *t, *p)),
+            None => match machine_entries(machines).get(row - entries.len())? {
+                MachineEntry::Tab(m, w, t) => Some(Hit::MachineTab(*m, *w, *t)),
+                _ => None,
+            },
         };
     }
     let tab = state.active_tab()?;

@@ -470,6 +470,7 @@ impl Server {
         }
         let view_hit = view::hit_test(
             &self.session.state,
+            &self.session.machines,
             self.session.size,
             self.session.sidebar_width(),
             ev.x,
@@ -494,6 +495,7 @@ impl Server {
                 }
             }
             Some(Hit::Pane(pane, x, y)) => self.mouse_in_pane(id, pane, x, y, ev),
+            Some(Hit::MachineTab(m, w, t)) if is_click(&ev) => self.click_machine_tab(m, w, t),
             None if is_click(&ev) => {
                 if let Some(t) = view::tab_bar_hit(
                     &self

@@ -21,6 +21,8 @@ use super::api::{now, ApiError, ApiResult, Outcome};
 use super::conn::ClientId;
 use super::{Event, EventTx, Server};
 use crate::machine::Machine;
+use crate::model::ids::PaneId;
+use crate::model::layout::SplitDir;
 use crate::protocol::api::MachineOpen;
 use crate::protocol::machine::{LinkMsg, LinkState, ToLink, LINK_PROTOCOL, MAX_LINE};
 
@@ -58,8 +60,16 @@ struct Link {
     error: Option<String>,
     rtt_ms: Option<f64>,
     version: Option<String>,
-    /// The host's session as last told: its workspaces and its agents.
-    view: Option<(Value, Value)>,
+    /// The host's session as last told.
+    view: Option<HostView>,
+}
+
+/// A host's session as its link last told it: its `workspace.list`, `agent.list` and
+/// `tab.list`, as they are.
+struct HostView {
+    workspaces: Value,
+    agents: Value,
+    tabs: Value,
 }
 
 impl Link {
@@ -88,8 +98,23 @@ impl Link {
     fn agents(&self) -> &[Value] {
         self.view
             .as_ref()
-            .and_then(|v| v.1.as_array())
+            .and_then(|v| v.agents.as_array())
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// The panes of tab `tab` (`t2`) as the host last told, if it did.
+    fn tab_panes(&self, tab: &str) -> Option<Vec<String>> {
+        let tabs = self.view.as_ref()?.tabs.as_array()?;
+        let tab = tabs
+            .iter()
+            .find(|t| t.get("id").and_then(Value::as_str) == Some(tab))?;
+        let panes = tab.get("panes")?.as_array()?;
+        Some(
+            panes
+                .iter()
+                .filter_map(|p| p.as_str().map(str::to_string))
+                .collect(),
+        )
     }
 
     fn waiting(&self) -> usize {
@@ -100,7 +125,7 @@ impl Link {
     }
 }
 
-use crate::render::view::MachineRow as Shown;
+use crate::render::view::{MachineRow as Shown, MachineTab, MachineWorkspace};
 
 /// The agents of `now` whose state is not what it was in `before` (by pane).
 fn newly(before: &Value, now: &Value) -> Vec<Value> {
@@ -120,6 +145,47 @@ fn panes(workspaces: &Value) -> u64 {
     (workspaces.as_array()).map_or(0, |ws| ws.iter().filter_map(|w| w["panes"].as_u64()).sum())
 }
 
+/// A host's workspace as the sidebar shows it: its name, its agents waiting, its tabs
+/// (each named as the host's tab bar names it, with its panes).
+fn shown_workspace(w: &Value, agents: &[Value], tabs: &[Value]) -> MachineWorkspace {
+    let id = w.get("id").and_then(Value::as_str).unwrap_or("");
+    let waiting = agents
+        .iter()
+        .filter(|a| {
+            a.get("workspace").and_then(Value::as_str) == Some(id)
+                && a.get("state").and_then(Value::as_str) == Some("blocked")
+        })
+        .count();
+    let name = w.get("name").and_then(Value::as_str).unwrap_or(id);
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let tabs = tabs
+        .iter()
+        .filter(|t| t.get("workspace").and_then(Value::as_str) == Some(id))
+        .map(|t| MachineTab {
+            label: (text(t, "name").filter(|n| !n.is_empty()))
+                .or_else(|| text(t, "title"))
+                .or_else(|| text(t, "id"))
+                .unwrap_or_default(),
+            panes: (t
+                .get("panes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten())
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect(),
+        })
+        .collect();
+    MachineWorkspace {
+        name: name.to_string(),
+        waiting,
+        tabs,
+    }
+}
+
+fn vanished() -> ApiError {
+    ApiError::new("internal", "the new tab vanished")
+}
+
 fn millis(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -135,22 +201,10 @@ impl Machines {
                 let workspaces = l
                     .view
                     .as_ref()
-                    .and_then(|v| v.0.as_array())
-                    .map(|ws| {
+                    .and_then(|v| Some((v.workspaces.as_array()?, v.tabs.as_array())))
+                    .map(|(ws, tabs)| {
                         ws.iter()
-                            .map(|w| {
-                                let id = w.get("id").and_then(Value::as_str).unwrap_or("");
-                                let waiting = agents
-                                    .iter()
-                                    .filter(|a| {
-                                        a.get("workspace").and_then(Value::as_str) == Some(id)
-                                            && a.get("state").and_then(Value::as_str)
-                                                == Some("blocked")
-                                    })
-                                    .count();
-                                let name = w.get("name").and_then(Value::as_str).unwrap_or(id);
-                                (name.to_string(), waiting)
-                            })
+                            .map(|w| shown_workspace(w, agents, tabs.map_or(&[], Vec::as_slice)))
                             .collect()
                     })
                     .unwrap_or_default();
@@ -360,15 +414,23 @@ impl Server {
                     self.refuse_calls_of(&[id], "the link dropped before the machine answered");
                 }
             }
-            LinkEvent::Msg(LinkMsg::View { workspaces, agents }) => {
+            LinkEvent::Msg(LinkMsg::View {
+                workspaces,
+                agents,
+                tabs,
+            }) => {
                 let name = link.machine.name.clone();
                 // Agents that came to need the user since the last view (none for the
                 // first: what already waited is marked, not announced).
                 let news = match &link.view {
-                    Some((_, old)) => newly(old, &agents),
+                    Some(old) => newly(&old.agents, &agents),
                     None => Vec::new(),
                 };
-                link.view = Some((workspaces, agents));
+                link.view = Some(HostView {
+                    workspaces,
+                    agents,
+                    tabs,
+                });
                 for agent in news {
                     self.machine_agent_notify(&name, &agent);
                 }
@@ -425,8 +487,8 @@ impl Server {
                     "error": l.error,
                     "rtt_ms": l.rtt_ms,
                     "version": l.version,
-                    "workspaces": l.view.as_ref().and_then(|v| v.0.as_array()).map_or(0, Vec::len),
-                    "panes": l.view.as_ref().map(|v| panes(&v.0)),
+                    "workspaces": l.view.as_ref().and_then(|v| v.workspaces.as_array()).map_or(0, Vec::len),
+                    "panes": l.view.as_ref().map(|v| panes(&v.workspaces)),
                     "agents": l.agents().len(),
                     "waiting": l.waiting(),
                 })
@@ -495,28 +557,118 @@ impl Server {
         Ok(Outcome::Later)
     }
 
-    /// Opens a machine's pane in a new tab of the active workspace: a pane whose program
-    /// mirrors it (`herdr machine view`), named after the machine and the pane.
+    /// Opens a machine's pane, or each pane of one of its tabs, in a new tab of the
+    /// active workspace: panes whose program mirrors the host's (`herdr machine view`).
     pub(crate) fn machine_open(&mut self, p: MachineOpen) -> ApiResult {
-        let name = self.machines.named(&p.machine)?.machine.name.clone();
+        let link = self.machines.named(&p.machine)?;
+        let name = link.machine.name.clone();
+        let (label, panes) = match (p.tab, p.pane) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::params("give \"pane\" or \"tab\", not both"));
+            }
+            (Some(tab), None) => {
+                let tab = tab.to_string();
+                let panes = link.tab_panes(&tab).ok_or_else(|| {
+                    ApiError::new(
+                        "not_found",
+                        format!(
+                            "machine {name} has no tab {tab} (as its link last saw it: {})",
+                            link.state_word()
+                        ),
+                    )
+                })?;
+                (
+                    format!("{name}:{tab}"),
+                    panes.into_iter().map(Some).collect(),
+                )
+            }
+            (None, Some(pane)) => (format!("{name}:{pane}"), vec![Some(pane.to_string())]),
+            (None, None) => (name.clone(), vec![None]),
+        };
+        let (tab, pane) = self.open_machine_panes(&name, label, &panes)?;
+        now(json!({ "tab": tab, "pane": self.pane_no(pane) }))
+    }
+
+    /// A machine's tab clicked in the sidebar (machine `m`, its workspace `w`, tab `t` as
+    /// listed there): its panes open here, or the tab here that shows them comes to front.
+    pub(crate) fn click_machine_tab(&mut self, m: usize, w: usize, t: usize) {
+        let Some(machine) = self.session.machines.get(m) else {
+            return;
+        };
+        let Some(tab) = machine.workspaces.get(w).and_then(|ws| ws.tabs.get(t)) else {
+            return;
+        };
+        let name = machine.name.clone();
+        let label = format!("{name}:{}", tab.label);
+        let panes: Vec<Option<String>> = tab.panes.iter().cloned().map(Some).collect();
+        if let Err(e) = self.open_machine_panes(&name, label, &panes) {
+            self.say(format!("{name}: {}", e.message));
+        }
+    }
+
+    /// Opens `panes` of machine `name` (None: the one focused there) in one new tab named
+    /// `label` — the first opens it, each next one splits the one before, right and down
+    /// in turn — or, when a pane here shows the first already, focuses that one. The
+    /// tab's public id and its first pane.
+    pub(crate) fn open_machine_panes(
+        &mut self,
+        name: &str,
+        label: String,
+        panes: &[Option<String>],
+    ) -> Result<(String, PaneId), ApiError> {
+        let shown = |argv: &[String]| {
+            crate::machine::is_view(argv)
+                && argv.get(3).map(String::as_str) == Some(name)
+                && panes.first().and_then(Option::as_deref).is_some()
+                && argv.get(4).map(String::as_str) == panes.first().and_then(Option::as_deref)
+        };
+        let st = &self.session.state;
+        let already = st.panes.iter().find_map(|(id, ps)| {
+            let t = st.terminals.get(&ps.terminal)?;
+            (shown(&t.argv) && t.exited.is_none()).then_some(*id)
+        });
+        if let Some(pane) = already {
+            self.session.state.focus_pane(pane);
+            self.request_render();
+            let pos = (self.session.state.find_pane(pane)).ok_or_else(vanished)?;
+            let tab = &self.session.state.workspaces[pos.workspace].tabs[pos.tab];
+            return Ok((tab.no.to_string(), pane));
+        }
         let exe = crate::paths::own_binary()
             .map_err(|e| ApiError::new("internal", format!("cannot find herdr's binary: {e}")))?;
-        let pane = p.pane.map(|n| n.to_string());
-        let argv = crate::machine::view_argv(&exe, &name, pane.as_deref());
-        let opened = self.session.open_tab(argv, None);
-        let pane = opened.map_err(|e| ApiError::new("spawn_failed", e.to_string()))?;
+        let argv = |pane: &Option<String>| crate::machine::view_argv(&exe, name, pane.as_deref());
+        let spawn_failed =
+            |e: super::panes::PaneError| ApiError::new("spawn_failed", e.to_string());
+        let first = panes
+            .first()
+            .ok_or_else(|| ApiError::new("not_found", "no panes"))?;
+        let opened = self
+            .session
+            .open_tab(argv(first), None)
+            .map_err(spawn_failed)?;
+        let mut last = opened;
+        for (i, pane) in panes.iter().enumerate().skip(1) {
+            let dir = if i % 2 == 1 {
+                SplitDir::Right
+            } else {
+                SplitDir::Down
+            };
+            match self.session.split_pane(Some(last), dir, argv(pane), None) {
+                Ok(p) => last = p,
+                // (Too small to split further: the rest are left out, the tab stays.)
+                Err(e) => {
+                    self.say(format!("{name}: not every pane of the tab opened: {e}"));
+                    break;
+                }
+            }
+        }
+        self.session.state.focus_pane(opened);
+        self.session.relayout();
         self.request_render();
-        let pos = (self.session.state.find_pane(pane))
-            .ok_or_else(|| ApiError::new("internal", "the new tab vanished"))?;
-        let label = match &p.pane {
-            Some(n) => format!("{name}:{n}"),
-            None => name,
-        };
-        let tab = self.session.state.tab_at_mut(pos).map(|tab| {
-            tab.name = Some(label);
-            tab.no.to_string()
-        });
-        now(json!({ "tab": tab, "pane": self.pane_no(pane) }))
+        let pos = (self.session.state.find_pane(opened)).ok_or_else(vanished)?;
+        let tab = self.session.state.tab_at_mut(pos).ok_or_else(vanished)?;
+        tab.name = Some(label);
+        Ok((tab.no.to_string(), opened))
     }
 
     pub(crate) fn machine_reconnect(&mut self, machine: &str) -> ApiResult {

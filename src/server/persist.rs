@@ -464,6 +464,17 @@ impl Server {
                     cwd = home.clone();
                 }
             }
+            // A machine's pane mirrored here comes back as that: the mirror rebuilds its
+            // screen and history.
+            if crate::machine::is_view(&ps.argv) {
+                if let (Ok(exe), Some(name)) = (crate::paths::own_binary(), ps.argv.get(3)) {
+                    let pane = ps.argv.get(4).map(String::as_str);
+                    let argv = crate::machine::view_argv(&exe, name, pane);
+                    return (server.session)
+                        .spawn_terminal_as(ps.id, argv, None, rect, None)
+                        .map_err(PaneStartError::Shell);
+                }
+            }
             // An agent that resumes owns its screen: no history replay under it. The
             // same agent session in two panes is resumed once (the key is claimed
             // before spawning, released if the spawn fails).

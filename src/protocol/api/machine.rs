@@ -17,10 +17,11 @@ pub struct MachineCall {
     pub request: Value,
 }
 
-/// `machine.open`: one of a machine's panes (default: the one focused there), in a new
-/// tab here.
+/// `machine.open`: one of a machine's panes (default: the one focused there), or each
+/// pane of one of its tabs, in a new tab here.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MachineOpen {
     pub machine: String,
     pub pane: Option<crate::model::ids::PaneNo>,
+    pub tab: Option<crate::model::ids::TabNo>,
 }

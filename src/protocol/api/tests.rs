@@ -216,6 +216,7 @@ fn samples() -> Vec<Request> {
         Request::MachineOpen(super::MachineOpen {
             machine: "gpu".into(),
             pane,
+            tab: None,
         }),
         Request::PaneStream(super::PaneStream {
             pane,
