@@ -94,6 +94,38 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
     t.send(b"q");
     t.wait("less left", |t| t.has_line("less-done"));
 
+    // Hidden here, the mirror is paused: the host holds back what its pane prints until
+    // it is shown again.
+    let mirrors = |env: &Env| {
+        pane_get(on(env, "gpu", &["pane", "get", "--pane", "p1", "--json"]))["mirrors"].clone()
+    };
+    assert_eq!(mirrors(&env), serde_json::json!({"live": 1, "paused": 0}));
+    ok(env.herdr(&["tab", "focus", "t1"]));
+    let deadline = Instant::now() + LINKED;
+    while mirrors(&env) != serde_json::json!({"live": 0, "paused": 1}) {
+        assert!(Instant::now() < deadline, "never paused: {}", mirrors(&env));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ok(on(
+        &env,
+        "gpu",
+        &[
+            "pane",
+            "submit",
+            "--pane",
+            "p1",
+            "echo while-hidden-$((3*3))",
+        ],
+    ));
+    wait_pane(&env, "gpu", "p1", "while-hidden-9");
+    let here = ok(env.herdr(&["pane", "read", "--pane", &local, "--lines", "20"]));
+    assert!(
+        !here.contains("while-hidden-9"),
+        "streamed while hidden:\n{here}"
+    );
+    ok(env.herdr(&["pane", "focus", "--pane", &local]));
+    t.wait("what was held back shown", |t| t.has_line("while-hidden-9"));
+
     // This machine's server stopped and started again (a reboot here): the pane comes
     // back as the host's, not as a shell.
     drop(t);

@@ -7,6 +7,10 @@
 //! reports, encoded here for those modes, go back as they are (`pane.write`). The pane
 //! is laid out at this terminal's size while it is mirrored, and follows its resizes.
 //!
+//! A pane nobody here looks at is paused: the local server sends it a SIGWINCH when it
+//! is shown or hidden, it asks that server whether it is shown, and the host holds back
+//! what the program prints (bounded) until it is shown again.
+//!
 //! The connection is kept up by `host` (the roaming rules). While the host is
 //! unreachable the terminal says so (its title, a line) and keys typed are refused with a
 //! bell; once the connection is back the mirror starts again from the pane's state, with
@@ -60,6 +64,7 @@ pub fn run(name: &str, pane: Option<&str>) -> Result<i32, Error> {
     let mut viewer = Viewer {
         name: name.to_string(),
         pane: pane.map(String::from),
+        paused: !shown_here(),
         down: false,
         refused: false,
     };
@@ -102,6 +107,31 @@ fn read_keys(tx: mpsc::Sender<Input<Cmd>>) {
     }
 }
 
+/// Whether this pane is on a client's screen in the local session it runs in (asked of
+/// that session's server: `shown`); yes when that cannot be known.
+fn shown_here() -> bool {
+    use crate::protocol::api::{PaneTarget, PublicId, Request};
+    let session = std::env::var("HERDR_SESSION").ok();
+    let pane = std::env::var("HERDR_PANE").ok();
+    let (Some(session), Some(pane)) = (session, pane) else {
+        return true;
+    };
+    let (Ok(session), Some(pane)) = (
+        crate::paths::SessionName::parse(&session),
+        crate::model::ids::PaneNo::parse(&pane),
+    ) else {
+        return true;
+    };
+    let Ok(Some(mut api)) = crate::client::api::ApiClient::connect(&session) else {
+        return true;
+    };
+    let request = Request::PaneGet(PaneTarget { pane: Some(pane) });
+    api.request(&request)
+        .ok()
+        .and_then(|v| v.get("shown").and_then(serde_json::Value::as_bool))
+        .unwrap_or(true)
+}
+
 /// The terminal's size, rows and columns.
 fn size() -> (u16, u16) {
     match crate::sys::get_winsize(std::io::stdout().as_fd()) {
@@ -114,6 +144,8 @@ struct Viewer {
     name: String,
     /// The pane mirrored: as asked, or as the host first answered.
     pane: Option<String>,
+    /// Nobody sees this pane now: the host holds back what it prints.
+    paused: bool,
     /// The host was said to be unreachable (once per outage).
     down: bool,
     /// Keys were refused in this outage (said once).
@@ -131,7 +163,12 @@ impl Viewer {
 
     fn stream(&self, out: &SharedOut) {
         let (rows, cols) = size();
-        let params = json!({ "pane": self.pane, "rows": rows, "cols": cols });
+        let params = json!({
+            "pane": self.pane,
+            "rows": rows,
+            "cols": cols,
+            "paused": self.paused,
+        });
         write_line(
             out,
             &json!({ "id": "s", "method": "pane.stream", "params": params }),
@@ -180,9 +217,14 @@ impl Role for Viewer {
                     ));
                 }
             }
-            (Cmd::Resize, Some(out)) => self.stream(out),
-            // (The mirror starts at the size of the moment.)
-            (Cmd::Resize, None) => {}
+            // (A SIGWINCH: a new size, or this pane shown or hidden here.)
+            (Cmd::Resize, out) => {
+                self.paused = !shown_here();
+                // (Without a connection, the mirror starts at the size of the moment.)
+                if let Some(out) = out {
+                    self.stream(out);
+                }
+            }
         }
         After::Nothing
     }

@@ -140,7 +140,19 @@ impl Server {
         }
         for tid in self.session.runtimes.ids() {
             if let Some(rt) = self.session.runtimes.get(tid) {
-                rt.handle.set_background(shown.binary_search(&tid).is_err());
+                let hidden = shown.binary_search(&tid).is_err();
+                rt.handle.set_background(hidden);
+                // A machine's pane mirrored here is told to look again (a SIGWINCH, which
+                // a process that has no handler for it yet ignores): its host holds back
+                // what it prints while nobody here sees it.
+                let was_hidden = self.session.shown.binary_search(&tid).is_err();
+                let view = (self.session.state.terminals.get(&tid))
+                    .is_some_and(|t| crate::machine::is_view(&t.argv));
+                if view && hidden != was_hidden {
+                    if let Some(pid) = rt.pid {
+                        crate::sys::signal_pid(pid as i32, nix::sys::signal::Signal::SIGWINCH);
+                    }
+                }
             }
         }
         self.session.shown = shown;

@@ -439,6 +439,11 @@ pub fn signal_group(pgid: i32, sig: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::kill(pid, sig);
 }
 
+/// Sends `sig` to the process `pid` (gone already: nothing happens).
+pub fn signal_pid(pid: i32, sig: nix::sys::signal::Signal) {
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+}
+
 /// A moment as the C library's idea of the time zone has it (`TZ`, /etc/localtime).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalTime {

@@ -91,12 +91,16 @@ pub struct PaneWrite {
 }
 
 /// `pane.stream`: the pane mirrored to this connection at this size (again on the same
-/// connection: a new size).
+/// connection: a new size, or paused or not).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaneStream {
     pub pane: Option<PaneNo>,
     pub rows: u16,
     pub cols: u16,
+    /// Nobody looks at the mirror now: what the program prints is held (bounded) until
+    /// it is streamed again without this.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// `pane.keys`: named keys (`Enter`, `C-c`, `Up`, …).

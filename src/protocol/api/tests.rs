@@ -222,6 +222,7 @@ fn samples() -> Vec<Request> {
             pane,
             rows: 40,
             cols: 120,
+            paused: true,
         }),
         Request::PaneWrite(super::PaneWrite {
             pane,

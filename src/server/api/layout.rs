@@ -225,6 +225,8 @@ impl Server {
             "rows": rows,
             "cols": cols,
             "focused": focused,
+            "shown": self.session.shown.binary_search(&ps.terminal).is_ok(),
+            "mirrors": self.api.streams.mirrors_of(ps.terminal),
             "zoomed": tab.zoomed && tab.focused == pane,
             "agent": term.agent,
             "agent_state": self.session.state.agent_state(pane),

@@ -4,6 +4,10 @@
 //! program's own bytes as they come, each as a `pane.data` line (base64); the pane is
 //! laid out at the mirror's size while it is mirrored. Keys come back as `pane.write`.
 //!
+//! A mirror nobody looks at is paused (`"paused": true`): nothing is sent to it, and
+//! what the program prints waits as below; going on, it gets what waited, or is started
+//! again when that was lost or went to other mirrors meanwhile.
+//!
 //! Bounded: the program's bytes are kept in the emulator (`term::mirror`, 4 MiB at
 //! most) until they are sent; while a mirror's connection has more than
 //! [`STREAM_BEHIND`] queued they wait there, and past the bound the mirror is started
@@ -35,6 +39,11 @@ pub(crate) struct Stream {
     terminal: TerminalId,
     /// The pane's public number, as the lines name it.
     pane: String,
+    /// Nobody looks at the mirror: nothing is sent to it.
+    paused: bool,
+    /// Bytes were sent to other mirrors of the pane while this one was paused: it is
+    /// started again when it goes on.
+    stale: bool,
 }
 
 #[derive(Default)]
@@ -49,6 +58,15 @@ pub(crate) struct Streams {
 impl Streams {
     pub(crate) fn mirrors(&self, tid: TerminalId) -> bool {
         self.list.iter().any(|s| s.terminal == tid)
+    }
+
+    /// How many mirrors of `tid` stream and how many are paused (`pane.get`'s
+    /// `mirrors`); None when it has none.
+    pub(crate) fn mirrors_of(&self, tid: TerminalId) -> Option<Value> {
+        let of = || self.list.iter().filter(|s| s.terminal == tid);
+        let paused = of().filter(|s| s.paused).count();
+        let live = of().count() - paused;
+        (live + paused > 0).then(|| json!({ "live": live, "paused": paused }))
     }
 
     pub(crate) fn retry_at(&self) -> Option<Instant> {
@@ -87,16 +105,24 @@ impl Server {
         // At that size before anything is taken from it (the program is told by the
         // pane's actor, which then finds the emulator resized already).
         lock(&rt.emulator).resize(size.0, size.1);
-        let result = json!({ "id": no, "rows": size.0, "cols": size.1 });
-        let streaming = self
-            .api
-            .streams
-            .list
-            .iter()
-            .any(|s| s.conn == conn && s.terminal == tid);
-        if streaming {
-            self.request_render();
-            return Ok(Outcome::Now(result));
+        let result = json!({ "id": no, "rows": size.0, "cols": size.1, "paused": p.paused });
+        let mine = |s: &&mut Stream| s.conn == conn && s.terminal == tid;
+        if let Some(stream) = self.api.streams.list.iter_mut().find(mine) {
+            let was = std::mem::replace(&mut stream.paused, p.paused);
+            let going_on = was && !p.paused;
+            if !(going_on && std::mem::take(&mut stream.stale)) {
+                // (Going on: what was held back comes now.)
+                if going_on {
+                    self.pump_mirrors(tid);
+                }
+                self.request_render();
+                return Ok(Outcome::Now(result));
+            }
+            // Others were sent what it missed: it starts again, from the state.
+            self.api
+                .streams
+                .list
+                .retain(|s| !(s.conn == conn && s.terminal == tid));
         }
         // Mirrors already there get what came before this one starts.
         self.pump_mirrors(tid);
@@ -113,6 +139,8 @@ impl Server {
             conn,
             terminal: tid,
             pane: no.clone(),
+            paused: p.paused,
+            stale: false,
         });
         self.api.reply(conn, id, Ok(result));
         for line in data_lines(&no, &start) {
@@ -140,9 +168,10 @@ impl Server {
             .streams
             .list
             .iter()
-            .filter(|s| s.terminal == tid)
+            .filter(|s| s.terminal == tid && !s.paused)
             .map(|s| (s.conn, s.pane.clone()))
             .collect();
+        // (All paused: what the program prints waits in the emulator, bounded.)
         if conns.is_empty() {
             return;
         }
@@ -176,6 +205,11 @@ impl Server {
         for (conn, pane) in conns {
             for line in data_lines(&pane, &bytes) {
                 self.api.send(conn, line);
+            }
+        }
+        for s in &mut self.api.streams.list {
+            if s.terminal == tid && s.paused {
+                s.stale = true;
             }
         }
     }
