@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::machines::{add, on, wait_pane, LINKED};
+use support::machines::{add, on, submit, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd};
 use support::{json, ok, Env, PROMPT};
@@ -37,17 +37,7 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
     add(&env, "gpu", &gpu);
     wait_pane(&env, "gpu", "p1", PROMPT);
     // History on the host before anything is opened here: 300 lines, most scrolled off.
-    ok(on(
-        &env,
-        "gpu",
-        &[
-            "pane",
-            "submit",
-            "--pane",
-            "p1",
-            "seq -f 'host-line-%g' 1 300",
-        ],
-    ));
+    submit(&env, "gpu", "p1", "seq -f 'host-line-%g' 1 300");
     wait_pane(&env, "gpu", "p1", "host-line-300");
 
     let local = open(&env, "gpu", "p1");
@@ -106,17 +96,7 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
         assert!(Instant::now() < deadline, "never paused: {}", mirrors(&env));
         std::thread::sleep(Duration::from_millis(50));
     }
-    ok(on(
-        &env,
-        "gpu",
-        &[
-            "pane",
-            "submit",
-            "--pane",
-            "p1",
-            "echo while-hidden-$((3*3))",
-        ],
-    ));
+    submit(&env, "gpu", "p1", "echo while-hidden-$((3*3))");
     wait_pane(&env, "gpu", "p1", "while-hidden-9");
     let here = ok(env.herdr(&["pane", "read", "--pane", &local, "--lines", "20"]));
     assert!(
@@ -172,17 +152,12 @@ fn a_cut_machines_pane_says_so_refuses_keys_and_comes_back_with_what_was_printed
     t.wait_text(PROMPT);
     add(&env, "far", &far);
     wait_pane(&env, "far", "p1", PROMPT);
-    ok(on(
+    submit(
         &env,
         "far",
-        &[
-            "pane",
-            "submit",
-            "--pane",
-            "p1",
-            "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
-        ],
-    ));
+        "p1",
+        "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
+    );
     wait_pane(&env, "far", "p1", "cnt-3");
     open(&env, "far", "p1");
     t.wait("the counter shown here", |t| {
@@ -236,16 +211,8 @@ fn a_machines_tab_clicked_in_the_sidebar_opens_here_with_each_of_its_panes() {
     wait_pane(&env, "gpu", "p1", PROMPT);
     ok(on(&env, "gpu", &["pane", "split", "--pane", "p1"]));
     wait_pane(&env, "gpu", "p2", PROMPT);
-    ok(on(
-        &env,
-        "gpu",
-        &["pane", "submit", "--pane", "p1", "echo left-$((2*3))"],
-    ));
-    ok(on(
-        &env,
-        "gpu",
-        &["pane", "submit", "--pane", "p2", "echo right-$((4*5))"],
-    ));
+    submit(&env, "gpu", "p1", "echo left-$((2*3))");
+    submit(&env, "gpu", "p2", "echo right-$((4*5))");
     wait_pane(&env, "gpu", "p2", "right-20");
     ok(on(&env, "gpu", &["tab", "rename", "--tab", "t1", "work"]));
     // The host's tab is listed under its workspace in the sidebar.

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::machines::{add, on, wait_pane, LINKED};
+use support::machines::{add, on, submit, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd, HOST};
 use support::{json, ok, Env, Outer, PROMPT};
@@ -178,17 +178,12 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
     wait_state(&env, "far", "connected", LINKED);
     wait_state(&env, "near", "connected", LINKED);
     wait_pane(&env, "far", "p1", PROMPT);
-    ok(on(
+    submit(
         &env,
         "far",
-        &[
-            "pane",
-            "submit",
-            "--pane",
-            "p1",
-            "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
-        ],
-    ));
+        "p1",
+        "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
+    );
     wait_pane(&env, "far", "p1", "cnt-3");
 
     // A request in flight when the link drops: answered with why, never left hanging.
@@ -298,11 +293,7 @@ fn a_slow_machine_and_a_flooding_one_hold_up_nothing() {
     wait_state(&env, "slow", "connected", Duration::from_secs(120));
     wait_state(&env, "loud", "connected", LINKED);
     wait_pane(&env, "loud", "p1", PROMPT);
-    ok(on(
-        &env,
-        "loud",
-        &["pane", "submit", "--pane", "p1", "yes flood-line-of-output"],
-    ));
+    submit(&env, "loud", "p1", "yes flood-line-of-output");
     wait_pane(&env, "loud", "p1", "flood-line-of-output");
 
     // The slow one is shown with its round trip; both stay connected.

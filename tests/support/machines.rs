@@ -42,3 +42,8 @@ pub fn wait_pane(env: &Env, machine: &str, pane: &str, text: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Types `text` and Enter into `pane` on `machine` (`pane submit` through `--machine`).
+pub fn submit(env: &Env, machine: &str, pane: &str, text: &str) {
+    ok(on(env, machine, &["pane", "submit", "--pane", pane, text]));
+}
