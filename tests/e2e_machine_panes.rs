@@ -246,6 +246,49 @@ fn a_machines_tab_clicked_in_the_sidebar_opens_here_with_each_of_its_panes() {
     });
     assert_eq!(tabs(&env), 2);
 
+    // Its events, through `--machine`, as they happen there.
+    let mut events = env
+        .command(
+            support::BIN,
+            &[
+                "--session",
+                &env.session,
+                "--machine",
+                "gpu",
+                "events",
+                "--json",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = events.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // (Subscribed once a first tab made there is told: made again until one is.)
+    let deadline = Instant::now() + LINKED;
+    let created = loop {
+        ok(on(&env, "gpu", &["tab", "create", "--name", "evented"]));
+        if let Ok(line) = rx.recv_timeout(Duration::from_secs(2)) {
+            break line;
+        }
+        assert!(Instant::now() < deadline, "no event came through --machine");
+    };
+    assert!(created.contains("\"event\""), "{created}");
+    let _ = events.kill();
+    let _ = events.wait();
+
     // By its id from the command line: the tab that shows it already.
     let opened = json(env.herdr(&["machine", "open", "gpu", "t1", "--json"]));
     assert_eq!(opened["tab"], "t2", "{opened}");

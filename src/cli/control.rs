@@ -454,29 +454,40 @@ pub fn events(session: &SessionName, json_out: bool) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     api.request(&Request::EventsSubscribe(NoParams {}))?;
-    let mut stdout = std::io::stdout();
     for line in api.lines() {
         let line = line?;
         let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-        let text = if json_out {
-            line
-        } else {
-            let mut t = format!("{} {}", s(&v, "event"), s(&v, "id"));
-            for k in ["name", "title", "status"] {
-                if let Some(x) = v.get(k).filter(|x| !x.is_null()) {
-                    t.push_str(&format!(" {k}={x}"));
-                }
-            }
-            t
-        };
-        if writeln!(stdout, "{text}")
-            .and_then(|_| stdout.flush())
-            .is_err()
-        {
+        if !print_event(&v, json_out) {
             break;
         }
     }
     Ok(0)
+}
+
+/// `herdr --machine NAME events`: that machine's, over a connection of its own.
+pub fn machine_events(machine: &str, json_out: bool) -> anyhow::Result<i32> {
+    Ok(crate::remote::machine_events::run(machine, |v| {
+        print_event(v, json_out)
+    })?)
+}
+
+/// Prints one event (`json_out`: as it came); false once stdout is gone.
+fn print_event(v: &Value, json_out: bool) -> bool {
+    let text = if json_out {
+        v.to_string()
+    } else {
+        let mut t = format!("{} {}", s(v, "event"), s(v, "id"));
+        for k in ["name", "title", "status"] {
+            if let Some(x) = v.get(k).filter(|x| !x.is_null()) {
+                t.push_str(&format!(" {k}={x}"));
+            }
+        }
+        t
+    };
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{text}")
+        .and_then(|_| stdout.flush())
+        .is_ok()
 }
 
 impl ApiClient {

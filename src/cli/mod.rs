@@ -291,7 +291,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Pane { command }) => control::pane(&session, command),
         Some(Command::Worktree { command }) => worktree::run(&session, command),
         Some(Command::Config { command }) => config::run(command),
-        Some(Command::Events { json }) => control::events(&session, json),
+        Some(Command::Events { json }) => match &cli.machine {
+            Some(machine) => control::machine_events(machine, json),
+            None => control::events(&session, json),
+        },
         Some(Command::Agent { command }) => agent::agent(&session, command),
         Some(Command::Integration { command }) => agent::integration(command),
         Some(Command::Machine { command }) => machine::run(command, &session, cli.session),
@@ -321,7 +324,6 @@ fn through_machine(name: &str, command: Option<&Command>) -> anyhow::Result<()> 
     crate::machine::load()?.get(name)?;
     let what = match command {
         None => Some("attaching (use `herdr --remote HOST`)"),
-        Some(Command::Events { .. }) => Some("`events` (a stream; run it on the machine)"),
         Some(
             Command::Session { .. }
             | Command::Ls { .. }

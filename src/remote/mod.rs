@@ -12,6 +12,7 @@ mod error;
 mod host;
 mod install;
 mod link;
+pub mod machine_events;
 pub mod machine_link;
 pub mod machine_view;
 pub mod probe;
