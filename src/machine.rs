@@ -215,7 +215,7 @@ pub fn view_argv(exe: &std::path::Path, name: &str, pane: Option<&str>) -> Vec<S
 
 /// Whether a pane started with `argv` shows a machine's pane ([`view_argv`]).
 pub fn is_view(argv: &[String]) -> bool {
-    argv.get(1).is_some_and(|a| a == "machine") && argv.get(2).is_some_and(|a| a == "view")
+    crate::model::state::viewed_machine(argv).is_some()
 }
 
 #[cfg(test)]

@@ -47,6 +47,15 @@ pub struct TerminalState {
     pub agent_since: Option<std::time::SystemTime>,
 }
 
+/// The saved machine whose pane a terminal started with `argv` mirrors (`herdr machine
+/// view NAME [PANE]`), if it is one.
+pub fn viewed_machine(argv: &[String]) -> Option<&str> {
+    match argv {
+        [_, machine, view, name, ..] if machine == "machine" && view == "view" => Some(name),
+        _ => None,
+    }
+}
+
 /// A program's name as people say it, from its `argv[0]`: `/usr/bin/vim` → `vim`, a
 /// login shell's `-bash` → `bash`.
 pub fn program_name(argv0: &str) -> &str {

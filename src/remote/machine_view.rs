@@ -12,9 +12,11 @@
 //! what the program prints (bounded) until it is shown again.
 //!
 //! The connection is kept up by `host` (the roaming rules). While the host is
-//! unreachable the terminal says so (its title, a line) and keys typed are refused with a
-//! bell; once the connection is back the mirror starts again from the pane's state, with
-//! everything printed meanwhile.
+//! unreachable, keys typed are refused with a bell (the local server, which sees the
+//! machine unreachable through its link, says so over the pane's last row and refuses
+//! them itself); nothing is written to the terminal, so once the connection is back the
+//! mirror goes on from where it stood: the host sends what its program printed since, or
+//! the pane's state when that is no longer kept.
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -65,8 +67,7 @@ pub fn run(name: &str, pane: Option<&str>) -> Result<i32, Error> {
         name: name.to_string(),
         pane: pane.map(String::from),
         paused: !shown_here(),
-        down: false,
-        refused: false,
+        pos: None,
     };
     host.run(&mut viewer)
 }
@@ -146,10 +147,9 @@ struct Viewer {
     pane: Option<String>,
     /// Nobody sees this pane now: the host holds back what it prints.
     paused: bool,
-    /// The host was said to be unreachable (once per outage).
-    down: bool,
-    /// Keys were refused in this outage (said once).
-    refused: bool,
+    /// Where the mirror stands (`run` and `at` of the last `pane.data`): a connection
+    /// made again asks to go on from there.
+    pos: Option<Value>,
 }
 
 impl Viewer {
@@ -168,6 +168,7 @@ impl Viewer {
             "rows": rows,
             "cols": cols,
             "paused": self.paused,
+            "resume": self.pos,
         });
         write_line(
             out,
@@ -182,20 +183,12 @@ impl Role for Viewer {
     fn connecting(&mut self) {}
 
     fn connected(&mut self, out: &SharedOut, _version: String) {
-        self.down = false;
-        self.refused = false;
         self.stream(out);
     }
 
-    fn down(&mut self, why: &str) {
-        if !self.down {
-            self.down = true;
-            put(format!("\x1b]2;{} (unreachable)\x1b\\", self.label()).as_bytes());
-            notice(&format!(
-                "{} is unreachable ({why}); reconnecting",
-                self.name
-            ));
-        }
+    fn down(&mut self, _why: &str) {
+        // (Nothing is written here: the mirror comes back to where it stood, and this
+        // pane's server says the machine is unreachable over its last row.)
     }
 
     fn command(&mut self, out: Option<&SharedOut>, cmd: Cmd) -> After {
@@ -207,16 +200,9 @@ impl Role for Viewer {
                     &json!({ "id": "w", "method": "pane.write", "params": params }),
                 );
             }
-            (Cmd::Keys(_), None) => {
-                put(b"\x07");
-                if !self.refused {
-                    self.refused = true;
-                    notice(&format!(
-                        "keys not sent: {} is unreachable; they are refused until it is back",
-                        self.name
-                    ));
-                }
-            }
+            // Refused, with a bell (this pane's server says why once it sees the machine
+            // unreachable too); never queued.
+            (Cmd::Keys(_), None) => put(b"\x07"),
             // (A SIGWINCH: a new size, or this pane shown or hidden here.)
             (Cmd::Resize, out) => {
                 self.paused = !shown_here();
@@ -235,6 +221,7 @@ impl Role for Viewer {
                 let data = msg.get("data").and_then(Value::as_str).unwrap_or("");
                 if let Some(bytes) = base64::decode(data) {
                     put(&bytes);
+                    self.pos = Some(json!({ "run": msg["run"], "at": msg["at"] }));
                 }
                 return;
             }

@@ -89,6 +89,36 @@ pub fn draw_ended(buf: &mut ratatui::buffer::Buffer, rect: Rect, code: Option<i3
     Some(row)
 }
 
+/// A line over the last row of a pane that mirrors a machine's pane while that machine
+/// is not connected (`machine` its name, `state` its state). The row is drawn afresh next
+/// time (the pane's program did not draw this). The row drawn.
+pub fn draw_machine_banner(
+    buf: &mut ratatui::buffer::Buffer,
+    rect: Rect,
+    (tid, machine, state): (TerminalId, &str, &str),
+    cache: &mut RowCache,
+) -> Option<u16> {
+    if rect.width == 0 || rect.height == 0 {
+        return None;
+    }
+    let text = format!(" {machine} is {state}: keys are not sent; it reconnects by itself ");
+    let text: String = text.chars().take(usize::from(rect.width)).collect();
+    let row = rect.bottom() - 1;
+    let style = Style::default().fg(Color::Black).bg(Color::Yellow);
+    let width = usize::from(rect.width);
+    buf.set_string(rect.x, row, format!("{text:<width$}"), style);
+    cache.seen.remove(&tid);
+    if let Some(slot) = cache
+        .rows
+        .get_mut(&tid)
+        .and_then(|r| r.get_mut(usize::from(rect.height - 1)))
+    {
+        slot.clear();
+        slot.push_str(UNSET);
+    }
+    Some(row)
+}
+
 /// Draws the pane's screen into `rect`; rows whose formatted text matches the cache are
 /// left as they are in `frame`.
 pub fn draw_pane(

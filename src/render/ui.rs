@@ -11,8 +11,10 @@ use super::chrome::{
     chrome_signature, clear_chrome, draw_help, draw_panel, draw_sidebar, draw_status, draw_tab_bar,
 };
 use super::diff::Frame;
-use super::pane::{draw_ended, draw_pane, PaneCursor, RowCache};
-use super::view::{pane_area, tab_geometry, with_screen, Overlay, View, ACCENT, MUTED};
+use super::pane::{draw_ended, draw_machine_banner, draw_pane, PaneCursor, RowCache};
+use super::view::{
+    machine_down, pane_area, tab_geometry, with_screen, Overlay, View, ACCENT, MUTED,
+};
 use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::SplitDir;
 use crate::model::Scroll;
@@ -194,6 +196,13 @@ pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> F
             };
             if let Some(code) = view.state.exit_status(tid) {
                 draw_ended(&mut frame.buffer, rect, code);
+            } else if let Some((machine, state)) = machine_down(view.state, view.machines, tid) {
+                draw_machine_banner(
+                    &mut frame.buffer,
+                    rect,
+                    (tid, machine, state),
+                    &mut cache.rows,
+                );
             }
             if pane == tab.focused {
                 highlight_border(&mut frame.buffer, rect, area);
@@ -301,10 +310,21 @@ pub fn compose_update(
             let Some(cursor) = drawn else {
                 continue;
             };
-            if let Some(code) = view.state.exit_status(tid) {
-                if let Some(row) = draw_ended(&mut frame.buffer, rect, code) {
-                    dirty[usize::from(row)] = true;
+            let banner = match view.state.exit_status(tid) {
+                Some(code) => draw_ended(&mut frame.buffer, rect, code),
+                None => {
+                    machine_down(view.state, view.machines, tid).and_then(|(machine, state)| {
+                        draw_machine_banner(
+                            &mut frame.buffer,
+                            rect,
+                            (tid, machine, state),
+                            &mut cache.rows,
+                        )
+                    })
                 }
+            };
+            if let Some(row) = banner {
+                dirty[usize::from(row)] = true;
             }
             if pane == tab.focused {
                 apply_cursor(frame, &cursor, true);

@@ -106,6 +106,19 @@ pub(super) enum MachineEntry {
     Tab(usize, usize, usize),
 }
 
+/// The machine a terminal mirrors a pane of, with that machine's state, while it is
+/// not connected (its pane here says so, and takes no keys).
+pub fn machine_down<'a>(
+    state: &AppState,
+    machines: &'a [MachineRow],
+    tid: TerminalId,
+) -> Option<(&'a str, &'static str)> {
+    let argv = &state.terminals.get(&tid)?.argv;
+    let name = crate::model::state::viewed_machine(argv)?;
+    let m = machines.iter().find(|m| m.name == name)?;
+    (m.state != "connected").then_some((m.name.as_str(), m.state))
+}
+
 pub(super) fn machine_entries(machines: &[MachineRow]) -> Vec<MachineEntry> {
     let mut out = Vec::new();
     for (mi, m) in machines.iter().enumerate() {

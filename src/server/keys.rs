@@ -246,6 +246,15 @@ impl Server {
         if self.session.state.exit_status(tid).is_some() {
             return false;
         }
+        // A machine's pane mirrored here while the machine is not connected: refused,
+        // and said (its pane says so too), never queued for later.
+        let down =
+            crate::render::view::machine_down(&self.session.state, &self.session.machines, tid);
+        if let Some((name, state)) = down {
+            self.say(format!("{name} is {state}: keys not sent"));
+            self.broadcast_raw(b"\x07");
+            return false;
+        }
         self.before_agent_input(tid);
         let Some(rt) = self.session.runtimes.get(tid) else {
             return false;

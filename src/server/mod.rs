@@ -302,7 +302,7 @@ impl Server {
             .then(|| Instant::now() + BEHIND_RETRY);
         let save = self.persist_deadline();
         let quiet = self.agent_quiet_deadline();
-        let mirrors = self.api.streams.retry_at();
+        let mirrors = self.api.streams.deadline();
         [
             self.session.hidden_output_at,
             self.clients.frame_due,
@@ -530,7 +530,10 @@ impl Server {
         if self.names_deadline().is_some_and(|d| d <= now) {
             self.names_tick(now);
         }
-        self.retry_mirrors(now);
+        if self.api.streams.deadline().is_some_and(|d| d <= now) {
+            self.mirrors_due(now);
+            changed = true;
+        }
         if self.clients.clock_due.is_some_and(|d| d <= now) {
             self.clients.clock_due = None;
             self.request_render();

@@ -1,56 +1,92 @@
 //! Mirrors: a terminal elsewhere kept showing what this emulator shows (a saved machine's
-//! pane opened in another server's client). The mirror is started with
+//! pane opened in another server's client). A mirror is started with
 //! [`Emulator::start_mirror`]'s bytes — which make a terminal of the same size show this
 //! one's history, screens, modes and title, whatever it showed before — and then fed the
-//! program's own bytes as they come ([`Emulator::take_mirrored`]). Those are kept here
-//! until taken, at most [`MIRROR_MAX`]: past that they are dropped and the next take says
-//! the mirror must be started again (a slow mirror gets the state, not the backlog).
+//! program's own bytes as they come ([`Emulator::mirrored_since`]).
+//!
+//! Those bytes are kept in a ring of at most [`MIRROR_MAX`], each at a position (a
+//! [`MirrorPos`]: which run of the ring, and how many bytes came before it in that run).
+//! A mirror that knows where it stands is sent what came since — also after its
+//! connection dropped and came back — and one that fell further behind than the ring
+//! reaches is started again (it gets the state, not the backlog).
 //!
 //! A mirror's own emulator must not answer the program's queries (this one did already):
 //! [`Emulator::set_answers`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::Emulator;
 
-/// Bytes kept for a mirror between two takes.
+/// Bytes the ring keeps: what a mirror may fall behind, or miss while its connection is
+/// down, and still be sent rather than started again.
 pub const MIRROR_MAX: usize = 4 << 20;
 
-#[derive(Debug, Default)]
+/// Runs of rings, numbered in this process (a ring stopped and started again is another
+/// run: positions of the old one mean nothing in it).
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Where a mirror stands in the program's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MirrorPos {
+    /// The ring's run.
+    pub run: u64,
+    /// Bytes of that run before this point.
+    pub at: u64,
+}
+
+#[derive(Debug)]
 pub(super) struct Tap {
+    run: u64,
+    /// The position of `bytes[0]`.
+    base: u64,
     bytes: Vec<u8>,
-    /// More than [`MIRROR_MAX`] came between two takes.
-    lost: bool,
 }
 
 impl Tap {
+    fn new() -> Tap {
+        // (Numbered from the process's start time too: a server after a restart does
+        // not take an old server's position for one of its own.)
+        Tap {
+            run: process_epoch() + RUNS.fetch_add(1, Ordering::Relaxed),
+            base: 0,
+            bytes: Vec::new(),
+        }
+    }
+
+    fn end(&self) -> MirrorPos {
+        MirrorPos {
+            run: self.run,
+            at: self.base + self.bytes.len() as u64,
+        }
+    }
+
     pub(super) fn keep(&mut self, bytes: &[u8]) {
-        if self.lost {
-            return;
-        }
-        if self.bytes.len() + bytes.len() > MIRROR_MAX {
-            self.lost = true;
-            self.bytes = Vec::new();
-            return;
-        }
         self.bytes.extend_from_slice(bytes);
+        if self.bytes.len() > MIRROR_MAX {
+            // Down to half, so the bytes are moved once per half a ring, not per write.
+            let drop = self.bytes.len() - MIRROR_MAX / 2;
+            self.bytes.drain(..drop);
+            self.base += drop as u64;
+        }
     }
 }
 
-/// What a mirror is to be sent next.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Mirrored {
-    /// The program's bytes since the last take.
-    Bytes(Vec<u8>),
-    /// Too many came: the mirror must be started again.
-    Lost,
+/// A number of this process's start: the time in nanoseconds, taken once.
+fn process_epoch() -> u64 {
+    static EPOCH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(0, |d| d.as_nanos() as u64) << 16
+    })
 }
 
 impl Emulator {
     /// The bytes that make a terminal of this size show what this one does — its history
     /// lines scrolled into that terminal's history, then the screens, modes and title
-    /// (whatever it showed before is reset) — and from now on keeps the program's bytes
-    /// for [`Emulator::take_mirrored`] (anything kept before is dropped).
-    pub fn start_mirror(&mut self) -> Vec<u8> {
-        self.tap = Some(Tap::default());
+    /// (whatever it showed before is reset) — and the position they bring it to. From
+    /// then on the program's bytes are kept for mirrors (if they were not already).
+    pub fn start_mirror(&mut self) -> (Vec<u8>, MirrorPos) {
+        let pos = self.tap.get_or_insert_with(Tap::new).end();
         let (rows, _) = self.size();
         // A full reset (pen, modes, both screens, keyboard flags), then the history gone.
         let mut out: Vec<u8> = b"\x1bc\x1b[3J".to_vec();
@@ -82,29 +118,27 @@ impl Emulator {
         out.extend(image.title.bytes().filter(|b| !b.is_ascii_control()));
         out.extend_from_slice(b"\x1b\\");
         out.extend_from_slice(&image.tail);
-        out
+        (out, pos)
     }
 
-    /// The program's bytes since the mirror was started or last taken from; None when
-    /// no mirror is kept or nothing came.
-    pub fn take_mirrored(&mut self) -> Option<Mirrored> {
-        let tap = self.tap.as_mut()?;
-        if tap.lost {
-            self.tap = None;
-            return Some(Mirrored::Lost);
-        }
-        if tap.bytes.is_empty() {
+    /// The program's bytes from `pos` on and the position after them (no bytes: nothing
+    /// came since); None when `pos` is not in the ring (another run, or further back
+    /// than it reaches): that mirror must be started again.
+    pub fn mirrored_since(&self, pos: MirrorPos) -> Option<(&[u8], MirrorPos)> {
+        let tap = self.tap.as_ref()?;
+        let end = tap.end();
+        if pos.run != tap.run || pos.at < tap.base || pos.at > end.at {
             return None;
         }
-        Some(Mirrored::Bytes(std::mem::take(&mut tap.bytes)))
+        Some((&tap.bytes[(pos.at - tap.base) as usize..], end))
     }
 
-    /// Keeps nothing for a mirror any more.
+    /// Keeps nothing for mirrors any more.
     pub fn stop_mirror(&mut self) {
         self.tap = None;
     }
 
-    /// Whether a mirror is kept.
+    /// Whether the program's bytes are kept for mirrors.
     pub fn mirrored(&self) -> bool {
         self.tap.is_some()
     }
@@ -134,7 +168,7 @@ mod tests {
         e.process(b"\x1b[?2004h\x1b[?1h\x1b]2;remote title\x07");
         let mut m = Emulator::new(5, 20, 100);
         m.process(b"something shown before\r\n\x1b[?1049h\x1b[?1000h");
-        m.process(&e.start_mirror());
+        m.process(&e.start_mirror().0);
         assert_eq!(text(&mut m), text(&mut e));
         assert_eq!(m.history_len(), e.history_len());
         assert_eq!(m.screen().line(4), e.screen().line(4));
@@ -149,30 +183,43 @@ mod tests {
     }
 
     #[test]
-    fn the_programs_bytes_after_the_start_are_kept_until_taken_and_bounded() {
+    fn a_mirror_is_sent_what_came_since_its_position_while_the_ring_reaches_it() {
         let mut e = Emulator::new(5, 20, 100);
         e.process(b"before");
-        assert_eq!(e.take_mirrored(), None);
-        let start = e.start_mirror();
+        assert!(!e.mirrored());
+        let (start, pos) = e.start_mirror();
+        assert_eq!(e.mirrored_since(pos).unwrap().0, b"");
         e.process(b" after\x1b[1");
         e.process(b"mbold");
-        let Some(Mirrored::Bytes(kept)) = e.take_mirrored() else {
-            panic!("nothing kept");
-        };
+        let (kept, end) = e.mirrored_since(pos).map(|(b, p)| (b.to_vec(), p)).unwrap();
         assert_eq!(kept, b" after\x1b[1mbold");
-        assert_eq!(e.take_mirrored(), None);
+        assert_eq!(end.at, pos.at + kept.len() as u64);
+        // From a point in the middle (a mirror that got part of it before its link
+        // dropped): the rest.
+        let middle = MirrorPos {
+            at: pos.at + 6,
+            ..pos
+        };
+        assert_eq!(e.mirrored_since(middle).unwrap().0, b"\x1b[1mbold");
         // Fed the start and then the rest, a mirror stands where the emulator does.
         let mut m = Emulator::new(5, 20, 100);
         m.process(&start);
         m.process(&kept);
         assert_eq!(m.screen().line(0), e.screen().line(0));
-        // Too much between two takes: the mirror is to be started again, and nothing is
-        // kept until it is.
+        // A second mirror started now begins where the first stands.
+        assert_eq!(e.start_mirror().1, end);
+        // Further back than the ring reaches, or of another run: started again.
         e.process(&vec![b'x'; MIRROR_MAX + 1]);
-        assert_eq!(e.take_mirrored(), Some(Mirrored::Lost));
-        assert!(!e.mirrored());
+        assert!(e.mirrored_since(end).is_none());
+        let other = MirrorPos {
+            run: pos.run + 1,
+            ..e.start_mirror().1
+        };
+        assert!(e.mirrored_since(other).is_none());
+        e.stop_mirror();
         e.process(b"more");
-        assert_eq!(e.take_mirrored(), None);
+        assert!(e.mirrored_since(pos).is_none());
+        assert!(!e.mirrored());
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod image;
 mod mirror;
 pub mod vt;
 
-pub use mirror::{Mirrored, MIRROR_MAX};
+pub use mirror::{MirrorPos, MIRROR_MAX};
 
 pub use history::Lines;
 pub use image::{Image, ImageError};

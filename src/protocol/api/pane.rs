@@ -101,6 +101,9 @@ pub struct PaneStream {
     /// it is streamed again without this.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// Where a mirror that streamed this pane before stands (`{"run":…,"at":…}` of its
+    /// last `pane.data`): only what came since is sent, if that is still kept.
+    pub resume: Option<serde_json::Value>,
 }
 
 /// `pane.keys`: named keys (`Enter`, `C-c`, `Up`, …).

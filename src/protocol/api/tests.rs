@@ -223,6 +223,7 @@ fn samples() -> Vec<Request> {
             rows: 40,
             cols: 120,
             paused: true,
+            resume: Some(json!({ "run": "12", "at": 34 })),
         }),
         Request::PaneWrite(super::PaneWrite {
             pane,
