@@ -66,6 +66,18 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
     t.wait("the host's answer shown here", |t| t.has_line("typed-42"));
     wait_pane(&env, "gpu", "p1", "typed-42");
 
+    // A click reaches the program there, in the mouse mode it asked for.
+    t.line("printf '\\e[?1000h\\e[?1006h'; cat -v");
+    t.wait("cat reading there", |t| {
+        t.pane_lines().iter().any(|l| l.ends_with("cat -v"))
+    });
+    t.send(b"\x1b[<0;60;20M\x1b[<0;60;20m");
+    t.wait("the click reported to the program there", |t| {
+        t.contents().contains("^[[<0;")
+    });
+    t.send(b"\x03");
+    t.line("printf '\\e[?1000l\\e[?1006l'");
+
     // Copy mode searches the history that came from the host.
     t.prefix(b"[");
     t.wait_text("SCROLL");
@@ -231,6 +243,25 @@ fn a_machines_tab_clicked_in_the_sidebar_opens_here_with_each_of_its_panes() {
         t.contents().contains("left-6") && t.contents().contains("right-20")
     });
     assert!(t.contents().contains("gpu:work"), "{}", t.contents());
+    // A pane split there later opens here too.
+    ok(on(&env, "gpu", &["pane", "split", "--pane", "p2"]));
+    let panes_here = |env: &Env| {
+        json(env.herdr(&["pane", "list", "--tab", "t2", "--json"]))
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let deadline = Instant::now() + LINKED;
+    while panes_here(&env) != 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the new pane there never opened here"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    submit(&env, "gpu", "p3", "echo third-$((5*5))");
+    t.wait("the new pane shown here", |t| {
+        t.contents().contains("third-25")
+    });
     // Clicked again: the same tab comes to front, nothing opens twice.
     t.line("echo local-again");
     let tabs = |env: &Env| {

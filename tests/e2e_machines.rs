@@ -185,6 +185,18 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
         "i=0; while sleep 0.2; do echo cnt-$((i=i+1)); done",
     );
     wait_pane(&env, "far", "p1", "cnt-3");
+    // The other machine's pane, opened here beside the local one.
+    wait_pane(&env, "near", "p1", PROMPT);
+    let opened = json(env.herdr(&["machine", "open", "near", "p1", "--json"]));
+    let near_tab = opened["tab"].as_str().unwrap().to_string();
+    // (Mirrored once its host streams it: keys typed before are refused.)
+    let deadline = Instant::now() + LINKED;
+    while json(on(&env, "near", &["pane", "get", "--pane", "p1", "--json"]))["mirrors"]["live"] != 1
+    {
+        assert!(Instant::now() < deadline, "near's pane never mirrored here");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    ok(env.herdr(&["tab", "focus", "t1"]));
 
     // A request in flight when the link drops: answered with why, never left hanging.
     let waiting = env
@@ -211,8 +223,9 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
         .unwrap();
     net.cut(Cut::Silent);
     let cut = Instant::now();
-    // Typing in a local pane echoes as before, and the other machine answers, all
-    // through the outage (each within a generous deadline: no stall).
+    // Typing in a local pane echoes as before, and so does typing in the other machine's
+    // pane opened here, and that machine answers commands, all through the outage (each
+    // within a generous deadline: no stall).
     let mut slowest = Duration::ZERO;
     let mut typed_lines = 0;
     while state_of(&env, "far") != "unreachable" {
@@ -222,11 +235,16 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
         let word = format!("echo local-{typed_lines}-typed");
         t.line(&word);
         t.wait_text(&word.replace("echo ", ""));
+        ok(env.herdr(&["tab", "focus", &near_tab]));
+        let word = format!("echo near-{typed_lines}-typed");
+        t.line(&word);
+        t.wait_text(&word.replace("echo ", ""));
+        ok(env.herdr(&["tab", "focus", "t1"]));
         ok(on(&env, "near", &["pane", "list"]));
         slowest = slowest.max(typed.elapsed());
     }
     eprintln!(
-        "FIGURE far unreachable after {:?}; slowest local echo + near command meanwhile {slowest:?}",
+        "FIGURE far unreachable after {:?}; slowest local echo + echo in near's pane here + near command meanwhile {slowest:?}",
         cut.elapsed()
     );
     t.wait("far dimmed as unreachable in the sidebar", |t| {

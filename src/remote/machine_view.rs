@@ -68,7 +68,10 @@ pub fn run(name: &str, pane: Option<&str>) -> Result<i32, Error> {
         pane: pane.map(String::from),
         paused: !shown_here(),
         pos: None,
+        refused: false,
     };
+    // (Until the mirror starts, which resets this terminal, it may say what it waits for.)
+    notice(&format!("connecting to {name}…"));
     host.run(&mut viewer)
 }
 
@@ -150,6 +153,8 @@ struct Viewer {
     /// Where the mirror stands (`run` and `at` of the last `pane.data`): a connection
     /// made again asks to go on from there.
     pos: Option<Value>,
+    /// Keys were refused before the mirror first started (said once).
+    refused: bool,
 }
 
 impl Viewer {
@@ -202,7 +207,17 @@ impl Role for Viewer {
             }
             // Refused, with a bell (this pane's server says why once it sees the machine
             // unreachable too); never queued.
-            (Cmd::Keys(_), None) => put(b"\x07"),
+            (Cmd::Keys(_), None) => {
+                put(b"\x07");
+                // Before the mirror first started nothing of it is shown yet: saying so
+                // costs nothing (the start resets this terminal).
+                if self.pos.is_none() && !std::mem::replace(&mut self.refused, true) {
+                    notice(&format!(
+                        "keys not sent: not connected to {} yet",
+                        self.name
+                    ));
+                }
+            }
             // (A SIGWINCH: a new size, or this pane shown or hidden here.)
             (Cmd::Resize, out) => {
                 self.paused = !shown_here();

@@ -90,7 +90,7 @@ pub fn draw_ended(buf: &mut ratatui::buffer::Buffer, rect: Rect, code: Option<i3
 }
 
 /// A line over the last row of a pane that mirrors a machine's pane while that machine
-/// is not connected (`machine` its name, `state` its state). The row is drawn afresh next
+/// is unreachable (`machine` its name, `state` its state). The row is drawn afresh next
 /// time (the pane's program did not draw this). The row drawn.
 pub fn draw_machine_banner(
     buf: &mut ratatui::buffer::Buffer,

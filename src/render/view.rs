@@ -89,9 +89,10 @@ pub struct MachineWorkspace {
     pub tabs: Vec<MachineTab>,
 }
 
-/// A tab of a saved machine: its label and its panes' public ids there (`p3`).
+/// A tab of a saved machine: its id and label there, and its panes' ids there (`p3`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineTab {
+    pub id: String,
     pub label: String,
     pub panes: Vec<String>,
 }
@@ -106,8 +107,9 @@ pub(super) enum MachineEntry {
     Tab(usize, usize, usize),
 }
 
-/// The machine a terminal mirrors a pane of, with that machine's state, while it is
-/// not connected (its pane here says so, and takes no keys).
+/// The machine a terminal mirrors a pane of, with that machine's state, while its link
+/// finds it unreachable (its pane here says so, and takes no keys). Not while the link
+/// is still connecting: the pane's own connection may well be up already.
 pub fn machine_down<'a>(
     state: &AppState,
     machines: &'a [MachineRow],
@@ -116,7 +118,7 @@ pub fn machine_down<'a>(
     let argv = &state.terminals.get(&tid)?.argv;
     let name = crate::model::state::viewed_machine(argv)?;
     let m = machines.iter().find(|m| m.name == name)?;
-    (m.state != "connected").then_some((m.name.as_str(), m.state))
+    (m.state == "unreachable").then_some((m.name.as_str(), m.state))
 }
 
 pub(super) fn machine_entries(machines: &[MachineRow]) -> Vec<MachineEntry> {

@@ -246,7 +246,7 @@ impl Server {
         if self.session.state.exit_status(tid).is_some() {
             return false;
         }
-        // A machine's pane mirrored here while the machine is not connected: refused,
+        // A machine's pane mirrored here while the machine is unreachable: refused,
         // and said (its pane says so too), never queued for later.
         let down =
             crate::render::view::machine_down(&self.session.state, &self.session.machines, tid);

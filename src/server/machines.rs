@@ -21,7 +21,7 @@ use super::api::{now, ApiError, ApiResult, Outcome};
 use super::conn::ClientId;
 use super::{Event, EventTx, Server};
 use crate::machine::Machine;
-use crate::model::ids::PaneId;
+use crate::model::ids::{PaneId, TabNo};
 use crate::model::layout::SplitDir;
 use crate::protocol::api::MachineOpen;
 use crate::protocol::machine::{LinkMsg, LinkState, ToLink, LINK_PROTOCOL, MAX_LINE};
@@ -48,6 +48,24 @@ pub(crate) struct Machines {
     calls: BTreeMap<u64, (ClientId, Value, u64)>,
     /// Why the saved list could not be read, if it could not.
     problem: Option<String>,
+    /// Tabs here that show a machine's tab: a pane made in that tab later opens here too.
+    followed: Vec<Followed>,
+}
+
+/// A tab here showing a machine's tab (until this server restarts).
+struct Followed {
+    /// The tab here (its public number).
+    tab: TabNo,
+    machine: String,
+    /// The machine's tab (`t2`).
+    host_tab: String,
+    /// Its highest pane number seen: panes above it are new there.
+    seen: u32,
+}
+
+/// A pane's number from its public id (`p7` → 7).
+fn pane_number(id: &str) -> u32 {
+    id.trim_start_matches('p').parse().unwrap_or(0)
 }
 
 struct Link {
@@ -162,6 +180,7 @@ fn shown_workspace(w: &Value, agents: &[Value], tabs: &[Value]) -> MachineWorksp
         .iter()
         .filter(|t| t.get("workspace").and_then(Value::as_str) == Some(id))
         .map(|t| MachineTab {
+            id: text(t, "id").unwrap_or_default(),
             label: (text(t, "name").filter(|n| !n.is_empty()))
                 .or_else(|| text(t, "title"))
                 .or_else(|| text(t, "id"))
@@ -434,6 +453,7 @@ impl Server {
                 for agent in news {
                     self.machine_agent_notify(&name, &agent);
                 }
+                self.follow_machine_tabs(&name);
             }
             LinkEvent::Msg(LinkMsg::Reply {
                 call,
@@ -562,6 +582,7 @@ impl Server {
     pub(crate) fn machine_open(&mut self, p: MachineOpen) -> ApiResult {
         let link = self.machines.named(&p.machine)?;
         let name = link.machine.name.clone();
+        let host_tab = p.tab.map(|t| t.to_string());
         let (label, panes) = match (p.tab, p.pane) {
             (Some(_), Some(_)) => {
                 return Err(ApiError::params("give \"pane\" or \"tab\", not both"));
@@ -586,6 +607,9 @@ impl Server {
             (None, None) => (name.clone(), vec![None]),
         };
         let (tab, pane) = self.open_machine_panes(&name, label, &panes)?;
+        if let Some(host_tab) = host_tab {
+            self.follow(&tab, &name, &host_tab, &panes);
+        }
         now(json!({ "tab": tab, "pane": self.pane_no(pane) }))
     }
 
@@ -600,10 +624,87 @@ impl Server {
         };
         let name = machine.name.clone();
         let label = format!("{name}:{}", tab.label);
+        let host_tab = tab.id.clone();
         let panes: Vec<Option<String>> = tab.panes.iter().cloned().map(Some).collect();
-        if let Err(e) = self.open_machine_panes(&name, label, &panes) {
-            self.say(format!("{name}: {}", e.message));
+        match self.open_machine_panes(&name, label, &panes) {
+            Ok((tab, _)) => self.follow(&tab, &name, &host_tab, &panes),
+            Err(e) => self.say(format!("{name}: {}", e.message)),
         }
+    }
+
+    /// From now on a pane made in `host_tab` of `machine` opens in tab `tab` here too.
+    fn follow(&mut self, tab: &str, machine: &str, host_tab: &str, panes: &[Option<String>]) {
+        let Some(tab) = crate::protocol::api::PublicId::parse(tab) else {
+            return;
+        };
+        let seen = panes
+            .iter()
+            .flatten()
+            .map(|p| pane_number(p))
+            .max()
+            .unwrap_or(0);
+        let followed = &mut self.machines.followed;
+        followed.retain(|f| f.tab != tab);
+        followed.push(Followed {
+            tab,
+            machine: machine.to_string(),
+            host_tab: host_tab.to_string(),
+            seen,
+        });
+    }
+
+    /// After a machine's view changed: panes made since in a tab followed here open in
+    /// that tab (split from its last pane); tabs here that are gone are forgotten.
+    fn follow_machine_tabs(&mut self, machine: &str) {
+        let st = &self.session.state;
+        let exists = |no: TabNo| {
+            st.workspaces
+                .iter()
+                .any(|w| w.tabs.iter().any(|t| t.no == no))
+        };
+        self.machines.followed.retain(|f| exists(f.tab));
+        let Some(link) = self
+            .machines
+            .links
+            .iter()
+            .find(|l| l.machine.name == machine)
+        else {
+            return;
+        };
+        let mut opens = Vec::new();
+        for f in self
+            .machines
+            .followed
+            .iter_mut()
+            .filter(|f| f.machine == machine)
+        {
+            let Some(panes) = link.tab_panes(&f.host_tab) else {
+                continue;
+            };
+            let seen = f.seen;
+            for pane in panes.into_iter().filter(|p| pane_number(p) > seen) {
+                f.seen = f.seen.max(pane_number(&pane));
+                opens.push((f.tab, pane));
+            }
+        }
+        if opens.is_empty() {
+            return;
+        }
+        let Ok(exe) = crate::paths::own_binary() else {
+            return;
+        };
+        for (tab, pane) in opens {
+            let st = &self.session.state;
+            let last = (st.workspaces.iter().flat_map(|w| &w.tabs))
+                .find(|t| t.no == tab)
+                .and_then(|t| t.layout.panes().last().copied());
+            let argv = crate::machine::view_argv(&exe, machine, Some(&pane));
+            if let Err(e) = (self.session).split_pane(last, SplitDir::Right, argv, None) {
+                self.say(format!("{machine}: {pane} did not open here: {e}"));
+            }
+        }
+        self.session.relayout();
+        self.request_render();
     }
 
     /// Opens `panes` of machine `name` (None: the one focused there) in one new tab named
