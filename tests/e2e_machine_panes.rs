@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::machines::{add, on, submit, wait_pane, LINKED};
+use support::machines::{add, blocked_agent, on, submit, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd};
 use support::{json, ok, Env, PROMPT};
@@ -133,6 +133,15 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
     });
     t.line("echo again-$((6*8))");
     wait_pane(&env, "gpu", "p1", "again-48");
+
+    // An agent there that waits for the user shows so here, as a local one does.
+    let agent = blocked_agent(&gpu);
+    submit(&env, "gpu", "p1", &agent);
+    wait_pane(&env, "gpu", "p1", "agent-reported");
+    t.wait("the agent's state shown on the tab here", |t| {
+        t.contents().contains("gpu:p1 [blocked]")
+            && t.rows().iter().any(|r| r.contains("claude blocked"))
+    });
 
     // Closed there: the pane here says so and ends.
     ok(on(&env, "gpu", &["pane", "split", "--pane", "p1"]));

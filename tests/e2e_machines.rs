@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::machines::{add, on, submit, wait_pane, LINKED};
+use support::machines::{add, blocked_agent, on, submit, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd, HOST};
 use support::{json, ok, Env, Outer, PROMPT};
@@ -52,26 +52,6 @@ fn sidebar_has(t: &support::Term, text: &str) -> bool {
     t.rows()
         .iter()
         .any(|r| r.split('│').next().unwrap_or("").trim() == text)
-}
-
-/// A fake agent for `sshd`'s host: it reports itself blocked from inside its pane, as
-/// an agent's hook would, then waits.
-fn blocked_agent(sshd: &Sshd) -> String {
-    let bin = sshd.remote_home().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    // (Named as the agent: what runs in front in the pane is taken for it.)
-    let path = bin.join("claude");
-    std::fs::write(
-        &path,
-        format!(
-            "#!/bin/bash\n{} agent report --source herdr:claude --agent claude --state blocked && echo agent-reported\nwhile read -r line; do :; done\n",
-            support::BIN
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
 }
 
 #[test]

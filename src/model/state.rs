@@ -45,6 +45,10 @@ pub struct TerminalState {
     pub agent_error: Option<String>,
     /// When the agent was detected, or its state last changed (`agent list` shows it).
     pub agent_since: Option<std::time::SystemTime>,
+    /// In a pane that mirrors a saved machine's pane: the agent there and its state, as
+    /// that machine's link last saw them (shown as a local agent's are; nothing of the
+    /// agent machinery here touches it).
+    pub mirrored_agent: Option<(String, String)>,
 }
 
 /// The saved machine whose pane a terminal started with `argv` mirrors (`herdr machine
@@ -83,6 +87,7 @@ impl TerminalState {
             agent_argv: Vec::new(),
             agent_error: None,
             agent_since: None,
+            mirrored_agent: None,
         }
     }
 
@@ -114,6 +119,7 @@ pub struct PaneState {
 pub fn shown_agent_state<'a>(pane: &PaneState, terminal: &'a TerminalState) -> Option<&'a str> {
     match terminal.agent_state.as_deref() {
         Some("idle") if !pane.seen => Some("done"),
+        None => terminal.mirrored_agent.as_ref().map(|(_, s)| s.as_str()),
         other => other,
     }
 }

@@ -209,7 +209,9 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
                     .panes
                     .get(pane)
                     .and_then(|ps| st.terminals.get(&ps.terminal))
-                    .and_then(|t| t.agent.as_deref())
+                    .and_then(|t| {
+                        (t.agent.as_deref()).or(t.mirrored_agent.as_ref().map(|m| m.0.as_str()))
+                    })
                     .unwrap_or("agent");
                 let state = st.agent_state(*pane).unwrap_or("");
                 let no = st.panes.get(pane).map_or(0, |p| p.no.0);

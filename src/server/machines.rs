@@ -255,6 +255,10 @@ impl Machines {
             .find(|l| l.running.as_ref().is_some_and(|(n, _)| *n == link))
     }
 
+    fn link(&self, name: &str) -> Option<&Link> {
+        self.links.iter().find(|l| l.machine.name == name)
+    }
+
     fn named(&mut self, name: &str) -> Result<&mut Link, ApiError> {
         self.links
             .iter_mut()
@@ -454,6 +458,7 @@ impl Server {
                     self.machine_agent_notify(&name, &agent);
                 }
                 self.follow_machine_tabs(&name);
+                self.mirror_agents(&name);
             }
             LinkEvent::Msg(LinkMsg::Reply {
                 call,
@@ -653,6 +658,32 @@ impl Server {
         });
     }
 
+    /// After a machine's view changed: the panes here that mirror one of its panes show
+    /// that pane's agent and state as the view has them (or none).
+    fn mirror_agents(&mut self, machine: &str) {
+        let Some(link) = self.machines.link(machine) else {
+            return;
+        };
+        let text = |a: &Value, key: &str| a.get(key).and_then(Value::as_str).map(String::from);
+        let mut changed = false;
+        for term in self.session.state.terminals.values_mut() {
+            if crate::model::state::viewed_machine(&term.argv) != Some(machine) {
+                continue;
+            }
+            let pane = term.argv.get(4).map(String::as_str);
+            let agent = (link.agents().iter())
+                .find(|a| pane.is_some() && a.get("pane").and_then(Value::as_str) == pane)
+                .and_then(|a| Some((text(a, "agent")?, text(a, "state")?)));
+            if term.mirrored_agent != agent {
+                term.mirrored_agent = agent;
+                changed = true;
+            }
+        }
+        if changed {
+            self.request_render();
+        }
+    }
+
     /// After a machine's view changed: panes made since in a tab followed here open in
     /// that tab (split from its last pane); tabs here that are gone are forgotten.
     fn follow_machine_tabs(&mut self, machine: &str) {
@@ -663,21 +694,14 @@ impl Server {
                 .any(|w| w.tabs.iter().any(|t| t.no == no))
         };
         self.machines.followed.retain(|f| exists(f.tab));
-        let Some(link) = self
-            .machines
-            .links
-            .iter()
-            .find(|l| l.machine.name == machine)
-        else {
+        let Machines {
+            links, followed, ..
+        } = &mut self.machines;
+        let Some(link) = links.iter().find(|l| l.machine.name == machine) else {
             return;
         };
         let mut opens = Vec::new();
-        for f in self
-            .machines
-            .followed
-            .iter_mut()
-            .filter(|f| f.machine == machine)
-        {
+        for f in followed.iter_mut().filter(|f| f.machine == machine) {
             let Some(panes) = link.tab_panes(&f.host_tab) else {
                 continue;
             };

@@ -47,3 +47,23 @@ pub fn wait_pane(env: &Env, machine: &str, pane: &str, text: &str) {
 pub fn submit(env: &Env, machine: &str, pane: &str, text: &str) {
     ok(on(env, machine, &["pane", "submit", "--pane", pane, text]));
 }
+
+/// A fake agent for `sshd`'s host: it reports itself blocked from inside its pane, as
+/// an agent's hook would, then waits.
+pub fn blocked_agent(sshd: &Sshd) -> String {
+    let bin = sshd.remote_home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // (Named as the agent: what runs in front in the pane is taken for it.)
+    let path = bin.join("claude");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/bash\n{} agent report --source herdr:claude --agent claude --state blocked && echo agent-reported\nwhile read -r line; do :; done\n",
+            super::BIN
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
