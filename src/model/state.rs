@@ -55,7 +55,11 @@ pub struct TerminalState {
 /// view NAME [PANE]`), if it is one.
 pub fn viewed_machine(argv: &[String]) -> Option<&str> {
     match argv {
-        [_, machine, view, name, ..] if machine == "machine" && view == "view" => Some(name),
+        [herdr, machine, view, name, ..]
+            if program_name(herdr) == "herdr" && machine == "machine" && view == "view" =>
+        {
+            Some(name)
+        }
         _ => None,
     }
 }

@@ -30,6 +30,9 @@ const LOG_MAX: u64 = 1 << 20;
 const SLOW_AFTER: Duration = Duration::from_secs(120);
 const SLOW_RETRY: Duration = Duration::from_secs(15);
 
+/// Lines and commands waiting for the loop at most.
+const INPUT_QUEUE: usize = 64;
+
 /// Longest line read from the host: a mirror's data lines are at most a few hundred KiB.
 const MAX_HOST_LINE: usize = 16 << 20;
 
@@ -91,7 +94,7 @@ pub(super) trait Role {
 pub(super) struct Host<C> {
     machine: Machine,
     rx: mpsc::Receiver<Input<C>>,
-    tx: mpsc::Sender<Input<C>>,
+    tx: mpsc::SyncSender<Input<C>>,
     /// Kept across connections once the host's herdr was found (and its server ensured):
     /// later ones only start a bridge.
     bridge: Option<Bridge>,
@@ -108,7 +111,9 @@ impl<C: Send + 'static> Host<C> {
     /// A connection to `machine`, not made yet; `log` names ssh's log in the runtime
     /// folder. Commands are sent through [`Host::sender`].
     pub(super) fn new(machine: Machine, log: &str) -> std::io::Result<Host<C>> {
-        let (tx, rx) = mpsc::channel();
+        // Bounded: a host's lines wait for this process to write them out (to a pane that
+        // reads them when it can), and the host holds the rest back.
+        let (tx, rx) = mpsc::sync_channel(INPUT_QUEUE);
         let watched: SharedWatch = Arc::default();
         let nudged = Arc::new(AtomicBool::new(false));
         let writer: SharedOut = Arc::default();
@@ -132,7 +137,7 @@ impl<C: Send + 'static> Host<C> {
         })
     }
 
-    pub(super) fn sender(&self) -> mpsc::Sender<Input<C>> {
+    pub(super) fn sender(&self) -> mpsc::SyncSender<Input<C>> {
         self.tx.clone()
     }
 
@@ -236,6 +241,7 @@ impl<C: Send + 'static> Host<C> {
             kill();
         })));
         if let Err(e) = crate::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&writer)) {
+            keepalive::watch(&self.watched).detach();
             return format!("cannot use the bridge: {e}");
         }
         *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(PatientWriter {
@@ -251,6 +257,8 @@ impl<C: Send + 'static> Host<C> {
             .name("herdr-host-read".into())
             .spawn(move || read_host(reader, gen, &tx, &watched));
         if let Err(e) = spawned {
+            keepalive::watch(&self.watched).detach();
+            *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = None;
             return format!("cannot start a thread: {e}");
         }
         role.connected(&self.writer, reply.version);
@@ -349,7 +357,7 @@ fn connect(
 fn read_host<C>(
     reader: WatchedReader,
     gen: u64,
-    tx: &mpsc::Sender<Input<C>>,
+    tx: &mpsc::SyncSender<Input<C>>,
     watched: &SharedWatch,
 ) {
     let mut reader = std::io::BufReader::new(reader);

@@ -54,7 +54,7 @@ fn send(msg: &LinkMsg) {
 }
 
 /// The server's requests, one per line; its end of the pipe closing ends this process.
-fn read_commands(tx: mpsc::Sender<Input<ToLink>>) {
+fn read_commands(tx: mpsc::SyncSender<Input<ToLink>>) {
     let mut stdin = std::io::BufReader::new(std::io::stdin().lock());
     let mut line = Vec::new();
     loop {

@@ -96,7 +96,7 @@ fn notice(text: &str) {
     put(format!("\r\n\x1b[0;7m {text} \x1b[0m\r\n").as_bytes());
 }
 
-fn read_keys(tx: mpsc::Sender<Input<Cmd>>) {
+fn read_keys(tx: mpsc::SyncSender<Input<Cmd>>) {
     let mut stdin = std::io::stdin().lock();
     let mut buf = vec![0; KEYS_PIECE];
     loop {
@@ -235,8 +235,15 @@ impl Role for Viewer {
             Some("pane.data") => {
                 let data = msg.get("data").and_then(Value::as_str).unwrap_or("");
                 if let Some(bytes) = base64::decode(data) {
+                    // A start resets this terminal: until its last line, there is no
+                    // position to come back to.
+                    if msg.get("start").is_some() {
+                        self.pos = None;
+                    }
                     put(&bytes);
-                    self.pos = Some(json!({ "run": msg["run"], "at": msg["at"] }));
+                    if msg.get("at").is_some() {
+                        self.pos = Some(json!({ "run": msg["run"], "at": msg["at"] }));
+                    }
                 }
                 return;
             }
@@ -255,9 +262,11 @@ impl Role for Viewer {
             return;
         };
         let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+        let code = error.get("code").and_then(Value::as_str).unwrap_or("");
         match msg.get("id").and_then(Value::as_str) {
-            // The pane is not there (any more): nothing to show.
-            Some("s") => {
+            // The pane is not there (any more), or cannot be asked for: nothing to show.
+            // (Anything else, such as a busy server, passes: the mirror stays as it is.)
+            Some("s") if matches!(code, "not_found" | "pane_exited" | "invalid_params") => {
                 notice(&format!("{}: {message}", self.label()));
                 leave(1);
             }

@@ -220,9 +220,12 @@ pub(super) fn draw_sidebar(view: &View<'_>, buf: &mut Buffer, size: (u16, u16)) 
             }
         }
     }
-    let first = SIDEBAR_FIRST_ROW + entries.len() as u16;
+    let first = usize::from(SIDEBAR_FIRST_ROW) + entries.len();
     for (i, entry) in machine_entries(view.machines).into_iter().enumerate() {
-        let y = first + i as u16;
+        // (Rows past the sidebar's end are not drawn.)
+        let Some(y) = u16::try_from(first + i).ok().filter(|y| *y < height) else {
+            break;
+        };
         let (mi, wi) = match entry {
             MachineEntry::Gap => continue,
             MachineEntry::Machine(m) => (m, None),

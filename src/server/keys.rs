@@ -247,12 +247,12 @@ impl Server {
             return false;
         }
         // A machine's pane mirrored here while the machine is unreachable: refused,
-        // and said (its pane says so too), never queued for later.
+        // and said on the status line (its pane says so too; no bell: mouse and focus
+        // reports come this way as well), never queued for later.
         let down =
             crate::render::view::machine_down(&self.session.state, &self.session.machines, tid);
         if let Some((name, state)) = down {
             self.say(format!("{name} is {state}: keys not sent"));
-            self.broadcast_raw(b"\x07");
             return false;
         }
         self.before_agent_input(tid);

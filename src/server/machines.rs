@@ -63,6 +63,17 @@ struct Followed {
     seen: u32,
 }
 
+/// A machine's workspaces, and a workspace's tabs, the sidebar lists at most (a host's
+/// view is its own: what it sends costs this server's frames nothing beyond these).
+const SHOWN_MAX: usize = 64;
+
+/// A host's pane id as this server writes it (`p7`), if it is one: what goes into a
+/// view's command line is never anything else.
+fn pane_id(text: &str) -> Option<String> {
+    let no: crate::model::ids::PaneNo = crate::protocol::api::PublicId::parse(text)?;
+    Some(no.to_string())
+}
+
 /// A pane's number from its public id (`p7` → 7).
 fn pane_number(id: &str) -> u32 {
     id.trim_start_matches('p').parse().unwrap_or(0)
@@ -130,7 +141,7 @@ impl Link {
         Some(
             panes
                 .iter()
-                .filter_map(|p| p.as_str().map(str::to_string))
+                .filter_map(|p| p.as_str().and_then(pane_id))
                 .collect(),
         )
     }
@@ -179,6 +190,7 @@ fn shown_workspace(w: &Value, agents: &[Value], tabs: &[Value]) -> MachineWorksp
     let tabs = tabs
         .iter()
         .filter(|t| t.get("workspace").and_then(Value::as_str) == Some(id))
+        .take(SHOWN_MAX)
         .map(|t| MachineTab {
             id: text(t, "id").unwrap_or_default(),
             label: (text(t, "name").filter(|n| !n.is_empty()))
@@ -190,7 +202,7 @@ fn shown_workspace(w: &Value, agents: &[Value], tabs: &[Value]) -> MachineWorksp
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten())
-            .filter_map(|p| p.as_str().map(str::to_string))
+            .filter_map(|p| p.as_str().and_then(pane_id))
             .collect(),
         })
         .collect();
@@ -223,6 +235,7 @@ impl Machines {
                     .and_then(|v| Some((v.workspaces.as_array()?, v.tabs.as_array())))
                     .map(|(ws, tabs)| {
                         ws.iter()
+                            .take(SHOWN_MAX)
                             .map(|w| shown_workspace(w, agents, tabs.map_or(&[], Vec::as_slice)))
                             .collect()
                     })

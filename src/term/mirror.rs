@@ -21,6 +21,10 @@ use super::Emulator;
 /// down, and still be sent rather than started again.
 pub const MIRROR_MAX: usize = 4 << 20;
 
+/// History a mirror's start carries at most (its newest lines): what one connection can
+/// take in one go with room to spare.
+pub const STATE_HISTORY: usize = 8 << 20;
+
 /// Runs of rings, numbered in this process (a ring stopped and started again is another
 /// run: positions of the old one mean nothing in it).
 static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -47,7 +51,7 @@ impl Tap {
         // (Numbered from the process's start time too: a server after a restart does
         // not take an old server's position for one of its own.)
         Tap {
-            run: process_epoch() + RUNS.fetch_add(1, Ordering::Relaxed),
+            run: process_epoch().wrapping_add(RUNS.fetch_add(1, Ordering::Relaxed)),
             base: 0,
             bytes: Vec::new(),
         }
@@ -92,8 +96,15 @@ impl Emulator {
         let mut out: Vec<u8> = b"\x1bc\x1b[3J".to_vec();
         // (Taken first: it moves rows a resize pushed off the screen into the history.)
         let image = self.screens_image();
-        let history = self.history_rows();
-        if history.len() > 0 {
+        // The newest history lines, at most STATE_HISTORY bytes of them.
+        let lens: Vec<usize> = self.history_rows().map(|(l, _)| l.len() + 8).collect();
+        let (mut skip, mut bytes) = (lens.len(), 0);
+        while skip > 0 && bytes + lens[skip - 1] <= STATE_HISTORY {
+            skip -= 1;
+            bytes += lens[skip];
+        }
+        let history = self.history_rows().skip(skip);
+        if skip < lens.len() {
             // The lines printed from the top, then as many line feeds as the screen has
             // rows less one: the last of them is scrolled off the top as well, and so
             // every line, and nothing else, is history there.
@@ -119,6 +130,11 @@ impl Emulator {
         out.extend_from_slice(b"\x1b\\");
         out.extend_from_slice(&image.tail);
         (out, pos)
+    }
+
+    /// Where the program's bytes kept for mirrors stand now; None when none are kept.
+    pub fn start_mirror_pos(&self) -> Option<MirrorPos> {
+        self.tap.as_ref().map(Tap::end)
     }
 
     /// The program's bytes from `pos` on and the position after them (no bytes: nothing

@@ -43,10 +43,15 @@ pub(crate) struct Stream {
     terminal: TerminalId,
     /// The pane's public number, as the lines name it.
     pane: String,
-    /// Nobody looks at the mirror: nothing is sent to it.
+    /// Nobody looks at the mirror: nothing is sent to it (and it sizes nothing).
     paused: bool,
+    /// The size of its terminal.
+    size: (u16, u16),
     /// Where the mirror stands: what it was sent last brings it here.
     pos: MirrorPos,
+    /// It is to be sent the pane's state next (it is new, or what it stands on no longer
+    /// matches the pane: a resize, another size, a new program in the pane).
+    restart: bool,
 }
 
 #[derive(Default)]
@@ -82,15 +87,27 @@ impl Streams {
     }
 }
 
-fn data_line(pane: &str, piece: &[u8], pos: MirrorPos) -> String {
-    json!({
-        "event": "pane.data",
-        "id": pane,
-        "data": base64::encode(piece),
-        "run": pos.run.to_string(),
-        "at": pos.at,
-    })
-    .to_string()
+fn data_line(pane: &str, piece: &[u8], pos: Option<MirrorPos>, start: bool) -> String {
+    let mut line = json!({ "event": "pane.data", "id": pane, "data": base64::encode(piece) });
+    if let Some(pos) = pos {
+        line["run"] = json!(pos.run.to_string());
+        line["at"] = json!(pos.at);
+    }
+    if start {
+        line["start"] = json!(true);
+    }
+    line.to_string()
+}
+
+/// The lines of a state (`term::mirror`'s start): the first says the mirror starts
+/// over, only the last says where that brings it (a mirror cut off in the middle has no
+/// position to come back to).
+fn state_lines(pane: &str, state: &[u8], pos: MirrorPos) -> Vec<String> {
+    let pieces: Vec<&[u8]> = state.chunks(DATA_PIECE).collect();
+    let last = pieces.len().saturating_sub(1);
+    (pieces.iter().enumerate())
+        .map(|(i, piece)| data_line(pane, piece, (i == last).then_some(pos), i == 0))
+        .collect()
 }
 
 /// `resume`'s position, as `pane.data` gave it (`run` as a string: it is a 64-bit
@@ -114,56 +131,100 @@ impl Server {
         let tid = self.target_terminal(p.pane)?;
         let no = self.pane_no(pane);
         let size = (p.rows, p.cols);
-        let rt = self
-            .session
-            .runtimes
-            .get_mut(tid)
-            .ok_or_else(|| ApiError::new("pane_exited", "the pane has no running program"))?;
-        self.session.mirror_sizes.insert(tid, size);
-        rt.resize(size.0, size.1);
-        // At that size before anything is taken from it (the program is told by the
-        // pane's actor, which then finds the emulator resized already).
-        lock(&rt.emulator).resize(size.0, size.1);
-        self.api.streams.linger.retain(|(t, _)| *t != tid);
-        let result = json!({ "id": no, "rows": size.0, "cols": size.1, "paused": p.paused });
-        let mine = |s: &&mut Stream| s.conn == conn && s.terminal == tid;
-        if let Some(stream) = self.api.streams.list.iter_mut().find(mine) {
-            // A new size, or paused or going on: what waited comes now.
-            stream.paused = p.paused;
-            self.pump_mirrors(tid);
-            self.request_render();
-            return Ok(Outcome::Now(result));
-        }
-        // Coming back to where it stood, or started from the state.
-        let (start, pos) = {
-            let mut emu = lock(&rt.emulator);
-            let resumed = (p.resume.as_ref())
-                .and_then(resume_pos)
-                .filter(|pos| emu.mirrored_since(*pos).is_some());
-            match resumed {
-                Some(pos) => (Vec::new(), pos),
-                None => emu.start_mirror(),
+        let now_size = match self.session.runtimes.get(tid) {
+            Some(rt) => lock(&rt.emulator).size(),
+            None => {
+                return Err(ApiError::new(
+                    "pane_exited",
+                    "the pane has no running program",
+                ))
             }
         };
-        self.api.streams.list.push(Stream {
-            conn,
-            terminal: tid,
-            pane: no.clone(),
-            paused: p.paused,
-            pos,
-        });
-        let mut result = result;
-        result["resumed"] = json!(start.is_empty());
-        if start.is_empty() {
-            *self.api.streams.resumed.entry(tid).or_default() += 1;
+        self.api.streams.linger.retain(|(t, _)| *t != tid);
+        let result = json!({ "id": no, "rows": size.0, "cols": size.1, "paused": p.paused });
+        let streams = &mut self.api.streams.list;
+        let live_elsewhere =
+            (streams.iter()).any(|s| s.terminal == tid && s.conn != conn && !s.paused);
+        // A paused mirror sizes nothing while another is looked at.
+        let sizes = !p.paused || !live_elsewhere;
+        let existing = streams
+            .iter()
+            .position(|s| s.conn == conn && s.terminal == tid);
+        let resumed = match existing {
+            Some(i) => {
+                streams[i].paused = p.paused;
+                streams[i].size = size;
+                false
+            }
+            None => {
+                // Coming back to where it stood: only at the size it left at.
+                let resume = (p.resume.as_ref())
+                    .and_then(resume_pos)
+                    .filter(|_| !sizes || size == now_size);
+                let rt = self.session.runtimes.get(tid);
+                let resume = resume.filter(|pos| {
+                    rt.is_some_and(|rt| lock(&rt.emulator).mirrored_since(*pos).is_some())
+                });
+                streams.push(Stream {
+                    conn,
+                    terminal: tid,
+                    pane: no.clone(),
+                    paused: p.paused,
+                    size,
+                    pos: resume.unwrap_or(MirrorPos { run: 0, at: 0 }),
+                    restart: resume.is_none(),
+                });
+                resume.is_some()
+            }
+        };
+        if sizes {
+            self.size_mirrored(tid, size);
         }
-        self.api.reply(conn, id, Ok(result));
-        for piece in start.chunks(DATA_PIECE) {
-            self.api.send(conn, data_line(&no, piece, pos));
+        if existing.is_none() {
+            let mut result = result;
+            result["resumed"] = json!(resumed);
+            if resumed {
+                *self.api.streams.resumed.entry(tid).or_default() += 1;
+            }
+            self.api.reply(conn, id, Ok(result));
+            self.pump_mirrors(tid);
+            self.request_render();
+            return Ok(Outcome::Later);
         }
         self.pump_mirrors(tid);
         self.request_render();
-        Ok(Outcome::Later)
+        Ok(Outcome::Now(result))
+    }
+
+    /// Lays a mirrored pane out at `size`. When that changes its size, the bytes its
+    /// mirrors have not been sent yet were drawn at the old one, and a mirror of another
+    /// size does not fit it: those are started again from the state.
+    fn size_mirrored(&mut self, tid: TerminalId, size: (u16, u16)) {
+        self.session.mirror_sizes.insert(tid, size);
+        let Some(rt) = self.session.runtimes.get_mut(tid) else {
+            return;
+        };
+        rt.resize(size.0, size.1);
+        let mut emu = lock(&rt.emulator);
+        if emu.size() == size {
+            return;
+        }
+        let end = emu.start_mirror_pos();
+        // At that size before anything is taken from it (the program is told by the
+        // pane's actor, which then finds the emulator resized already).
+        emu.resize(size.0, size.1);
+        drop(emu);
+        for s in self
+            .api
+            .streams
+            .list
+            .iter_mut()
+            .filter(|s| s.terminal == tid)
+        {
+            if Some(s.pos) != end || s.size != size {
+                s.restart = true;
+            }
+        }
     }
 
     pub(super) fn pane_write(&mut self, p: PaneWrite) -> ApiResult {
@@ -190,27 +251,39 @@ impl Server {
             .iter_mut()
             .filter(|s| s.terminal == tid && !s.paused)
         {
-            let behind = conns
-                .get(&s.conn)
-                .is_some_and(|c| c.writer.queued() > STREAM_BEHIND);
-            if behind {
+            let queued = conns.get(&s.conn).map_or(0, |c| c.writer.queued());
+            if queued > STREAM_BEHIND {
                 streams
                     .retry_at
                     .get_or_insert(Instant::now() + STREAM_RETRY);
                 continue;
             }
             let emu = emu.get_or_insert_with(|| lock(&rt.emulator));
-            let since = emu
-                .mirrored_since(s.pos)
-                .map(|(bytes, end)| (bytes.to_vec(), end));
-            let (bytes, end) = match since {
-                Some(sent) => sent,
-                None => emu.start_mirror(),
+            let since = (!s.restart)
+                .then(|| emu.mirrored_since(s.pos))
+                .flatten()
+                .map(|(bytes, _)| bytes);
+            let Some(bytes) = since else {
+                let (state, pos) = emu.start_mirror();
+                lines.extend(
+                    state_lines(&s.pane, &state, pos)
+                        .into_iter()
+                        .map(|l| (s.conn, l)),
+                );
+                (s.pos, s.restart) = (pos, false);
+                continue;
             };
-            for piece in bytes.chunks(DATA_PIECE) {
-                lines.push((s.conn, data_line(&s.pane, piece, end)));
+            // As much as the connection has room for now; the rest soon.
+            let room = (STREAM_BEHIND - queued).max(DATA_PIECE);
+            if bytes.len() > room {
+                streams
+                    .retry_at
+                    .get_or_insert(Instant::now() + STREAM_RETRY);
             }
-            s.pos = end;
+            for piece in bytes[..bytes.len().min(room)].chunks(DATA_PIECE) {
+                s.pos.at += piece.len() as u64;
+                lines.push((s.conn, data_line(&s.pane, piece, Some(s.pos), false)));
+            }
         }
         drop(emu);
         for (conn, line) in lines {
@@ -225,6 +298,7 @@ impl Server {
             self.api.streams.retry_at = None;
             let mut tids: Vec<TerminalId> =
                 self.api.streams.list.iter().map(|s| s.terminal).collect();
+            tids.sort_unstable();
             tids.dedup();
             for tid in tids {
                 self.pump_mirrors(tid);
@@ -243,6 +317,7 @@ impl Server {
         }
         for tid in gone {
             self.session.mirror_sizes.remove(&tid);
+            self.api.streams.resumed.remove(&tid);
             if let Some(rt) = self.session.runtimes.get(tid) {
                 lock(&rt.emulator).stop_mirror();
             }
@@ -256,6 +331,22 @@ impl Server {
     pub(crate) fn prune_mirrors(&mut self) {
         if self.api.streams.list.is_empty() {
             return;
+        }
+        // A pane whose program was run again has a new terminal: its mirrors go on with
+        // it, from its state.
+        let session = &mut self.session;
+        for s in self.api.streams.list.iter_mut() {
+            if session.runtimes.get(s.terminal).is_some() {
+                continue;
+            }
+            let no = s.pane.trim_start_matches('p').parse().ok();
+            let now = no.and_then(|n| session.terminal_of_pane_no(n));
+            if let Some(tid) = now.filter(|t| session.runtimes.get(*t).is_some()) {
+                if let Some(size) = session.mirror_sizes.remove(&s.terminal) {
+                    session.mirror_sizes.insert(tid, size);
+                }
+                (s.terminal, s.restart) = (tid, true);
+            }
         }
         let (conns, runtimes) = (&self.api.conns, &self.session.runtimes);
         let mut ended = Vec::new();
@@ -280,5 +371,40 @@ impl Server {
                 streams.linger.push((tid, Instant::now() + LINGER));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Value {
+        serde_json::from_str(line).unwrap()
+    }
+
+    #[test]
+    fn a_start_says_where_it_brings_the_mirror_only_on_its_last_line() {
+        let pos = MirrorPos { run: 7, at: 40 };
+        let state = vec![b'x'; DATA_PIECE * 2 + 5];
+        let lines: Vec<Value> = state_lines("p3", &state, pos)
+            .iter()
+            .map(|l| parse(l))
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0]["start"], true);
+        assert!(lines[0].get("at").is_none() && lines[1].get("at").is_none());
+        assert!(lines[1].get("start").is_none() && lines[2].get("start").is_none());
+        assert_eq!(
+            (&lines[2]["run"], &lines[2]["at"]),
+            (&json!("7"), &json!(40))
+        );
+        let data: Vec<u8> = lines
+            .iter()
+            .flat_map(|l| base64::decode(l["data"].as_str().unwrap()).unwrap())
+            .collect();
+        assert_eq!(data, state);
+        // A position given back comes back as it was given.
+        assert_eq!(resume_pos(&json!({ "run": "7", "at": 40 })), Some(pos));
+        assert_eq!(resume_pos(&json!({ "run": 7, "at": 40 })), None);
     }
 }
