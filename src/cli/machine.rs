@@ -162,6 +162,11 @@ pub fn run(
         }
         MachineCommand::Link { name } => Ok(crate::remote::machine_link::run(&name)?),
         MachineCommand::View { name, pane } => {
+            // (As the host writes it: `p3`.)
+            let pane = (pane.as_deref())
+                .map(super::control::id::<crate::model::ids::PaneNo>)
+                .transpose()?
+                .map(|p| p.to_string());
             Ok(crate::remote::machine_view::run(&name, pane.as_deref())?)
         }
     }

@@ -12,7 +12,8 @@ pub fn run(name: &str, print: impl FnMut(&Value) -> bool) -> Result<i32, Error> 
     let machine = crate::machine::load()?.get(name)?.clone();
     let mut host: Host<()> = Host::new(
         machine,
-        &format!("ssh-events-{name}-{}.log", std::process::id()),
+        // (One log per machine, not per run: started again past 1 MiB, never left behind.)
+        &format!("ssh-events-{name}.log"),
     )?;
     host.run(&mut Printer {
         name: name.to_string(),

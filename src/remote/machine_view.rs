@@ -43,7 +43,9 @@ pub fn run(name: &str, pane: Option<&str>) -> Result<i32, Error> {
     let machine = crate::machine::load()?.get(name)?.clone();
     let mut host = Host::new(
         machine,
-        &format!("ssh-view-{name}-{}.log", std::process::id()),
+        // (One log per machine's pane, not per run: started again past 1 MiB, never left
+        // behind by the runs before.)
+        &format!("ssh-view-{name}-{}.log", pane.unwrap_or("focused")),
     )?;
     let keys = host.sender();
     std::thread::Builder::new()
