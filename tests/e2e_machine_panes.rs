@@ -143,9 +143,11 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
             && t.rows().iter().any(|r| r.contains("claude blocked"))
     });
 
-    // Closed there: the pane here says so and ends.
+    // Its program ended there: the pane here shows the last it printed and says the pane
+    // closed, and ends.
     ok(on(&env, "gpu", &["pane", "split", "--pane", "p1"]));
-    ok(on(&env, "gpu", &["pane", "close", "--pane", "p1"]));
+    ok(on(&env, "gpu", &["pane", "keys", "--pane", "p1", "C-c"]));
+    submit(&env, "gpu", "p1", "echo last-words-$((3*4)); exit");
     let deadline = Instant::now() + LINKED;
     loop {
         let listed = json(env.herdr(&["pane", "list", "--json"]));
@@ -160,6 +162,9 @@ fn a_machines_pane_opens_here_with_its_history_takes_keys_and_is_searched() {
         assert!(Instant::now() < deadline, "the local pane stayed: {listed}");
         std::thread::sleep(Duration::from_millis(100));
     }
+    t.wait("the last words and the close shown here", |t| {
+        t.has_line("last-words-12") && t.contents().contains("gpu:p1 closed")
+    });
 }
 
 #[test]

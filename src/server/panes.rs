@@ -310,6 +310,10 @@ impl Server {
 
     /// Closes a pane: its program is hung up (and killed after a grace period).
     pub(crate) fn close_pane(&mut self, pane: PaneId) {
+        // Its mirrors get the last of what it printed before they are told it closed.
+        if let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) {
+            self.pump_mirrors(tid);
+        }
         let Some(closed) = self.session.state.close_pane(pane) else {
             return;
         };
