@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::machines::{add, blocked_agent, on, submit, wait_pane, LINKED};
+use support::machines::{add, blocked_agent, on, spawn_on, submit, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd};
 use support::{json, ok, Env, PROMPT};
@@ -298,22 +298,7 @@ fn a_machines_tab_clicked_in_the_sidebar_opens_here_with_each_of_its_panes() {
     assert_eq!(tabs(&env), 2);
 
     // Its events, through `--machine`, as they happen there.
-    let mut events = env
-        .command(
-            support::BIN,
-            &[
-                "--session",
-                &env.session,
-                "--machine",
-                "gpu",
-                "events",
-                "--json",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut events = spawn_on(&env, "gpu", &["events", "--json"]);
     let (tx, rx) = std::sync::mpsc::channel();
     let stdout = events.stdout.take().unwrap();
     std::thread::spawn(move || {

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::machines::{add, blocked_agent, on, submit, wait_pane, LINKED};
+use support::machines::{add, blocked_agent, on, spawn_on, submit, wait_pane, LINKED};
 use support::netns::{Cut, Netns};
 use support::sshd::{MuxGuard, Sshd, HOST};
 use support::{json, ok, Env, Outer, PROMPT};
@@ -179,28 +179,20 @@ fn a_cut_machine_holds_up_nothing_and_comes_back_by_itself() {
     ok(env.herdr(&["tab", "focus", "t1"]));
 
     // A request in flight when the link drops: answered with why, never left hanging.
-    let waiting = env
-        .command(
-            support::BIN,
-            &[
-                "--session",
-                &env.session,
-                "--machine",
-                "far",
-                "pane",
-                "wait",
-                "--pane",
-                "p1",
-                "--output",
-                "never-printed",
-                "--timeout",
-                "300",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let waiting = spawn_on(
+        &env,
+        "far",
+        &[
+            "pane",
+            "wait",
+            "--pane",
+            "p1",
+            "--output",
+            "never-printed",
+            "--timeout",
+            "300",
+        ],
+    );
     net.cut(Cut::Silent);
     let cut = Instant::now();
     // Typing in a local pane echoes as before, and so does typing in the other machine's

@@ -22,6 +22,7 @@ mod input;
 mod keyboard;
 mod keys;
 mod lend;
+mod machine_panes;
 mod machines;
 mod names;
 mod notify;

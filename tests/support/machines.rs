@@ -67,3 +67,15 @@ pub fn blocked_agent(sshd: &Sshd) -> String {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
 }
+
+/// Starts `herdr --machine NAME ARGS…` in this session, its output piped, without
+/// waiting for it.
+pub fn spawn_on(env: &Env, machine: &str, args: &[&str]) -> std::process::Child {
+    let mut all = vec!["--session", env.session.as_str(), "--machine", machine];
+    all.extend_from_slice(args);
+    env.command(super::BIN, &all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
