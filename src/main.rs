@@ -3,6 +3,9 @@
 use clap::{CommandFactory, FromArgMatches};
 
 fn main() {
+    // The relocations the loader applied are never read again: their pages leave this
+    // process's memory (servers and clients run for days).
+    herdr::sys::startup::release_relocations();
     // A shell asking for completions gets them and nothing else runs.
     herdr::cli::manual::complete_if_asked();
     // A server started by a client is run without the CLI parser (see the function).

@@ -18,6 +18,7 @@ pub mod fdpass;
 pub mod netwatch;
 pub mod nofile;
 pub mod pty;
+pub mod startup;
 pub mod tty;
 
 /// Tests that count this process's fds must not overlap with tests that open some.
