@@ -123,21 +123,27 @@ impl Sig<'_> {
 }
 
 /// Blanks the sidebar, tab bar and status line before they are drawn again.
-pub(super) fn clear_chrome(buf: &mut Buffer, size: (u16, u16), sidebar: u16) {
+/// The chrome's cells, row by row: the top and bottom rows whole, the sidebar's columns
+/// of the rows between.
+pub(super) fn chrome_cells(
+    size: (u16, u16),
+    sidebar: u16,
+) -> impl Iterator<Item = (u16, u16)> + Clone {
     let (cols, rows) = size;
-    let mut blank = |x: u16, y: u16| {
+    (0..rows).flat_map(move |y| {
+        let width = if y == 0 || y + 1 == rows {
+            cols
+        } else {
+            sidebar.min(cols)
+        };
+        (0..width).map(move |x| (x, y))
+    })
+}
+
+pub(super) fn clear_chrome(buf: &mut Buffer, size: (u16, u16), sidebar: u16) {
+    for (x, y) in chrome_cells(size, sidebar) {
         if let Some(c) = buf.cell_mut((x, y)) {
             c.reset();
-        }
-    };
-    for y in 0..rows {
-        let xs = if y == 0 || y + 1 == rows {
-            0..cols
-        } else {
-            0..sidebar.min(cols)
-        };
-        for x in xs {
-            blank(x, y);
         }
     }
 }

@@ -8,7 +8,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 
 use super::chrome::{
-    chrome_signature, clear_chrome, draw_help, draw_panel, draw_sidebar, draw_status, draw_tab_bar,
+    chrome_cells, chrome_signature, clear_chrome, draw_help, draw_panel, draw_sidebar, draw_status,
+    draw_tab_bar,
 };
 use super::diff::Frame;
 use super::pane::{draw_ended, draw_machine_banner, draw_pane, PaneCursor, RowCache};
@@ -97,8 +98,8 @@ fn draw_badges(buf: &mut Buffer, key: &LayoutKey, area: Rect) {
 pub struct ComposeCache {
     key: Option<LayoutKey>,
     rows: RowCache,
-    /// The chrome as last drawn (only its sidebar, tab bar and status cells are used).
-    chrome: Option<Buffer>,
+    /// The chrome's cells before it was last drawn again (scratch, reused).
+    chrome_before: Vec<ratatui::buffer::Cell>,
     chrome_signature: Option<Vec<u8>>,
     /// Where the next signature is written (the last one's buffer, reused).
     signature_scratch: Vec<u8>,
@@ -157,7 +158,6 @@ fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
 /// Composes a client's view afresh (and resets the cache to describe this frame).
 pub fn compose(view: &View<'_>, size: (u16, u16), cache: &mut ComposeCache) -> Frame {
     cache.rows.clear();
-    cache.chrome = None;
     cache.chrome_signature = None;
     let key = layout_key(view, size);
     let mut frame = Frame::new(size.0, size.1);
@@ -255,12 +255,6 @@ pub fn compose_update(
     dirty.clear();
     dirty.resize(usize::from(size.1), false);
     cache.rows.sync_due = None;
-    // The chrome is drawn aside and copied over only where it changed.
-    let area = Rect::new(0, 0, size.0, size.1);
-    let chrome = cache.chrome.get_or_insert_with(|| Buffer::empty(area));
-    if chrome.area != area {
-        *chrome = Buffer::empty(area);
-    }
     // Everything the chrome shows: when it is unchanged, so is the chrome.
     let mut signature = std::mem::take(&mut cache.signature_scratch);
     chrome_signature(view, size, &mut signature);
@@ -270,23 +264,22 @@ pub fn compose_update(
         .replace(signature)
         .unwrap_or_default();
     if chrome_changed {
-        clear_chrome(chrome, size, view.sidebar);
-        draw_sidebar(view, chrome, size);
-        draw_tab_bar(view, chrome, size);
-        draw_status(view, chrome, size);
-    }
-    for y in (0..size.1).filter(|_| chrome_changed) {
-        let width = if y == 0 || y + 1 == size.1 {
-            size.0
-        } else {
-            view.sidebar.min(size.0)
-        };
-        for x in 0..width {
-            if let (Some(src), Some(dst)) = (chrome.cell((x, y)), frame.buffer.cell_mut((x, y))) {
-                if src != dst {
-                    *dst = src.clone();
-                    dirty[usize::from(y)] = true;
-                }
+        // Drawn over the frame in place (the chrome's cells are only its own), its cells
+        // as they were kept aside to tell the rows that changed.
+        let cells = chrome_cells(size, view.sidebar);
+        cache.chrome_before.clear();
+        cache.chrome_before.extend(
+            cells
+                .clone()
+                .filter_map(|(x, y)| frame.buffer.cell((x, y)).cloned()),
+        );
+        clear_chrome(&mut frame.buffer, size, view.sidebar);
+        draw_sidebar(view, &mut frame.buffer, size);
+        draw_tab_bar(view, &mut frame.buffer, size);
+        draw_status(view, &mut frame.buffer, size);
+        for ((x, y), before) in cells.zip(&cache.chrome_before) {
+            if frame.buffer.cell((x, y)) != Some(before) {
+                dirty[usize::from(y)] = true;
             }
         }
     }
