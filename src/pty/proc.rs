@@ -15,25 +15,44 @@ pub struct Foreground {
 /// Reads a small /proc file whole. Its content is generated on every read, so it is read
 /// into room for all of it at once (growing reads would generate it again and again), and
 /// with plain reads: `read_to_end` would first ask the file's size and position, two
-/// calls that tell nothing for a /proc file (`pane list` reads one per pane).
+/// calls that tell nothing for a /proc file (`pane list` reads one per pane). A read that
+/// does not fill the room has it all (procfs hands a file's content out as far as asked),
+/// so one read usually does, without a second one to see the end.
 fn read_proc(path: &str, room: usize) -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut buf = vec![0; room];
-    let mut len = 0;
-    loop {
-        if len == buf.len() {
-            buf.resize(2 * len, 0);
-        }
-        match file.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
+    thread_local! {
+        /// The room read into, kept (a listing of every pane reads thousands of files;
+        /// zeroing fresh room for each cost more than the reads).
+        static ROOM: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    buf.truncate(len);
-    Some(buf)
+    let mut file = std::fs::File::open(path).ok()?;
+    ROOM.with_borrow_mut(|buf| {
+        if buf.len() < room {
+            buf.resize(room, 0);
+        }
+        let mut len = 0;
+        loop {
+            if len == buf.len() {
+                buf.resize(2 * len, 0);
+            }
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) if len + n < buf.len() => {
+                    len += n;
+                    break;
+                }
+                Ok(n) => len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        let out = buf[..len].to_vec();
+        // A file that needed much more room (a huge command line) does not keep it.
+        if buf.len() > 4 * room.max(4096) {
+            *buf = Vec::new();
+        }
+        Some(out)
+    })
 }
 
 /// Field `index` of a stat file (a process's or a thread's), counted after the command

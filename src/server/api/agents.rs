@@ -11,7 +11,7 @@
 //! ends its hooks do not report (a prompt answered by Esc, work interrupted): a state
 //! a hook set ends by the screen only once the screen showed it and then stopped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -82,15 +82,21 @@ pub(crate) struct Activity {
 impl Server {
     /// Re-detects the agent of a terminal when its foreground process changed.
     pub(crate) fn refresh_agent(&mut self, tid: TerminalId) {
-        let Some(rt) = self.session.runtimes.get(tid) else {
+        let fg_pid = self
+            .session
+            .runtimes
+            .get(tid)
+            .and_then(|rt| rt.foreground_pid());
+        self.refresh_agent_seen(tid, fg_pid);
+    }
+
+    /// [`Server::refresh_agent`] with the pane's foreground process already asked for
+    /// (one ioctl): its command line is read only when it changed (`pane list` refreshes
+    /// every pane).
+    fn refresh_agent_seen(&mut self, tid: TerminalId, fg_pid: Option<i32>) {
+        let Some(leader) = self.session.runtimes.get(tid).and_then(|rt| rt.pid) else {
             return;
         };
-        let Some(leader) = rt.pid else {
-            return;
-        };
-        // The foreground process's number first (one ioctl): its command line is read
-        // only when it changed (`pane list` refreshes every pane).
-        let fg_pid = rt.foreground_pid();
         let Some(term) = self.session.state.terminals.get_mut(&tid) else {
             return;
         };
@@ -589,14 +595,17 @@ impl Server {
 
     /// Every pane's agent, as `pane list` shows them: a foreground process already found
     /// to be no agent is not read again here (output in its pane still looks again, so a
-    /// program that `exec`s an agent is found once it draws).
-    pub(crate) fn refresh_agents(&mut self) {
+    /// program that `exec`s an agent is found once it draws). Returns each terminal's
+    /// foreground process as it was asked for, for the listing to describe.
+    pub(crate) fn refresh_agents(&mut self) -> HashMap<TerminalId, Option<i32>> {
+        let mut seen = HashMap::with_capacity(self.session.runtimes.len());
         for tid in self.session.runtimes.ids() {
             let fg = self
                 .session
                 .runtimes
                 .get(tid)
                 .and_then(|rt| rt.foreground_pid());
+            seen.insert(tid, fg);
             let plain = fg.is_some() && self.agents.activity.plain.get(&tid).copied() == fg;
             let no_agent = self
                 .session
@@ -605,8 +614,9 @@ impl Server {
                 .get(&tid)
                 .is_some_and(|t| t.agent.is_none());
             if !(plain && no_agent) {
-                self.refresh_agent(tid);
+                self.refresh_agent_seen(tid, fg);
             }
         }
+        seen
     }
 }

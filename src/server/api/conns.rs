@@ -161,6 +161,11 @@ impl ApiState {
         self.send_reply(conn, id, reply_line(id, result));
     }
 
+    /// [`ApiState::reply`] for a result already written as JSON text.
+    pub(crate) fn reply_json(&mut self, conn: ClientId, id: &Value, result: &str) {
+        self.send_reply(conn, id, format!("{{\"id\":{id},\"result\":{result}}}"));
+    }
+
     /// [`ApiState::reply`] for a reply line already made.
     fn send_reply(&mut self, conn: ClientId, id: &Value, line: String) {
         let line = match line.len() >= MAX_API_REPLY {

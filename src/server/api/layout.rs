@@ -34,6 +34,38 @@ fn spawn_err(e: impl std::fmt::Display) -> ApiError {
     ApiError::new("spawn_failed", e.to_string())
 }
 
+/// One pane as `pane.get` and `pane.list` show it (the keys in this order).
+#[derive(serde::Serialize)]
+struct PaneRow<'a> {
+    id: String,
+    workspace: String,
+    tab: String,
+    title: String,
+    label: Option<&'a str>,
+    cwd: Option<String>,
+    pid: Option<u32>,
+    command: Option<String>,
+    argv: &'a [String],
+    rows: u16,
+    cols: u16,
+    focused: bool,
+    shown: bool,
+    mirrors: Option<Value>,
+    zoomed: bool,
+    agent: Option<&'a str>,
+    agent_state: Option<&'a str>,
+    agent_error: Option<&'a str>,
+    /// While it runs: null; then its status, or "signal" when a signal ended it.
+    exited: Option<Exited>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Exited {
+    Code(i32),
+    Signal(&'static str),
+}
+
 impl Server {
     pub(crate) fn workspace_list(&self) -> Value {
         let items: Vec<Value> = self
@@ -196,52 +228,64 @@ impl Server {
 
     /// Everything a script wants to know about one pane.
     pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
-        self.pane_json_at(self.session.state.find_pane(pane)?, pane)
+        let tid = self.session.state.panes.get(&pane)?.terminal;
+        let fg = self
+            .session
+            .runtimes
+            .get(tid)
+            .and_then(|r| r.foreground_pid());
+        self.pane_json_at(self.session.state.find_pane(pane)?, pane, fg)
     }
 
     /// [`Server::pane_json`] of a pane at `pos` (found by the caller: a listing walks the
-    /// layout once rather than looking each pane up in it).
-    fn pane_json_at(&self, pos: PanePos, pane: PaneId) -> Option<Value> {
+    /// layout once rather than looking each pane up in it) whose foreground process the
+    /// caller asked for.
+    fn pane_json_at(&self, pos: PanePos, pane: PaneId, fg_pid: Option<i32>) -> Option<Value> {
+        serde_json::to_value(self.pane_row(pos, pane, fg_pid)?).ok()
+    }
+
+    fn pane_row(&self, pos: PanePos, pane: PaneId, fg_pid: Option<i32>) -> Option<PaneRow<'_>> {
         let ps = self.session.state.panes.get(&pane)?;
         let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
         let term = self.session.state.terminals.get(&ps.terminal)?;
         let rt = self.session.runtimes.get(ps.terminal);
-        let fg = rt.and_then(|r| r.foreground());
+        let fg = fg_pid.map(crate::pty::proc::describe);
         let (rows, cols) = rt.map(|r| r.size).unwrap_or((0, 0));
         let focused = pos.workspace == self.session.state.active
             && pos.tab == ws.active
             && tab.focused == pane;
-        Some(json!({
-            "id": ps.no.to_string(),
-            "workspace": ws.no.to_string(),
-            "tab": tab.no.to_string(),
-            "title": view::terminal_title(&self.session.state, ps.terminal),
-            "label": ps.label,
-            "cwd": fg.as_ref().and_then(|f| f.cwd.as_ref()).map(|c| c.display().to_string()),
-            "pid": rt.and_then(|r| r.pid),
-            "command": fg.as_ref().map(|f| f.argv.join(" ")),
-            "argv": term.argv,
-            "rows": rows,
-            "cols": cols,
-            "focused": focused,
-            "shown": self.session.shown.binary_search(&ps.terminal).is_ok(),
-            "mirrors": self.api.streams.mirrors_of(ps.terminal),
-            "zoomed": tab.zoomed && tab.focused == pane,
-            "agent": term.agent,
-            "agent_state": self.session.state.agent_state(pane),
-            "agent_error": term.agent_error,
-            // While it runs: null; then its status, or "signal" when a signal ended it.
-            "exited": match term.exited {
-                None => Value::Null,
-                Some(Some(code)) => json!(code),
-                Some(None) => json!("signal"),
-            },
-        }))
+        Some(PaneRow {
+            id: ps.no.to_string(),
+            workspace: ws.no.to_string(),
+            tab: tab.no.to_string(),
+            title: view::terminal_title(&self.session.state, ps.terminal),
+            label: ps.label.as_deref(),
+            cwd: fg
+                .as_ref()
+                .and_then(|f| f.cwd.as_ref())
+                .map(|c| c.display().to_string()),
+            pid: rt.and_then(|r| r.pid),
+            command: fg.as_ref().map(|f| f.argv.join(" ")),
+            argv: &term.argv,
+            rows,
+            cols,
+            focused,
+            shown: self.session.shown.binary_search(&ps.terminal).is_ok(),
+            mirrors: self.api.streams.mirrors_of(ps.terminal),
+            zoomed: tab.zoomed && tab.focused == pane,
+            agent: term.agent.as_deref(),
+            agent_state: self.session.state.agent_state(pane),
+            agent_error: term.agent_error.as_deref(),
+            exited: term.exited.map(|e| match e {
+                Some(code) => Exited::Code(code),
+                None => Exited::Signal("signal"),
+            }),
+        })
     }
 
     pub(crate) fn pane_list(&mut self, p: PaneList) -> ApiResult {
-        self.refresh_agents();
+        let foreground = self.refresh_agents();
         let tab_filter = match p.tab {
             None => None,
             Some(t) => Some(self.target_tab(Some(t), p.workspace)?),
@@ -250,17 +294,32 @@ impl Server {
             None => None,
             Some(w) => Some(self.target_workspace(Some(w))?),
         };
-        let items: Vec<Value> = self
-            .session
-            .state
-            .all_panes()
-            .into_iter()
-            .filter(|(pos, _)| {
-                tab_filter.is_none_or(|t| t == *pos) && ws_filter.is_none_or(|w| w == pos.workspace)
-            })
-            .filter_map(|(pos, pane)| self.pane_json_at(pos, pane))
-            .collect();
-        now(Value::Array(items))
+        // Written straight to JSON text, row by row (a list of 1,000 panes built as
+        // values first spent most of its time making, writing and freeing them).
+        let mut out = Vec::with_capacity(64 + 512 * self.session.state.panes.len());
+        out.push(b'[');
+        for (pos, pane) in self.session.state.all_panes() {
+            if tab_filter.is_some_and(|t| t != pos) || ws_filter.is_some_and(|w| w != pos.workspace)
+            {
+                continue;
+            }
+            let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) else {
+                continue;
+            };
+            let fg = foreground.get(&tid).copied().flatten();
+            let Some(row) = self.pane_row(pos, pane, fg) else {
+                continue;
+            };
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, &row)
+                .map_err(|e| ApiError::new("internal", format!("pane list: {e}")))?;
+        }
+        out.push(b']');
+        let text = String::from_utf8(out)
+            .map_err(|e| ApiError::new("internal", format!("pane list: {e}")))?;
+        Ok(super::Outcome::Json(text))
     }
 
     /// `agent.list`: every pane an agent runs in, in layout order, with what a script (or

@@ -44,6 +44,8 @@ const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
 /// What a method produced: a result now, or a reply that will be sent later (a wait).
 pub enum Outcome {
     Now(Value),
+    /// A result now, already written as JSON text (a long list, made without values).
+    Json(String),
     Later,
 }
 
@@ -150,6 +152,7 @@ impl Server {
         }
         match self.dispatch(conn, &id, request) {
             Ok(Outcome::Now(v)) => self.api.reply(conn, &id, Ok(v)),
+            Ok(Outcome::Json(text)) => self.api.reply_json(conn, &id, &text),
             Ok(Outcome::Later) => {}
             Err(e) => self.api.reply(conn, &id, Err(e)),
         }
