@@ -82,12 +82,13 @@ pub(crate) struct Activity {
 impl Server {
     /// Re-detects the agent of a terminal when its foreground process changed.
     pub(crate) fn refresh_agent(&mut self, tid: TerminalId) {
-        let fg_pid = self
-            .session
-            .runtimes
-            .get(tid)
-            .and_then(|rt| rt.foreground_pid());
+        let fg_pid = self.foreground_pid(tid);
         self.refresh_agent_seen(tid, fg_pid);
+    }
+
+    /// The process in front in a terminal (one ioctl).
+    pub(crate) fn foreground_pid(&self, tid: TerminalId) -> Option<i32> {
+        self.session.runtimes.get(tid)?.foreground_pid()
     }
 
     /// [`Server::refresh_agent`] with the pane's foreground process already asked for
@@ -600,11 +601,7 @@ impl Server {
     pub(crate) fn refresh_agents(&mut self) -> HashMap<TerminalId, Option<i32>> {
         let mut seen = HashMap::with_capacity(self.session.runtimes.len());
         for tid in self.session.runtimes.ids() {
-            let fg = self
-                .session
-                .runtimes
-                .get(tid)
-                .and_then(|rt| rt.foreground_pid());
+            let fg = self.foreground_pid(tid);
             seen.insert(tid, fg);
             let plain = fg.is_some() && self.agents.activity.plain.get(&tid).copied() == fg;
             let no_agent = self

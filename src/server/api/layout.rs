@@ -228,12 +228,7 @@ impl Server {
 
     /// Everything a script wants to know about one pane.
     pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
-        let tid = self.session.state.panes.get(&pane)?.terminal;
-        let fg = self
-            .session
-            .runtimes
-            .get(tid)
-            .and_then(|r| r.foreground_pid());
+        let fg = self.foreground_pid(self.session.state.panes.get(&pane)?.terminal);
         self.pane_json_at(self.session.state.find_pane(pane)?, pane, fg)
     }
 
