@@ -8,7 +8,8 @@
 # --version is X.Y.Z; on the preview channel the stamped version is X.Y.Z-preview.N
 # (--build N, required there). --base-url is where DIR will be served from: artifact URLs
 # in the manifest are <base-url>/<artifact>. --binary stamps an already built binary
-# instead of running `cargo build --release`. Writes DIR/herdr-<version>-<platform>,
+# instead of running `cargo build --release` (which scripts/hot-code runs before, where
+# valgrind and tmux are there, to lay out the code for this release). Writes DIR/herdr-<version>-<platform>,
 # DIR/<channel>.json (one platform per line, which install.sh relies on) and the manual
 # page DIR/herdr.1 (as the binary prints it). An existing manifest in DIR keeps its other
 # platforms' entries if it is for the same version.
@@ -63,6 +64,14 @@ platform="$os-$arch"
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "$binary" ]; then
+  # The order of the code a server and a client run (build/hot-code.ld) is made again for
+  # the code being released: a function an edit added or renamed since is otherwise
+  # placed far from the others and keeps a block of code resident on its own.
+  if command -v valgrind >/dev/null 2>&1 && command -v tmux >/dev/null 2>&1; then
+    "$root/scripts/hot-code"
+  else
+    echo "release.sh: no valgrind or tmux here: build/hot-code.ld is used as committed" >&2
+  fi
   (cd "$root" && cargo build --release --locked)
   binary="$root/target/release/herdr"
 fi
