@@ -90,6 +90,10 @@ impl InputRx {
 
 /// Read buffer size; one read never exceeds this.
 const READ_CHUNK: usize = 64 * 1024;
+/// The read buffer a terminal starts with: it grows to `READ_CHUNK` the first time a
+/// read fills it. A pane that only ever printed a prompt keeps 4 KiB, not a zeroed
+/// 64 KiB (50 KiB of RSS per idle pane).
+const FIRST_READ: usize = 4 * 1024;
 /// Bytes read in one burst before the actor services its queues again, so a flood of
 /// output cannot starve input or a shutdown request.
 const READ_BURST: usize = 1024 * 1024;

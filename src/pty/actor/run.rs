@@ -108,7 +108,7 @@ enum Step {
 
 impl Actor {
     pub(super) fn run(mut self) {
-        let mut buf = vec![0u8; READ_CHUNK];
+        let mut buf = vec![0u8; FIRST_READ];
         let outcome = loop {
             match self.step(&mut buf) {
                 Ok(Step::Continue) => {}
@@ -129,7 +129,7 @@ impl Actor {
         }
     }
 
-    fn step(&mut self, buf: &mut [u8]) -> std::io::Result<Step> {
+    fn step(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Step> {
         loop {
             let control = if self.paused {
                 // Nothing but control messages while paused.
@@ -288,7 +288,7 @@ impl Actor {
         })
     }
 
-    fn read_burst(&mut self, buf: &mut [u8], hangup: bool) -> std::io::Result<Step> {
+    fn read_burst(&mut self, buf: &mut Vec<u8>, hangup: bool) -> std::io::Result<Step> {
         let mut total = 0;
         while total < READ_BURST {
             match self.master.read(buf)? {
@@ -296,6 +296,9 @@ impl Actor {
                 Some(n) => {
                     total += n;
                     self.feed(&buf[..n]);
+                    if n == buf.len() && n < READ_CHUNK {
+                        buf.resize(READ_CHUNK, 0);
+                    }
                 }
                 None if hangup && total == 0 => return Ok(Step::Eof),
                 None => break,
