@@ -229,16 +229,12 @@ impl Server {
     /// Everything a script wants to know about one pane.
     pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
         let fg = self.foreground_pid(self.session.state.panes.get(&pane)?.terminal);
-        self.pane_json_at(self.session.state.find_pane(pane)?, pane, fg)
+        let row = self.pane_row(self.session.state.find_pane(pane)?, pane, fg)?;
+        serde_json::to_value(row).ok()
     }
 
-    /// [`Server::pane_json`] of a pane at `pos` (found by the caller: a listing walks the
-    /// layout once rather than looking each pane up in it) whose foreground process the
-    /// caller asked for.
-    fn pane_json_at(&self, pos: PanePos, pane: PaneId, fg_pid: Option<i32>) -> Option<Value> {
-        serde_json::to_value(self.pane_row(pos, pane, fg_pid)?).ok()
-    }
-
+    /// One pane at `pos` (found by the caller: a listing walks the layout once rather
+    /// than looking each pane up in it) whose foreground process the caller asked for.
     fn pane_row(&self, pos: PanePos, pane: PaneId, fg_pid: Option<i32>) -> Option<PaneRow<'_>> {
         let ps = self.session.state.panes.get(&pane)?;
         let ws = &self.session.state.workspaces[pos.workspace];
@@ -298,10 +294,8 @@ impl Server {
             {
                 continue;
             }
-            let Some(tid) = self.session.state.panes.get(&pane).map(|p| p.terminal) else {
-                continue;
-            };
-            let fg = foreground.get(&tid).copied().flatten();
+            let fg = self.session.state.panes.get(&pane);
+            let fg = fg.and_then(|p| foreground.get(&p.terminal).copied().flatten());
             let Some(row) = self.pane_row(pos, pane, fg) else {
                 continue;
             };
