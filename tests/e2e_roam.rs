@@ -46,10 +46,8 @@ fn live_again(t: &Term, back: Instant, before: u64) -> Duration {
     }
 }
 
-/// The counter's lines in the remote pane's history are 1, 2, 3, … without a gap, up to
-/// what the client shows at least.
-fn assert_gap_free(sshd: &Sshd, env: &Env, t: &Term) {
-    let shown = last_count(t);
+/// The counter's lines in the remote pane's history, as the remote server holds them now.
+fn remote_counts(sshd: &Sshd, env: &Env) -> (Vec<u64>, String) {
     let out = std::process::Command::new(support::BIN)
         .env_clear()
         .envs(sshd.remote_vars())
@@ -57,10 +55,25 @@ fn assert_gap_free(sshd: &Sshd, env: &Env, t: &Term) {
         .output()
         .unwrap();
     let text = support::ok(out);
-    let counts: Vec<u64> = text
+    let counts = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("cnt-")?.parse().ok())
         .collect();
+    (counts, text)
+}
+
+/// The highest counter value the remote pane has printed so far: a screen that shows a
+/// higher one was drawn from a live link, not from output that waited in a pipe while
+/// the client was stopped or the link was down.
+fn remote_count(sshd: &Sshd, env: &Env) -> u64 {
+    remote_counts(sshd, env).0.into_iter().max().unwrap_or(0)
+}
+
+/// The counter's lines in the remote pane's history are 1, 2, 3, … without a gap, up to
+/// what the client shows at least.
+fn assert_gap_free(sshd: &Sshd, env: &Env, t: &Term) {
+    let shown = last_count(t);
+    let (counts, text) = remote_counts(sshd, env);
     assert!(counts.len() as u64 >= shown && shown > 0, "{shown}: {text}");
     let expected: Vec<u64> = (1..=counts.len() as u64).collect();
     assert_eq!(counts, expected, "the counter's lines have a gap");
@@ -126,9 +139,9 @@ fn outage(how: Cut, outage: Duration, ssh: Ssh, name: &str) {
     t.wait_text("2 keys typed meanwhile not sent");
     // The outage lasts its time (a condition of the scenario, not a wait for something).
     std::thread::sleep(outage.saturating_sub(cut.elapsed()));
-    let before = last_count(&t);
     net.restore();
     let back = Instant::now();
+    let before = remote_count(&sshd, &env);
     let took = live_again(&t, back, before);
     eprintln!("FIGURE {how:?} cut of {outage:?} ({ssh:?} ssh): live again {took:?} after the link returned");
     assert!(took <= LIVE_WITHIN, "live again only after {took:?}");
@@ -165,10 +178,10 @@ fn roaming(ssh: Ssh, name: &str) {
     };
     let _mux = MuxGuard(&env);
     let mut t = counting(&sshd, &env, ssh);
-    // (Past what frames already on their way may still show.)
-    let before = last_count(&t) + 2;
     net.roam();
     let moved = Instant::now();
+    // (Past what frames already on their way may still show.)
+    let before = remote_count(&sshd, &env);
     let took = live_again(&t, moved, before);
     eprintln!("FIGURE address changed ({ssh:?} ssh): live again {took:?} after the change");
     assert!(
@@ -228,10 +241,12 @@ fn a_client_stopped_during_a_cut_is_live_soon_after_it_continues() {
     let client = stop_in_a_cut(&mut net, &t);
     let stopped = Instant::now();
     std::thread::sleep(OUTAGE);
-    let before = last_count(&t);
     net.restore();
     kill(client, Signal::SIGCONT).unwrap();
     let back = Instant::now();
+    // (Lines that reached the client just before it stopped are drawn at once on
+    // SIGCONT: only a value printed after the link returned shows it live.)
+    let before = remote_count(&sshd, &env);
     let took = live_again(&t, back, before);
     eprintln!(
         "FIGURE client stopped {:?} during a cut: live again {took:?} after SIGCONT",

@@ -3,6 +3,8 @@
 //! repaint (the server numbers its frames and the client says which one it has).
 #![allow(dead_code)]
 
+use std::time::Duration;
+
 use super::sshd::{Sshd, HOST};
 use super::{contains, find, Env, Term, PROMPT};
 
@@ -71,12 +73,14 @@ pub fn redrawn_after_drop(t: &Term, mark: usize, past: u64) -> Vec<u8> {
 /// Returns the bytes of that full repaint, to compare with.
 pub fn assert_same_as_full_repaint(t: &mut Term, cols: u16, rows: u16) -> usize {
     t.send(b"\x03");
-    t.wait_text(PROMPT);
-    t.wait("a still screen", |t| {
-        let a = t.contents();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        a == t.contents()
+    // (The command line shows a prompt already: the new one is the one after the `^C`.)
+    t.wait("the prompt after ^C", |t| {
+        let c = t.contents();
+        c.find("^C").is_some_and(|i| c[i..].contains(PROMPT))
     });
+    // (Long enough for the tab to be named after the shell again: names are looked up
+    // within 1.3 s of the last output.)
+    wait_still(t, Duration::from_millis(1500));
     let pieced = without_clock(t.rows());
     t.resize(cols + 1, rows);
     let mark = t.raw_output().len();
@@ -86,10 +90,24 @@ pub fn assert_same_as_full_repaint(t: &mut Term, cols: u16, rows: u16) -> usize 
     let mark = t.raw_output().len();
     t.resize(cols, rows);
     t.wait("the full frame at the old size", |t| {
-        let raw = t.raw_output();
-        contains(&raw[mark..], b"\x1b[2J") && without_clock(t.rows()) == pieced
+        contains(&t.raw_output()[mark..], b"\x1b[2J")
     });
+    wait_still(t, Duration::from_millis(300));
+    assert_eq!(
+        without_clock(t.rows()),
+        pieced,
+        "the screen pieced from changed rows is not the full repaint's"
+    );
     t.raw_output().len() - mark
+}
+
+/// Waits until the screen stays the same for `still`.
+fn wait_still(t: &Term, still: Duration) {
+    t.wait("a still screen", |t| {
+        let a = t.contents();
+        std::thread::sleep(still);
+        a == t.contents()
+    });
 }
 
 /// Rows with the status line's clock (HH:MM) blanked: its minute may turn meanwhile.
