@@ -266,6 +266,7 @@ pub(crate) fn raise_open_file_limit(told: Option<u64>) {
 /// (connections made from then on wait in its backlog until we serve them).
 pub fn main(session: SessionName, ready: Option<std::os::fd::OwnedFd>) -> Result<(), StartError> {
     let _ = nix::unistd::setsid();
+    crate::sys::startup::few_heaps();
     log::init(&paths::log_path(&session));
     raise_open_file_limit(None);
     let loaded = load_config();

@@ -18,6 +18,7 @@ pub mod fdpass;
 pub mod netwatch;
 pub mod nofile;
 pub mod pty;
+pub mod stack;
 pub mod startup;
 pub mod tty;
 

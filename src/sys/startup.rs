@@ -94,6 +94,20 @@ pub fn release_relocations() -> usize {
     }
 }
 
+/// Has the server's threads share two heaps. glibc gives threads heaps of their own (up
+/// to 8 a core) so they seldom wait for each other's allocations; a server has a thread
+/// per pane, each allocating a little when its program prints, and every such heap keeps
+/// free pages of its own: 4.2 MiB of 16.4 for 200 idle panes. Two heaps keep the main
+/// thread from waiting on the terminals' threads on two cores; small allocations come
+/// from each thread's own cache either way.
+pub fn few_heaps() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; any value is accepted or refused.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -90,9 +90,10 @@ impl InputRx {
 
 /// Read buffer size; one read never exceeds this.
 const READ_CHUNK: usize = 64 * 1024;
-/// The read buffer a terminal starts with: it grows to `READ_CHUNK` the first time a
-/// read fills it. A pane that only ever printed a prompt keeps 4 KiB, not a zeroed
-/// 64 KiB (50 KiB of RSS per idle pane).
+/// The read buffer a burst starts with, on the actor's stack: a read that fills it has
+/// the burst go on in a `READ_CHUNK` one, kept until the terminal is idle again. A pane
+/// that only prints a prompt now and then holds no read buffer while it waits (a zeroed
+/// 64 KiB one each was 50 KiB of RSS per idle pane).
 const FIRST_READ: usize = 4 * 1024;
 /// Bytes read in one burst before the actor services its queues again, so a flood of
 /// output cannot starve input or a shutdown request.
@@ -280,6 +281,9 @@ impl PtyHandle {
             lent_hup: false,
             background: background.clone(),
             read_after: None,
+            stack: None,
+            trimmed: false,
+            bulk: None,
         };
         if !parts.pending_input.is_empty() {
             actor.push_counted(parts.pending_input);

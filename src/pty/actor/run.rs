@@ -46,7 +46,18 @@ pub(super) struct Actor {
     pub(super) background: Arc<AtomicBool>,
     /// In the background after a small read: the next read waits until then.
     pub(super) read_after: Option<Instant>,
+    /// This thread's stack, and whether it was given back since the last thing happened
+    /// (see `IDLE_TRIM`).
+    pub(super) stack: Option<sys::stack::Stack>,
+    pub(super) trimmed: bool,
+    /// The read buffer for bulk output (`READ_CHUNK`), from the first read that filled
+    /// the small one until the terminal is next idle.
+    pub(super) bulk: Option<Box<[u8]>>,
 }
+
+/// A terminal with nothing happening for this long gives back the stack pages its thread
+/// touched (`sys::stack`): one wake-up after each burst of activity, none while idle.
+const IDLE_TRIM: Duration = Duration::from_secs(1);
 
 /// Output is fed to the emulator in pieces, so that whoever waits for its lock (a frame,
 /// an API read) waits for at most one piece beyond `LOCK_HOLD`. The costliest sequences
@@ -108,9 +119,9 @@ enum Step {
 
 impl Actor {
     pub(super) fn run(mut self) {
-        let mut buf = vec![0u8; FIRST_READ];
+        self.stack = sys::stack::Stack::current();
         let outcome = loop {
-            match self.step(&mut buf) {
+            match self.step() {
                 Ok(Step::Continue) => {}
                 Ok(Step::Eof) => break Step::Eof,
                 Ok(Step::Shutdown) => break Step::Shutdown,
@@ -129,7 +140,7 @@ impl Actor {
         }
     }
 
-    fn step(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Step> {
+    fn step(&mut self) -> std::io::Result<Step> {
         loop {
             let control = if self.paused {
                 // Nothing but control messages while paused.
@@ -232,6 +243,8 @@ impl Actor {
             Some(_) => Some(timeout.map_or(ECHO_LOOK, |t| t.min(ECHO_LOOK))),
             None => timeout,
         };
+        let trim = timeout.is_none() && !self.trimmed && self.stack.is_some();
+        let timeout = if trim { Some(IDLE_TRIM) } else { timeout };
         let ready = if !self.lent {
             sys::poll_pty_and_wake(
                 self.master.fd(),
@@ -250,12 +263,20 @@ impl Actor {
         if ready.woken {
             self.wake.drain();
         }
+        let idle = !(ready.woken || ready.readable || ready.writable || ready.hangup);
+        if trim && idle {
+            self.bulk = None;
+            if let Some(stack) = &self.stack {
+                stack.release_unused();
+            }
+        }
+        self.trimmed = idle && (trim || self.trimmed);
         if self.lent {
             self.lent_hup |= ready.hangup;
             return Ok(Step::Continue);
         }
         if ready.readable || ready.hangup {
-            return self.read_burst(buf, ready.hangup);
+            return self.read_burst(ready.hangup);
         }
         Ok(Step::Continue)
     }
@@ -288,26 +309,43 @@ impl Actor {
         })
     }
 
-    fn read_burst(&mut self, buf: &mut Vec<u8>, hangup: bool) -> std::io::Result<Step> {
+    /// Reads and feeds up to `READ_BURST`: into a small buffer on this frame (its page is
+    /// given back with the stack's when idle), or the bulk one once a read filled that.
+    fn read_burst(&mut self, hangup: bool) -> std::io::Result<Step> {
+        let mut small = [0u8; FIRST_READ];
+        let mut bulk = self.bulk.take();
         let mut total = 0;
-        while total < READ_BURST {
-            match self.master.read(buf)? {
-                Some(0) => return Ok(Step::Eof),
-                Some(n) => {
+        let step = loop {
+            if total >= READ_BURST {
+                break Step::Continue;
+            }
+            let buf: &mut [u8] = match &mut bulk {
+                Some(b) => b,
+                None => &mut small,
+            };
+            match self.master.read(buf) {
+                Ok(Some(0)) => break Step::Eof,
+                Ok(Some(n)) => {
                     total += n;
+                    let full = n == buf.len();
                     self.feed(&buf[..n]);
-                    if n == buf.len() && n < READ_CHUNK {
-                        buf.resize(READ_CHUNK, 0);
+                    if full && bulk.is_none() {
+                        bulk = Some(vec![0u8; READ_CHUNK].into_boxed_slice());
                     }
                 }
-                None if hangup && total == 0 => return Ok(Step::Eof),
-                None => break,
+                Ok(None) if hangup && total == 0 => break Step::Eof,
+                Ok(None) => break Step::Continue,
+                Err(e) => {
+                    self.bulk = bulk;
+                    return Err(e);
+                }
             }
-        }
+        };
+        self.bulk = bulk;
         if total < BACKGROUND_BULK && self.background.load(Ordering::Acquire) {
             self.read_after = Some(Instant::now() + BACKGROUND_READ_DELAY);
         }
-        Ok(Step::Continue)
+        Ok(step)
     }
 
     fn feed(&mut self, bytes: &[u8]) {

@@ -38,6 +38,7 @@ struct Incoming {
 
 pub fn main(session: SessionName, from: PathBuf) -> Result<(), ImportError> {
     let _ = nix::unistd::setsid();
+    crate::sys::startup::few_heaps();
     log::init(&crate::paths::log_path(&session));
     let token = std::env::var(TOKEN_ENV).map_err(ImportError::NotByHand)?;
     // Panes started later must not inherit it (nothing else runs yet in this process).
