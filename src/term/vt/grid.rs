@@ -252,8 +252,17 @@ pub struct Grid {
 
 impl Grid {
     pub fn new(rows: u16, cols: u16) -> Grid {
+        let mut grid = Grid::unmade(rows, cols);
+        grid.make();
+        grid
+    }
+
+    /// A grid of that size whose rows are made when it is first shown ([`Grid::make`]):
+    /// the alternate screen, which most panes never show, costs no row until then. Until
+    /// made it has no rows, and a resize only sets its size.
+    pub fn unmade(rows: u16, cols: u16) -> Grid {
         Grid {
-            rows: (0..rows).map(|_| Row::new(cols)).collect(),
+            rows: VecDeque::new(),
             height: rows,
             width: cols,
             pos: Pos::default(),
@@ -265,6 +274,14 @@ impl Grid {
             seq: 0,
             all_changed: 0,
             top_continues: false,
+        }
+    }
+
+    /// Makes the blank rows of an unmade grid; nothing for one made already.
+    pub fn make(&mut self) {
+        if self.rows.is_empty() {
+            let width = self.width;
+            self.rows = (0..self.height).map(|_| Row::new(width)).collect();
         }
     }
 
@@ -305,6 +322,10 @@ impl Grid {
     /// passed there formatted by `keep`).
     pub fn set_size(&mut self, rows: u16, cols: u16, mut keep: impl FnMut(&Row)) {
         if (rows, cols) == (self.height, self.width) {
+            return;
+        }
+        if self.rows.is_empty() {
+            (self.height, self.width, self.bottom) = (rows, cols, rows - 1);
             return;
         }
         self.moved_all();

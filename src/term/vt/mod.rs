@@ -91,7 +91,7 @@ impl Screen {
         let (rows, cols) = (rows.max(1), cols.max(1));
         Screen {
             primary: Grid::new(rows, cols),
-            alternate: Grid::new(rows, cols),
+            alternate: Grid::unmade(rows, cols),
             alt: false,
             pen: Pen::DEFAULT,
             ink: Ink::DEFAULT,
@@ -288,6 +288,7 @@ impl Screen {
 
     fn enter_alternate(&mut self) {
         if !self.alt {
+            self.alternate.make();
             self.alt = true;
             self.switched = self.primary.seq;
         }

@@ -641,6 +641,23 @@ fn long_output_scrolls_into_history_in_order() {
 }
 
 #[test]
+fn the_alternate_screen_has_rows_only_once_shown() {
+    let mut t = Terminal::new(4, 10);
+    t.process(b"$ ", 1);
+    assert_eq!(t.screen().alternate.rows().count(), 0);
+    // Resized before it is first shown: it comes at the size of the moment, blank.
+    t.set_size(6, 12, 2);
+    t.process(b"\x1b[?1049hvim", 3);
+    assert_eq!(t.screen().alternate.rows().count(), 6);
+    assert_eq!(t.screen().alternate.size(), (6, 12));
+    // The same against vt100, the resize before and after it was shown (mode 47 keeps
+    // what it showed across a switch).
+    let out = b"ab\x1b[?1049hxy\x1b[?1049lcd\x1b[?47hz\x1b[?47lq\x1b[?47h";
+    check(4, 10, out, &[3], Some((0, 6, 12)));
+    check(4, 10, out, &[3], Some((3, 3, 8)));
+}
+
+#[test]
 fn changed_rows_are_reported() {
     let mut t = Terminal::new(4, 10);
     t.process(b"a\r\nb", 1);
