@@ -310,6 +310,32 @@ impl Grid {
         r
     }
 
+    /// At the end of a synchronized frame: each row that holds what the same row of
+    /// `before` (this grid as the frame before it showed, copied at sequence `at`) held
+    /// gets that row's change stamp back, and every other row is stamped changed now, so
+    /// only the rows that differ count as changed since `at`, however the frame was drawn
+    /// (a clear and a full redraw, a scroll). False, changing nothing, when the sizes
+    /// differ.
+    pub(super) fn keep_unchanged_rows(&mut self, before: &Grid, at: u64) -> bool {
+        if self.size() != before.size() || self.rows.len() != before.rows.len() {
+            return false;
+        }
+        let now = self.seq;
+        debug_assert!(now > at, "changes after the copy are stamped after it");
+        for (row, old) in self.rows.iter_mut().zip(&before.rows) {
+            let same = row.width == old.width
+                && row.wrapped == old.wrapped
+                && row.used_cells() == old.used_cells();
+            row.changed = if same {
+                old.changed
+            } else {
+                row.changed.max(now)
+            };
+        }
+        self.all_changed = before.all_changed;
+        true
+    }
+
     pub(super) fn cursor_row_mut(&mut self) -> &mut Row {
         self.row_mut(self.pos.row)
     }

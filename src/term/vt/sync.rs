@@ -61,6 +61,11 @@ impl State {
         }
         sync.on = on;
         if !on {
+            // The frame the copy showed until now (it did not time out, or it would be
+            // gone): rows the program drew again as they were are not changed.
+            if let Some(f) = &sync.frozen {
+                self.screen.keep_unchanged_rows(&f.screen, f.seq);
+            }
             if !sync.taken {
                 sync.frozen = None;
             }
@@ -85,6 +90,15 @@ impl State {
 }
 
 impl Screen {
+    /// See [`Grid::keep_unchanged_rows`]: for the shown screen, against `before` (a
+    /// [`Screen::shown_copy`] taken at `at`), while the same screen is shown.
+    fn keep_unchanged_rows(&mut self, before: &Screen, at: u64) {
+        if self.switched > at {
+            return;
+        }
+        self.grid_mut().keep_unchanged_rows(&before.primary, at);
+    }
+
     /// The shown screen alone, as a screen of its own (drawn, not written to).
     fn shown_copy(&self) -> Screen {
         Screen {

@@ -101,6 +101,42 @@ fn rows_changed_since_hold_for_the_frame_shown_and_the_live_one() {
     assert_eq!(e.shown().contents(), "row0\nxxw1\nyyz");
 }
 
+/// An agent's repaint: the screen cleared and drawn again whole inside the mode, one row
+/// different. Only that row counts as changed (the others are not formatted, compared
+/// or sent again); a frame shown half drawn after its timeout counts as all changed.
+#[test]
+fn a_frame_drawn_again_whole_changes_only_the_rows_that_differ() {
+    let frame = |status: &str| {
+        format!("\x1b[?2026h\x1b[H\x1b[2J\x1b[31mone\r\n\x1b[32mtwo\x1b[0m\r\n{status}\x1b[?2026l")
+    };
+    let mut e = Emulator::new(3, 10, 100);
+    e.process(frame("frame 1").as_bytes());
+    let drawn = e.display_seq();
+    e.process(frame("frame 1").as_bytes());
+    assert_eq!(e.rows_changed_since(drawn), Some(vec![]));
+    let drawn = e.display_seq();
+    // Over several calls, as a slow program's frame arrives.
+    e.process(b"\x1b[?2026h\x1b[H\x1b[2J\x1b[31mone\r\n");
+    e.process(b"\x1b[32mtwo\x1b[0m\r\nframe 2\x1b[?2026l");
+    assert_eq!(e.rows_changed_since(drawn), Some(vec![2]));
+    assert_eq!(e.shown().contents(), "one\ntwo\nframe 2");
+    // A row that moved is changed, even with the same text elsewhere.
+    let drawn = e.display_seq();
+    e.process(
+        b"\x1b[?2026h\x1b[H\x1b[2J\x1b[32mtwo\x1b[0m\r\n\x1b[31mone\r\n\x1b[0mframe 2\x1b[?2026l",
+    );
+    assert_eq!(e.rows_changed_since(drawn), Some(vec![0, 1]));
+    // Late: the half-drawn frame was shown, so everything may have changed.
+    let drawn = e.display_seq();
+    e.process(b"\x1b[?2026h\x1b[H\x1b[2J");
+    let since = e.sync_deadline().unwrap() - SYNC_TIMEOUT;
+    e.settle_sync(since + SYNC_TIMEOUT);
+    let late = e.display_seq();
+    assert_eq!(e.rows_changed_since(drawn), None);
+    e.process(b"\x1b[32mtwo\x1b[0m\r\n\x1b[31mone\r\n\x1b[0mframe 2\x1b[?2026l");
+    assert_eq!(e.rows_changed_since(late), Some(vec![0, 1, 2]));
+}
+
 #[test]
 fn a_resize_keeps_the_frame_shown() {
     let mut e = Emulator::new(3, 10, 100);
