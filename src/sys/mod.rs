@@ -26,6 +26,19 @@ pub mod tty;
 #[cfg(test)]
 pub(crate) static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some ARM systems, where a
+/// range given to `madvise` must be made of whole pages of that size: it rounds a
+/// range's end up).
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system; no memory is involved.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    // (Unknown: the largest page in use, whose multiples are whole pages of any size.)
+    usize::try_from(page)
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(65536)
+}
+
 fn errno_to_io(e: Errno) -> io::Error {
     io::Error::from_raw_os_error(e as i32)
 }

@@ -17,7 +17,6 @@ pub struct Stack {
 /// `madvise` (a return address; the call is a bare system call) live there, a few dozen
 /// bytes.
 const MARGIN: usize = 1024;
-const PAGE: usize = 4096;
 
 impl Stack {
     /// The calling thread's stack; None where it cannot be asked (or on the main thread,
@@ -55,8 +54,9 @@ impl Stack {
     pub fn release_unused(&self) -> usize {
         let here = 0u8;
         let sp = std::hint::black_box(&here) as *const u8 as usize;
-        let end = sp.saturating_sub(MARGIN) / PAGE * PAGE;
-        let start = self.low.div_ceil(PAGE) * PAGE;
+        let page = super::page_size();
+        let end = sp.saturating_sub(MARGIN) / page * page;
+        let start = self.low.div_ceil(page) * page;
         if end <= start || sp < self.low {
             return 0;
         }

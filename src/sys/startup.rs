@@ -77,7 +77,7 @@ pub fn release_relocations() -> usize {
     let Some((at, len)) = relocations() else {
         return 0;
     };
-    let page = 4096;
+    let page = super::page_size();
     let start = at.div_ceil(page) * page;
     let end = (at + len) / page * page;
     if end <= start {
