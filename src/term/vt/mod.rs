@@ -15,6 +15,7 @@ mod keyboard;
 mod links;
 mod perform;
 mod reflow;
+mod row;
 mod strings;
 mod sync;
 #[cfg(test)]

@@ -1,0 +1,222 @@
+//! One row of a screen: its cells as far as any was written, whether it wraps, and when
+//! it last changed.
+
+use super::cell::{Cell, Ink};
+
+/// A blank cell, for the columns a row does not store.
+static BLANK: Cell = Cell::EMPTY;
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The row's first cells, as far as any was written: past them, up to `width`, every
+    /// cell is blank with the default pen. A row nothing was drawn on stores none (an idle
+    /// pane's screen is mostly such rows), and a stored row keeps its room when cleared.
+    pub(super) cells: Vec<Cell>,
+    width: u16,
+    /// The row's text continues on the next row (it was wrapped at the right margin).
+    pub(super) wrapped: bool,
+    /// The grid's `seq` when a cell of this row last changed.
+    pub(super) changed: u64,
+    /// Cells from here on are empty with the default pen (at most the cells stored).
+    pub(super) used: u16,
+    /// The wrap mark came from a rule the `vt100` crate (the tests' oracle) lacks.
+    #[cfg(test)]
+    pub(super) extra_wrap: bool,
+}
+
+impl Row {
+    pub(super) fn new(cols: u16) -> Row {
+        Row {
+            cells: Vec::new(),
+            width: cols,
+            wrapped: false,
+            changed: 0,
+            used: 0,
+            #[cfg(test)]
+            extra_wrap: false,
+        }
+    }
+
+    /// A row of these cells (for laying rows out again at another width).
+    pub(super) fn of_cells(cells: Vec<Cell>, wrapped: bool) -> Row {
+        Row {
+            used: cells.len() as u16,
+            width: cells.len() as u16,
+            cells,
+            wrapped,
+            changed: 0,
+            #[cfg(test)]
+            extra_wrap: false,
+        }
+    }
+
+    /// How many columns the row has.
+    pub fn width(&self) -> usize {
+        usize::from(self.width)
+    }
+
+    /// The cells stored: past them every cell is blank (see [`Row::cell`]).
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// The cells that may be other than empty with the default pen.
+    pub fn used_cells(&self) -> &[Cell] {
+        &self.cells[..usize::from(self.used).min(self.cells.len())]
+    }
+
+    /// The cell at `col` (< the width).
+    #[inline]
+    pub fn cell(&self, col: usize) -> &Cell {
+        self.cells.get(col).unwrap_or(&BLANK)
+    }
+
+    /// Stores the cells up to `to` (blank where none was).
+    #[inline]
+    pub(super) fn store(&mut self, to: usize) {
+        if to > self.cells.len() {
+            self.grow(to);
+        }
+    }
+
+    #[cold]
+    pub(super) fn grow(&mut self, to: usize) {
+        // Room for twice what is asked (a row is written left to right), never past the
+        // width.
+        let width = self.width();
+        let room = to.max(2 * self.cells.len()).max(16).min(width).max(to);
+        self.cells.reserve_exact(room - self.cells.len());
+        self.cells.resize(to, Cell::EMPTY);
+    }
+
+    /// The cell at `col`, to change without moving the used extent.
+    pub(super) fn at(&mut self, col: usize) -> &mut Cell {
+        self.store(col + 1);
+        &mut self.cells[col]
+    }
+
+    /// The cell at `col`, to change.
+    #[inline]
+    pub(super) fn cell_mut(&mut self, col: usize) -> &mut Cell {
+        if col >= usize::from(self.used) {
+            self.used = col as u16 + 1;
+        }
+        self.at(col)
+    }
+
+    /// Cells `from..to`, to change.
+    pub(super) fn cells_mut(&mut self, from: usize, to: usize) -> &mut [Cell] {
+        if to > usize::from(self.used) {
+            self.used = to as u16;
+        }
+        self.store(to);
+        &mut self.cells[from..to]
+    }
+
+    pub fn wrapped(&self) -> bool {
+        self.wrapped
+    }
+
+    pub(super) fn reset(&mut self) {
+        // What is past the stored cells is blank: dropping them is resetting them (their
+        // room stays).
+        self.cells.clear();
+        self.used = 0;
+        self.wrapped = false;
+    }
+
+    pub(super) fn clear(&mut self, pen: Ink) {
+        // With the default pen, cells past `used` are already what clearing makes them:
+        // an erase of what is blank costs nothing (a program may erase 16k times in 64 KiB).
+        if pen == Ink::DEFAULT {
+            let used = usize::from(self.used).min(self.cells.len());
+            for c in &mut self.cells[..used] {
+                c.clear(pen);
+            }
+            self.used = 0;
+        } else {
+            let width = self.width();
+            self.store(width);
+            for c in &mut self.cells {
+                c.clear(pen);
+            }
+            self.used = self.width;
+        }
+        self.wrapped = false;
+    }
+
+    /// Empties the other half of a wide character at `col`, if it is one.
+    pub(super) fn clear_wide(&mut self, col: usize) {
+        let cell = *self.cell(col);
+        let other = if cell.is_wide() {
+            if col + 1 >= self.width() {
+                self.at(col).clear(cell.ink());
+                return;
+            }
+            col + 1
+        } else if cell.is_wide_continuation() && col > 0 {
+            col - 1
+        } else {
+            return;
+        };
+        let pen = self.cell(other).ink();
+        self.at(other).clear(pen);
+    }
+
+    pub(super) fn erase(&mut self, col: usize, pen: Ink) {
+        let wide = self.cell(col).is_wide();
+        self.clear_wide(col);
+        self.cell_mut(col).clear(pen);
+        if col == self.width().saturating_sub(if wide { 2 } else { 1 }) {
+            self.wrapped = false;
+        }
+    }
+
+    /// Erases cells `from..to`; with the default pen, only those up to `used` need it.
+    pub(super) fn erase_range(&mut self, from: usize, to: usize, pen: Ink) {
+        let used = usize::from(self.used);
+        let upto = if pen == Ink::DEFAULT {
+            to.min(used)
+        } else {
+            to
+        };
+        for col in from..upto {
+            self.erase(col, pen);
+        }
+        if upto < to {
+            // What the skipped cells would have done: the last one ends the wrap, and
+            // everything from `from` on is blank now.
+            if to == self.width() {
+                self.wrapped = false;
+            }
+            if to >= used {
+                self.used = self.used.min(from as u16);
+            }
+        }
+    }
+
+    pub(super) fn truncated(&mut self) {
+        self.wrapped = false;
+        if self.cells.len() < self.width() {
+            return; // the last column is blank
+        }
+        if let Some(last) = self.cells.last_mut() {
+            if last.is_wide() {
+                let pen = last.ink();
+                last.clear(pen);
+            }
+        }
+    }
+
+    pub(super) fn resize(&mut self, cols: u16) {
+        if cols < self.width {
+            self.cells.truncate(usize::from(cols));
+            self.width = cols;
+            self.used = self.used.min(cols);
+            self.truncated();
+        } else if cols > self.width {
+            self.width = cols;
+            self.wrapped = false;
+        }
+    }
+}
