@@ -196,6 +196,12 @@ impl Emulator {
         self.term.settle_sync(now);
     }
 
+    /// The program has been quiet a while: memory kept only to make its next output
+    /// faster is given back.
+    pub fn idle(&mut self) {
+        self.term.release_spare();
+    }
+
     /// Synchronized output (mode 2026) is on.
     pub fn synchronized(&self) -> bool {
         self.term.synchronized()

@@ -266,6 +266,7 @@ impl Actor {
         let idle = !(ready.woken || ready.readable || ready.writable || ready.hangup);
         if trim && idle {
             self.bulk = None;
+            crate::pty::lock(&self.emulator).idle();
             if let Some(stack) = &self.stack {
                 stack.release_unused();
             }

@@ -192,8 +192,9 @@ const WIDE: u8 = 0x80;
 const WIDE_CONT: u8 = 0x40;
 const LEN: u8 = 0x1f;
 
-/// 40 bytes: the ink's words first, then the length and the text, with no padding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// 40 bytes: the ink's words first, then the length and the text, with no padding (so a
+/// row of cells can be compared as bytes: `NoUninit` fails to build if padding appears).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::NoUninit)]
 #[repr(C)]
 pub struct Cell {
     /// The ink, as [`Ink`] keeps it (laid out here so that no padding is needed).

@@ -72,6 +72,28 @@ impl Grid {
         (self.height, self.width)
     }
 
+    /// Makes this grid a copy of `source`, reusing the room of its rows. `since`: this
+    /// grid is already a copy of `source` as it stood at that sequence number, so only
+    /// the rows changed after it are copied (none of them when a frame drew the same rows
+    /// again; see [`Grid::keep_unchanged_rows`]).
+    pub(super) fn copy_from(&mut self, source: &Grid, since: Option<u64>) {
+        let since = since.filter(|&at| {
+            source.all_changed <= at
+                && self.rows.len() == source.rows.len()
+                && self.size() == source.size()
+        });
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.truncate(source.rows.len());
+        for (row, from) in rows.iter_mut().zip(&source.rows) {
+            if since.is_none_or(|at| from.changed > at) {
+                row.clone_from(from);
+            }
+        }
+        let have = rows.len();
+        rows.extend(source.rows.range(have..).cloned());
+        *self = Grid { rows, ..*source };
+    }
+
     pub fn row(&self, row: u16) -> Option<&Row> {
         self.rows.get(usize::from(row))
     }
@@ -105,10 +127,14 @@ impl Grid {
         }
         let now = self.seq;
         debug_assert!(now > at, "changes after the copy are stamped after it");
+        // (Rows not changed since the copy hold what it holds, unless rows moved.)
+        let moved = self.all_changed > at;
         for (row, old) in self.rows.iter_mut().zip(&before.rows) {
-            let same = row.width() == old.width()
-                && row.wrapped == old.wrapped
-                && row.used_cells() == old.used_cells();
+            if !moved && row.changed <= at {
+                continue;
+            }
+            let same =
+                row.width() == old.width() && row.wrapped == old.wrapped && row.same_cells(old);
             row.changed = if same {
                 old.changed
             } else {

@@ -470,6 +470,7 @@ impl Terminal {
                 f.screen.stamp(seq);
                 f.screen.set_size(rows, cols, &mut Lines::default());
                 f.seq = seq;
+                f.resized();
                 seq.wrapping_add(1)
             }
             None => seq,
@@ -495,6 +496,11 @@ impl Terminal {
             .frozen
             .as_deref()
             .filter(|_| self.state.sync.on)
+    }
+
+    /// Gives back memory kept only to make the next output faster (the terminal is idle).
+    pub fn release_spare(&mut self) {
+        self.state.drop_spare();
     }
 
     /// Gives up the copy of a frame that took longer than [`SYNC_TIMEOUT`] by `now`: the

@@ -10,6 +10,9 @@
 //! Cost: one copy of the shown grid per `process` call at most (a second `h` in the same
 //! call keeps the copy taken at the first, an older finished state), so a flood of
 //! `h`/`l` pairs costs a copy per piece of output, never per pair; one copy per terminal.
+//! The copy's memory is kept for the next frame until the terminal is idle
+//! ([`State::drop_spare`]): a program that paints 60 frames a second copies into the same
+//! rows each time instead of allocating and freeing a screen's worth per frame.
 //!
 //! Change sequences: the copy is labelled with the sequence number of the call that took
 //! it, and what the live screens change after it in that call is stamped with the next
@@ -32,6 +35,10 @@ pub struct Frozen {
     pub seq: u64,
     /// When the mode was turned on (last).
     pub since: Instant,
+    /// The screen is an exact copy of the shown one as it stood at this sequence number
+    /// (not once it was resized), so the next copy made in it need only copy the rows
+    /// changed since.
+    copy_of: Option<u64>,
 }
 
 /// The mode and its copy.
@@ -41,19 +48,33 @@ pub(super) struct Sync {
     pub frozen: Option<Box<Frozen>>,
     /// A copy was taken during the call in progress.
     pub taken: bool,
+    /// The last copy, no longer shown: its memory is reused for the next one.
+    spare: Option<Box<Frozen>>,
+}
+
+impl Frozen {
+    /// The copy was laid out at another size: no longer a copy of the shown screen.
+    pub(super) fn resized(&mut self) {
+        self.copy_of = None;
+    }
 }
 
 impl Sync {
     /// At the start of each call: a copy kept from the last one after the mode ended goes.
     pub fn begin_call(&mut self) {
         self.taken = false;
-        if !self.on {
-            self.frozen = None;
+        if !self.on && self.frozen.is_some() {
+            self.spare = self.frozen.take();
         }
     }
 }
 
 impl State {
+    /// Frees the memory kept for the next frame's copy (when the terminal is idle).
+    pub(super) fn drop_spare(&mut self) {
+        self.sync.spare = None;
+    }
+
     pub(super) fn set_sync(&mut self, on: bool) {
         let sync = &mut self.sync;
         if on == sync.on {
@@ -67,7 +88,7 @@ impl State {
                 self.screen.keep_unchanged_rows(&f.screen, f.seq);
             }
             if !sync.taken {
-                sync.frozen = None;
+                sync.spare = sync.frozen.take();
             }
             return;
         }
@@ -77,11 +98,20 @@ impl State {
             Some(f) if sync.taken => f.since = now,
             _ => {
                 let seq = self.screen.primary.seq;
-                sync.frozen = Some(Box::new(Frozen {
-                    screen: self.screen.shown_copy(),
-                    seq,
-                    since: now,
-                }));
+                let frozen = match sync.spare.take() {
+                    Some(mut f) => {
+                        self.screen.copy_shown_into(&mut f.screen, f.copy_of);
+                        (f.seq, f.since, f.copy_of) = (seq, now, Some(seq));
+                        f
+                    }
+                    None => Box::new(Frozen {
+                        screen: self.screen.shown_copy(),
+                        seq,
+                        since: now,
+                        copy_of: Some(seq),
+                    }),
+                };
+                sync.frozen = Some(frozen);
                 sync.taken = true;
                 self.screen.stamp(seq.wrapping_add(1));
             }
@@ -101,9 +131,20 @@ impl Screen {
 
     /// The shown screen alone, as a screen of its own (drawn, not written to).
     fn shown_copy(&self) -> Screen {
-        Screen {
-            primary: self.grid().clone(),
-            alternate: Grid::new(1, 1),
+        let mut copy = Screen::new(1, 1);
+        self.copy_shown_into(&mut copy, None);
+        copy
+    }
+
+    /// [`Screen::shown_copy`] made in `into`, reusing the room of its rows; `since`: `into`
+    /// is a copy of this screen as it stood then (see [`Grid::copy_from`]).
+    fn copy_shown_into(&self, into: &mut Screen, since: Option<u64>) {
+        let since = since.filter(|&at| self.switched <= at);
+        let mut primary = std::mem::replace(&mut into.primary, Grid::unmade(1, 1));
+        primary.copy_from(self.grid(), since);
+        *into = Screen {
+            primary,
+            alternate: Grid::unmade(1, 1),
             alt: false,
             pen: self.pen,
             ink: self.ink,
@@ -116,6 +157,6 @@ impl Screen {
             switched: self.switched,
             // (The links its cells point to; the live table may reclaim ids meanwhile.)
             links: self.links.clone(),
-        }
+        };
     }
 }

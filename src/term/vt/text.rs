@@ -14,10 +14,7 @@ impl State {
         let mut i = 0;
         while i < bytes.len() {
             if (0x20..0x7f).contains(&bytes[i]) {
-                let run = bytes[i..]
-                    .iter()
-                    .position(|b| !(0x20..0x7f).contains(b))
-                    .unwrap_or(bytes.len() - i);
+                let run = printable_prefix(&bytes[i..]);
                 let written = self.ascii_run(&bytes[i..i + run]);
                 if written < run {
                     // At the margin or a wide character: the general way.
@@ -92,16 +89,7 @@ impl State {
             return 0;
         }
         let room = usize::from(cols).min(r.width()).saturating_sub(start);
-        let want = room.min(run.len());
-        // (Cells past those stored are blank, never wide.)
-        let stored = r.cells.len();
-        let n = r.cells[start.min(stored)..(start + want).min(stored)]
-            .iter()
-            .position(Cell::is_wide)
-            .unwrap_or(want);
-        for (cell, &b) in r.cells_mut(start, start + n).iter_mut().zip(run) {
-            cell.set_ascii(b, pen);
-        }
+        let n = r.write_ascii(start, &run[..room.min(run.len())], pen);
         g.pos.col += n as u16;
         if let Some(&last) = run[..n].last() {
             screen.last_char = Some(char::from(last));
@@ -336,5 +324,39 @@ fn cleanup(g: &mut Grid, base: Pos, was_wide: bool, is_wide: bool, pen: Ink) {
                 r.wrapped = false;
             }
         }
+    }
+}
+
+/// How many bytes `bytes` begins with that are printable ASCII (a space to a tilde), looked
+/// at 16 at a time (the test on a whole block compiles to vector instructions).
+fn printable_prefix(bytes: &[u8]) -> usize {
+    let printable = |b: &u8| (0x20..0x7f).contains(b);
+    let blocks = bytes
+        .chunks_exact(16)
+        .take_while(|block| block.iter().fold(true, |all, b| all & printable(b)))
+        .count();
+    let n = 16 * blocks;
+    n + bytes[n..]
+        .iter()
+        .position(|b| !printable(b))
+        .unwrap_or(bytes.len() - n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable_prefix;
+
+    #[test]
+    fn the_printable_prefix_ends_at_the_first_other_byte_in_or_after_the_blocks() {
+        let line = b"0123456789abcdef0123456789ABCDEF the rest ~".to_vec();
+        assert_eq!(printable_prefix(&line), line.len());
+        for at in [0, 1, 15, 16, 17, 31, 32, 40, line.len() - 1] {
+            for other in [0x1f, 0x7f, 0x80, 0xe2, b'\n', 0x1b] {
+                let mut bytes = line.clone();
+                bytes[at] = other;
+                assert_eq!(printable_prefix(&bytes), at, "byte {other:#x} at {at}");
+            }
+        }
+        assert_eq!(printable_prefix(b""), 0);
     }
 }

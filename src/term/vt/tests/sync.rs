@@ -155,3 +155,101 @@ fn a_resize_keeps_the_frame_shown() {
     assert_eq!(e.shown().contents(), "    half");
     assert!(e.sync_deadline().is_none());
 }
+
+/// Frames of random drawing (texts, clears, scrolls, inserted and deleted rows, the
+/// alternate screen, resets), often the same frame again, fed in random pieces, with
+/// resizes and plain output between: while a frame is in progress the finished one is
+/// shown exactly (the copy taken at its start may copy only the rows changed since the
+/// copy before), and after it every row that differs from what was shown before counts
+/// as changed.
+#[test]
+fn copies_made_from_the_last_copy_always_show_the_finished_frame() {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let (mut rows, mut cols) = (6usize, 12usize);
+    let mut e = Emulator::new(rows as u16, cols as u16, 50);
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    let shown_rows = |e: &Emulator| -> Vec<crate::term::vt::Row> {
+        let s = e.shown();
+        (0..s.size().0).filter_map(|r| s.row(r).cloned()).collect()
+    };
+    for round in 0..4000 {
+        match next(12) {
+            0 => {
+                (rows, cols) = (3 + next(6), 5 + next(12));
+                e.resize(rows as u16, cols as u16);
+            }
+            1 => {
+                // Scrolls (rows move without being drawn).
+                let _ = e.process(format!("\x1b[{rows};1Hplain\r\n").as_bytes());
+            }
+            _ => {}
+        }
+        let frame = if !frames.is_empty() && next(2) == 0 {
+            frames[next(frames.len())].clone()
+        } else {
+            let mut f = b"\x1b[?2026h".to_vec();
+            for _ in 0..1 + next(6) {
+                let op = match next(10) {
+                    0 => "\x1b[2J".to_string(),
+                    1 => format!("\x1b[{};1H\n\n", rows),
+                    2 => ["\x1b[?1049h", "\x1b[?1049l"][next(2)].to_string(),
+                    3 => "\x1b[2K".to_string(),
+                    4 => format!("\x1b[{}{}", 1 + next(2), ["L", "M"][next(2)]),
+                    5 => format!("\x1b[2;{}r\x1b[{};1H\n\x1b[r", rows, rows),
+                    6 if next(20) == 0 => "\x1bc".to_string(),
+                    _ => {
+                        let text: String = (0..next(cols + 4))
+                            .map(|i| char::from(b'a' + ((i + round) % 26) as u8))
+                            .collect();
+                        format!(
+                            "\x1b[{};{}H\x1b[3{}m{text}",
+                            1 + next(rows),
+                            1 + next(cols),
+                            next(8)
+                        )
+                    }
+                };
+                f.extend_from_slice(op.as_bytes());
+            }
+            f.extend_from_slice(b"\x1b[?2026l");
+            frames.push(f.clone());
+            if frames.len() > 4 {
+                frames.remove(next(frames.len()));
+            }
+            f
+        };
+        let before = e.shown().contents_formatted();
+        let before_rows = shown_rows(&e);
+        let drawn = e.display_seq();
+        let mut rest = &frame[..];
+        while !rest.is_empty() {
+            let (piece, tail) = rest.split_at(1 + next(rest.len()));
+            let _ = e.process(piece);
+            rest = tail;
+            if e.synchronized() && !tail.is_empty() {
+                assert_eq!(
+                    e.shown().contents_formatted(),
+                    before,
+                    "round {round}: the finished frame while {:?} is drawn",
+                    String::from_utf8_lossy(&frame)
+                );
+            }
+        }
+        let after_rows = shown_rows(&e);
+        if let Some(changed) = e.rows_changed_since(drawn) {
+            for (i, (a, b)) in before_rows.iter().zip(&after_rows).enumerate() {
+                let same = a.same_cells(b) && a.wrapped() == b.wrapped();
+                assert!(
+                    same || changed.contains(&(i as u16)),
+                    "round {round}: row {i} differs but is not marked changed"
+                );
+            }
+        }
+    }
+}
