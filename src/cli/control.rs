@@ -54,7 +54,44 @@ pub(super) fn call(
     json_out: bool,
     human: fn(&Value) -> String,
 ) -> anyhow::Result<i32> {
-    call_coded(session, request, json_out, human, |_| 0)
+    if !json_out {
+        return call_coded(session, request, json_out, human, |_| 0);
+    }
+    // As the server wrote it, laid out (not made into values and written again).
+    let mut api = match connect(session)? {
+        Ok(a) => a,
+        Err(code) => return Ok(code),
+    };
+    match api.request_raw(&request) {
+        Ok(raw) => {
+            print_out(&super::pretty::pretty(&raw))?;
+            Ok(0)
+        }
+        Err(e) => answer_error(e),
+    }
+}
+
+/// Prints `text` and a newline; a reader that went away (`| head`) is not an error.
+fn print_out(text: &str) -> anyhow::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout();
+    match writeln!(out, "{text}").and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// The exit for a request that got no result: a timeout's own code, else the error.
+fn answer_error(e: api::Error) -> anyhow::Result<i32> {
+    match e {
+        api::Error::Remote(r) if r.code == "timeout" => {
+            eprintln!("herdr: timed out: {}", r.message);
+            Ok(exit::TIMEOUT)
+        }
+        e => Err(e.into()),
+    }
 }
 
 /// [`call`], exiting with the code `code` reads off the result.
@@ -76,21 +113,10 @@ fn call_coded(
             } else {
                 human(&v)
             };
-            if !text.is_empty() {
-                // A reader that went away (`| head`) is not an error.
-                let mut out = std::io::stdout();
-                match writeln!(out, "{text}").and_then(|_| out.flush()) {
-                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-                    _ => {}
-                }
-            }
+            print_out(&text)?;
             Ok(code(&v))
         }
-        Err(api::Error::Remote(r)) if r.code == "timeout" => {
-            eprintln!("herdr: timed out: {}", r.message);
-            Ok(exit::TIMEOUT)
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => answer_error(e),
     }
 }
 

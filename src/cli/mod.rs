@@ -8,6 +8,7 @@ mod control_args;
 mod help_tests;
 pub mod machine;
 pub mod manual;
+mod pretty;
 pub mod server;
 pub mod session;
 pub mod worktree;

@@ -229,19 +229,24 @@ impl Server {
     /// Everything a script wants to know about one pane.
     pub(crate) fn pane_json(&self, pane: PaneId) -> Option<Value> {
         let fg = self.foreground_pid(self.session.state.panes.get(&pane)?.terminal);
+        let fg = fg.map(crate::pty::proc::describe);
         let row = self.pane_row(self.session.state.find_pane(pane)?, pane, fg)?;
         serde_json::to_value(row).ok()
     }
 
     /// One pane at `pos` (found by the caller: a listing walks the layout once rather
-    /// than looking each pane up in it) whose foreground process the caller asked for.
-    fn pane_row(&self, pos: PanePos, pane: PaneId, fg_pid: Option<i32>) -> Option<PaneRow<'_>> {
+    /// than looking each pane up in it), with its foreground process as the caller read it.
+    fn pane_row(
+        &self,
+        pos: PanePos,
+        pane: PaneId,
+        fg: Option<crate::pty::proc::Foreground>,
+    ) -> Option<PaneRow<'_>> {
         let ps = self.session.state.panes.get(&pane)?;
         let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
         let term = self.session.state.terminals.get(&ps.terminal)?;
         let rt = self.session.runtimes.get(ps.terminal);
-        let fg = fg_pid.map(crate::pty::proc::describe);
         let (rows, cols) = rt.map(|r| r.size).unwrap_or((0, 0));
         let focused = pos.workspace == self.session.state.active
             && pos.tab == ws.active
@@ -287,15 +292,31 @@ impl Server {
         };
         // Written straight to JSON text, row by row (a list of 1,000 panes built as
         // values first spent most of its time making, writing and freeing them).
-        let mut out = Vec::with_capacity(64 + 512 * self.session.state.panes.len());
+        let listed: Vec<(PanePos, PaneId)> = self
+            .session
+            .state
+            .all_panes()
+            .into_iter()
+            .filter(|&(pos, _)| {
+                tab_filter.is_none_or(|t| t == pos) && ws_filter.is_none_or(|w| w == pos.workspace)
+            })
+            .collect();
+        // Each listed pane's foreground process, read for all at once (in parallel).
+        let fg_pids: Vec<Option<i32>> = listed
+            .iter()
+            .map(|(_, pane)| {
+                let p = self.session.state.panes.get(pane)?;
+                foreground.get(&p.terminal).copied().flatten()
+            })
+            .collect();
+        let pids: Vec<i32> = fg_pids.iter().flatten().copied().collect();
+        let mut described = crate::pty::proc::describe_all(&pids).into_iter();
+        // Written straight to JSON text, row by row (a list of 1,000 panes built as
+        // values first spent most of its time making, writing and freeing them).
+        let mut out = Vec::with_capacity(64 + 512 * listed.len());
         out.push(b'[');
-        for (pos, pane) in self.session.state.all_panes() {
-            if tab_filter.is_some_and(|t| t != pos) || ws_filter.is_some_and(|w| w != pos.workspace)
-            {
-                continue;
-            }
-            let fg = self.session.state.panes.get(&pane);
-            let fg = fg.and_then(|p| foreground.get(&p.terminal).copied().flatten());
+        for ((pos, pane), fg_pid) in listed.into_iter().zip(fg_pids) {
+            let fg = fg_pid.and_then(|_| described.next());
             let Some(row) = self.pane_row(pos, pane, fg) else {
                 continue;
             };
