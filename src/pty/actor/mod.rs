@@ -3,11 +3,16 @@
 //! queued write, resize and shutdown of it. Callers never block: input goes through a
 //! queue bounded in bytes and in entries (`try_write` → `WouldBlock` when full, and then
 //! none of that write is taken), and a wake pipe interrupts the actor's `poll`. An idle
-//! terminal costs nothing: the thread sleeps in `poll` with no timeout.
+//! terminal costs no CPU: its thread sleeps in `poll` with no timeout, and after a second
+//! it gives up the thread and waits in the lot (see below).
 //!
 //! Writes are resumed at an offset after a partial write, so large pastes arrive intact
 //! and in order while output keeps being read (a program that does not read its input
 //! must not stop us from draining its output).
+//!
+//! A terminal with nothing happening for a second gives up its thread and waits in the
+//! lot (`lot.rs`), which starts one again for it when output or a message comes: the
+//! actor owns the master either way, only the thread it runs on changes.
 //!
 //! Here: the handle and the messages; `run.rs`: the thread's loop.
 
@@ -16,9 +21,9 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod lot;
 mod program;
 mod run;
 
@@ -205,7 +210,8 @@ pub struct PtyHandle {
     preserve: Arc<AtomicBool>,
     /// Set while nobody sees the terminal (see `BACKGROUND_READ_DELAY`).
     background: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Disconnected once the actor has ended (whichever thread it ended on).
+    finished: Option<Receiver<()>>,
 }
 
 pub struct ActorParts {
@@ -253,6 +259,7 @@ impl PtyHandle {
         let waker = wake.waker();
         let (input_tx, input_rx) = input_queue();
         let (control_tx, control_rx) = mpsc::channel();
+        let (finished_tx, finished) = mpsc::sync_channel(0);
         let preserve = Arc::new(AtomicBool::new(parts.preserve));
         let background = Arc::new(AtomicBool::new(false));
         // A paused terminal takes no direct writes (see `Control::Pause`).
@@ -284,11 +291,13 @@ impl PtyHandle {
             stack: None,
             trimmed: false,
             bulk: None,
+            name: parts.name.clone(),
+            _finished: finished_tx,
         };
         if !parts.pending_input.is_empty() {
             actor.push_counted(parts.pending_input);
         }
-        let thread = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name(parts.name)
             .spawn(move || actor.run())?;
         Ok(PtyHandle {
@@ -298,7 +307,7 @@ impl PtyHandle {
             emulator,
             preserve,
             background,
-            thread: Some(thread),
+            finished: Some(finished),
         })
     }
 
@@ -315,7 +324,7 @@ impl PtyHandle {
             emulator,
             preserve: Arc::new(AtomicBool::new(false)),
             background: Arc::new(AtomicBool::new(false)),
-            thread: None,
+            finished: None,
         })
     }
 
@@ -416,8 +425,9 @@ impl PtyHandle {
 
     /// Whether anybody sees the terminal: output nobody sees is read in batches.
     pub fn set_background(&self, background: bool) {
-        if self.background.swap(background, Ordering::AcqRel) && !background {
-            // Shown again: whatever waits is read now, not after the delay.
+        if self.background.swap(background, Ordering::AcqRel) != background {
+            // Shown again: whatever waits is read now, not after the delay. Hidden: an
+            // idle actor looks again, to wait in the lot.
             self.waker.wake();
         }
     }
@@ -443,8 +453,9 @@ impl PtyHandle {
     /// Shuts down and waits until the child is reaped (bounded by the kill grace period).
     pub fn shutdown_and_join(mut self) {
         self.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(finished) = self.finished.take() {
+            // Nothing is ever sent: this returns once the actor is dropped.
+            let _ = finished.recv();
         }
     }
 }

@@ -53,10 +53,16 @@ pub(super) struct Actor {
     /// The read buffer for bulk output (`READ_CHUNK`), from the first read that filled
     /// the small one until the terminal is next idle.
     pub(super) bulk: Option<Box<[u8]>>,
+    /// The name of the actor's thread (each thread it runs on when it leaves the lot).
+    pub(super) name: String,
+    /// Dropped with the actor: its handle's `shutdown_and_join` waits for that.
+    pub(super) _finished: std::sync::mpsc::SyncSender<()>,
 }
 
-/// A terminal with nothing happening for this long gives back the stack pages its thread
-/// touched (`sys::stack`): one wake-up after each burst of activity, none while idle.
+/// A terminal with nothing happening for this long waits in the lot without a thread
+/// (`lot`), or when it cannot (see `Actor::parkable`) gives back the stack pages its
+/// thread touched (`sys::stack`): one wake-up after each burst of activity, none while
+/// idle.
 const IDLE_TRIM: Duration = Duration::from_secs(1);
 
 /// Output is fed to the emulator in pieces, so that whoever waits for its lock (a frame,
@@ -113,16 +119,37 @@ pub(in crate::pty) fn absorb(emulator: &SharedEmulator, bytes: &[u8]) -> (Vec<u8
 
 enum Step {
     Continue,
+    /// Nothing to do but wait for output or a message: the thread may end (`lot`).
+    Park,
     Eof,
     Shutdown,
 }
 
 impl Actor {
+    /// The actor's loop, on the thread it runs on until the terminal ends or waits in
+    /// the lot.
     pub(super) fn run(mut self) {
         self.stack = sys::stack::Stack::current();
+        self.trimmed = false;
         let outcome = loop {
             match self.step() {
                 Ok(Step::Continue) => {}
+                Ok(Step::Park) => {
+                    // (The stack is this thread's, which ends.)
+                    self.stack = None;
+                    match super::lot::park(Box::new(self)) {
+                        Ok(()) => return,
+                        Err(actor) => {
+                            // No lot: idle on this thread, its stack given back.
+                            self = *actor;
+                            self.stack = sys::stack::Stack::current();
+                            if let Some(stack) = &self.stack {
+                                stack.release_unused();
+                            }
+                            self.trimmed = true;
+                        }
+                    }
+                }
                 Ok(Step::Eof) => break Step::Eof,
                 Ok(Step::Shutdown) => break Step::Shutdown,
                 Err(_) => break Step::Eof,
@@ -267,6 +294,10 @@ impl Actor {
         if trim && idle {
             self.bulk = None;
             crate::pty::lock(&self.emulator).idle();
+            if self.parkable() {
+                // (The thread, stack and all, ends.)
+                return Ok(Step::Park);
+            }
             if let Some(stack) = &self.stack {
                 stack.release_unused();
             }
@@ -280,6 +311,20 @@ impl Actor {
             return self.read_burst(ready.hangup);
         }
         Ok(Step::Continue)
+    }
+
+    /// Nobody sees the terminal, and nothing but output or a message can give the actor
+    /// work: no write waits, no timer runs, nobody else reads the terminal, it is not
+    /// paused. (A terminal shown keeps its thread: the pane typed in is lent to the
+    /// server at once, and a keystroke's echo waits for no thread to be made.)
+    fn parkable(&self) -> bool {
+        self.background.load(Ordering::Acquire)
+            && !self.lent
+            && !self.paused
+            && self.pending.is_empty()
+            && self.hold_until.is_none()
+            && self.echo.is_none()
+            && self.read_after.is_none()
     }
 
     fn apply_resize(&mut self, rows: u16, cols: u16) {

@@ -36,6 +36,40 @@ fn start() -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// `/bin/sh -c script` in a new PTY of 24x80, and its process id.
+fn spawn_sh(script: &str) -> (crate::pty::spawn::Spawned, i32) {
+    let spec = crate::pty::spawn::SpawnSpec {
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        shell: "/bin/sh".into(),
+        rows: 24,
+        cols: 80,
+        ..Default::default()
+    };
+    let spawned = crate::pty::spawn::spawn(&spec).unwrap();
+    let pid = spawned.child.process_id().unwrap() as i32;
+    (spawned, pid)
+}
+
+/// The actor of a program [`spawn_sh`] started.
+fn start_spawned(
+    spawned: crate::pty::spawn::Spawned,
+    name: &str,
+    emulator: SharedEmulator,
+    notify: Notify,
+) -> PtyHandle {
+    PtyHandle::start(ActorParts {
+        master: spawned.master,
+        program: Program::Spawned(spawned.child),
+        emulator,
+        notify,
+        name: name.into(),
+        paused: false,
+        preserve: false,
+        pending_input: Vec::new(),
+    })
+    .unwrap()
+}
+
 #[test]
 fn output_reaches_the_emulator_and_is_announced_once_until_taken() {
     let (handle, mut prog, rx, emu) = start();
@@ -233,29 +267,12 @@ fn a_preserved_program_outlives_its_closed_terminal() {
     let _guard = crate::sys::TEST_FD_LOCK
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let spec = crate::pty::spawn::SpawnSpec {
-        argv: vec!["/bin/sh".into(), "-c".into(), "sleep 30".into()],
-        shell: "/bin/sh".into(),
-        rows: 24,
-        cols: 80,
-        ..Default::default()
-    };
-    let spawned = crate::pty::spawn::spawn(&spec).unwrap();
-    let pid = spawned.child.process_id().unwrap() as i32;
+    let (spawned, pid) = spawn_sh("sleep 30");
     // A second holder of the master, as the next server would be.
     let keep = sys::dup_cloexec(spawned.master.as_fd()).unwrap();
     let pidfd = sys::fdpass::pidfd_open(pid).unwrap();
-    let handle = PtyHandle::start(ActorParts {
-        master: spawned.master,
-        program: Program::Spawned(spawned.child),
-        emulator: crate::pty::shared(Emulator::new(24, 80, 100)),
-        notify: Box::new(|_| {}),
-        name: "test-actor".into(),
-        paused: false,
-        preserve: false,
-        pending_input: Vec::new(),
-    })
-    .unwrap();
+    let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
+    let handle = start_spawned(spawned, "test-actor", emulator, Box::new(|_| {}));
     handle.preserve(true);
     handle.shutdown_and_join();
     assert!(
@@ -439,4 +456,118 @@ fn a_terminal_nobody_sees_still_reads_everything_and_notices_the_end() {
             Err(e) => panic!("no exit event: {e}"),
         }
     }
+}
+
+/// Waits until the actor named `name` has a thread, then until it has none (parked).
+fn wait_parked(name: &str) {
+    for (parked, what) in [(false, "never ran"), (true, "kept its thread")] {
+        let deadline = Instant::now() + WAIT;
+        while thread_named(name) == parked {
+            assert!(Instant::now() < deadline, "the terminal {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Whether a thread named `name` runs in this process.
+fn thread_named(name: &str) -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+}
+
+/// An idle terminal's thread ends and the terminal waits in the lot; the program's
+/// output, input for it and a resize bring a thread back and are handled as ever, and a
+/// parked terminal closes and reaps its program.
+#[test]
+fn an_idle_terminal_waits_without_a_thread_and_wakes_for_anything() {
+    let _guard = crate::sys::TEST_FD_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (spawned, pid) = spawn_sh("while read line; do echo \"got $line $(stty size)\"; done");
+    let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let name = "parked-actor";
+    let notify: Notify = Box::new(move |ev| {
+        let _ = tx.lock().unwrap().send(ev);
+    });
+    let handle = start_spawned(spawned, name, emulator.clone(), notify);
+    // Shown terminals keep their thread (see `Actor::parkable`).
+    handle.set_background(true);
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + WAIT;
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let shows = |text: &'static str| {
+        let emulator = emulator.clone();
+        move || {
+            crate::pty::lock(&emulator)
+                .screen()
+                .contents()
+                .contains(text)
+        }
+    };
+    wait_parked(name);
+    wait_for("the lot never took it in", &|| lot::parked() >= 1);
+    // Input written straight to the terminal: the echo and the answer come back.
+    handle.try_write(b"one\n".to_vec()).unwrap();
+    wait_for("the answer to input never came", &shows("got one 24 80"));
+    // (The thread that read the answer ran: gone again means parked again.)
+    wait_for("it did not park again", &|| !thread_named(name));
+    // A resize is a message: applied by a thread made for it.
+    handle.resize(30, 100);
+    handle.try_write(b"two\n".to_vec()).unwrap();
+    wait_for("the resize and input after it", &shows("got two 30 100"));
+    wait_for("it did not park again", &|| !thread_named(name));
+    // Shown: a thread again, kept while it waits; hidden: parked again.
+    handle.set_background(false);
+    wait_for("shown, it got no thread", &|| thread_named(name));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(thread_named(name), "a shown terminal gave up its thread");
+    handle.set_background(true);
+    wait_for("hidden again, it kept its thread", &|| !thread_named(name));
+    // The program ending while its terminal is parked: reaped, and its end reported.
+    handle.try_write(b"\x04".to_vec()).unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(PtyEvent::Exited(code)) => {
+                assert_eq!(code, Some(0));
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("no exit reported: {e}"),
+        }
+    }
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the program was not reaped"
+    );
+    handle.shutdown_and_join();
+}
+
+/// Closing a terminal that waits in the lot ends its program and returns once it is
+/// reaped.
+#[test]
+fn a_parked_terminal_closes_and_reaps_its_program() {
+    let _guard = crate::sys::TEST_FD_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (spawned, pid) = spawn_sh("sleep 30");
+    let name = "parked-closed";
+    let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
+    let handle = start_spawned(spawned, name, emulator, Box::new(|_| {}));
+    handle.set_background(true);
+    wait_parked(name);
+    handle.shutdown_and_join();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the program was not reaped"
+    );
 }
