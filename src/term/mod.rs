@@ -46,8 +46,10 @@ pub struct Emulator {
     history: history::History,
     /// How many lines back into history the view is scrolled (0 = live).
     offset: usize,
-    /// The screen shown while scrolled back, rebuilt when the offset or content changes.
-    view: Option<View>,
+    /// The screen shown while scrolled back, rebuilt when the offset or content changes;
+    /// dropped back at the live view. (Boxed: a terminal of its own, 1.1 KiB before its
+    /// rows, that most panes never have.)
+    view: Option<Box<View>>,
     /// The `seq` when what is shown changed as a whole (the view was scrolled).
     everything: u64,
     /// The program's bytes kept for a mirror (`mirror`), while one is kept.
@@ -241,7 +243,7 @@ impl Emulator {
         let seq = self.display_seq();
         let fresh = matches!(&self.view, Some(v) if v.seq == seq && v.offset == self.offset);
         if !fresh {
-            self.view = Some(self.build_view());
+            self.view = Some(Box::new(self.build_view()));
         }
         match &self.view {
             Some(v) => v.term.screen(),
@@ -405,6 +407,10 @@ impl Emulator {
             self.history.len()
         };
         self.offset = rows.min(max);
+        if self.offset == 0 {
+            // Back at the live view: the scrolled-back screen and its rows go.
+            self.view = None;
+        }
         self.seq = self.seq.wrapping_add(1);
         self.everything = self.seq;
     }
@@ -610,6 +616,23 @@ mod tests {
         assert_eq!(e.lines_back(6, 6), ["l0"]);
         assert!(e.lines_back(8, 8).is_empty());
         assert!(e.lines_back(50, 40).is_empty());
+    }
+
+    #[test]
+    fn the_scrolled_back_screen_goes_once_the_view_is_live_again() {
+        let mut e = Emulator::new(3, 20, 100);
+        for i in 0..10 {
+            e.process(format!("l{i}\r\n").as_bytes());
+        }
+        e.set_scrollback(4);
+        assert_eq!(e.display().contents(), "l4\nl5\nl6");
+        assert!(e.view.is_some());
+        e.set_scrollback(0);
+        assert!(
+            e.view.is_none(),
+            "kept after scrolling back to the live view"
+        );
+        assert_eq!(e.display().contents(), "l8\nl9");
     }
 
     #[test]
