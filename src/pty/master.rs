@@ -42,7 +42,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, TrySendError};
+use std::sync::mpsc::TrySendError;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::actor::{absorb, feed_piece, Control, Input, InputTx};
@@ -310,7 +310,7 @@ pub struct Lent {
     fd: OwnedFd,
     shared: Arc<Shared>,
     emulator: SharedEmulator,
-    control: mpsc::Sender<Control>,
+    control: super::actor::queue::Tx<Control>,
     buf: Box<[u8]>,
 }
 
@@ -331,7 +331,7 @@ impl Lent {
         fd: OwnedFd,
         shared: Arc<Shared>,
         emulator: SharedEmulator,
-        control: mpsc::Sender<Control>,
+        control: super::actor::queue::Tx<Control>,
     ) -> Lent {
         Lent {
             fd,

@@ -41,7 +41,7 @@ impl Session {
         let (term, rt) = self.spawn_terminal_as(no, argv, cwd, rect, None)?;
         let new = term.id;
         self.runtimes.insert(new, rt);
-        self.state.terminals.insert(new, term);
+        self.state.terminals.insert(new, Box::new(term));
         if let Some(ps) = self.state.panes.get_mut(&pane) {
             ps.terminal = new;
         }

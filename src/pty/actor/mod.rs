@@ -18,13 +18,14 @@
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
 mod lot;
 mod program;
+pub(super) mod queue;
 mod run;
 
 pub use program::Program;
@@ -49,47 +50,29 @@ const _: () = assert!(crate::input::parse::PASTE_PIECE <= MAX_INPUT_BYTES);
 /// The sending end of a terminal's input queue: at most `INPUT_QUEUE_CHUNKS` entries wait
 /// in it. (A `sync_channel` would allocate and write all its slots up front: 80 KiB per
 /// pane, most of an idle pane's memory; this holds only what is queued.)
-pub(super) struct InputTx {
-    tx: mpsc::Sender<Input>,
-    waiting: Arc<AtomicUsize>,
-}
+pub(super) struct InputTx(queue::Tx<Input>);
 
 /// The actor's end of the input queue.
-pub(super) struct InputRx {
-    rx: Receiver<Input>,
-    waiting: Arc<AtomicUsize>,
-}
+pub(super) struct InputRx(queue::Rx<Input>);
 
 pub(super) fn input_queue() -> (InputTx, InputRx) {
-    let (tx, rx) = mpsc::channel();
-    let waiting = Arc::new(AtomicUsize::new(0));
-    (
-        InputTx {
-            tx,
-            waiting: waiting.clone(),
-        },
-        InputRx { rx, waiting },
-    )
+    let (tx, rx) = queue::queue();
+    (InputTx(tx), InputRx(rx))
 }
 
 impl InputTx {
     pub(super) fn try_send(&self, input: Input) -> Result<(), TrySendError<Input>> {
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= INPUT_QUEUE_CHUNKS {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            return Err(TrySendError::Full(input));
-        }
-        self.tx.send(input).map_err(|e| {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            TrySendError::Disconnected(e.0)
-        })
+        self.0.send_within(input, INPUT_QUEUE_CHUNKS)
     }
 }
 
 impl InputRx {
     pub(super) fn try_recv(&self) -> Result<Input, TryRecvError> {
-        let input = self.rx.try_recv()?;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        Ok(input)
+        self.0.try_recv()
+    }
+
+    pub(super) fn release(&self) {
+        self.0.release()
     }
 }
 
@@ -202,7 +185,7 @@ pub type Notify = Box<dyn Fn(PtyEvent) + Send + 'static>;
 pub struct PtyHandle {
     /// The direct writes, the input queue and the counters (`pty::master`).
     shared: Arc<Shared>,
-    control: mpsc::Sender<Control>,
+    control: queue::Tx<Control>,
     waker: Waker,
     /// For a [`Lent`] to take its reads into.
     emulator: SharedEmulator,
@@ -211,7 +194,7 @@ pub struct PtyHandle {
     /// Set while nobody sees the terminal (see `BACKGROUND_READ_DELAY`).
     background: Arc<AtomicBool>,
     /// Disconnected once the actor has ended (whichever thread it ended on).
-    finished: Option<Receiver<()>>,
+    finished: Option<queue::Rx<()>>,
 }
 
 pub struct ActorParts {
@@ -258,8 +241,8 @@ impl PtyHandle {
         let wake = WakePipe::new()?;
         let waker = wake.waker();
         let (input_tx, input_rx) = input_queue();
-        let (control_tx, control_rx) = mpsc::channel();
-        let (finished_tx, finished) = mpsc::sync_channel(0);
+        let (control_tx, control_rx) = queue::queue();
+        let (finished_tx, finished) = queue::queue();
         let preserve = Arc::new(AtomicBool::new(parts.preserve));
         let background = Arc::new(AtomicBool::new(false));
         // A paused terminal takes no direct writes (see `Control::Pause`).
@@ -316,7 +299,7 @@ impl PtyHandle {
     /// shutdown do nothing. For a finished pane's screen carried by a live handoff.
     pub fn ended(emulator: SharedEmulator) -> std::io::Result<PtyHandle> {
         let waker = WakePipe::new()?.waker();
-        let (control, _) = mpsc::channel();
+        let (control, _) = queue::queue();
         Ok(PtyHandle {
             shared: Master::ended(waker.clone()),
             control,

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ pub(super) struct Actor {
     pub(super) notify: Notify,
     pub(super) wake: WakePipe,
     pub(super) input: InputRx,
-    pub(super) control: Receiver<Control>,
+    pub(super) control: super::queue::Rx<Control>,
     /// Input not yet written; `offset` bytes of the front chunk are already written.
     pub(super) pending: VecDeque<Chunk>,
     pub(super) offset: usize,
@@ -56,7 +56,7 @@ pub(super) struct Actor {
     /// The name of the actor's thread (each thread it runs on when it leaves the lot).
     pub(super) name: String,
     /// Dropped with the actor: its handle's `shutdown_and_join` waits for that.
-    pub(super) _finished: std::sync::mpsc::SyncSender<()>,
+    pub(super) _finished: super::queue::Tx<()>,
 }
 
 /// A terminal with nothing happening for this long waits in the lot without a thread
@@ -293,6 +293,8 @@ impl Actor {
         let idle = !(ready.woken || ready.readable || ready.writable || ready.hangup);
         if trim && idle {
             self.bulk = None;
+            self.input.release();
+            self.control.release();
             crate::pty::lock(&self.emulator).idle();
             if self.parkable() {
                 // (The thread, stack and all, ends.)

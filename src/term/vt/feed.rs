@@ -18,7 +18,7 @@ impl Terminal {
         #[cfg(test)]
         if self.parser_only {
             for part in super::tests::one_by_one(bytes) {
-                self.parser.advance(&mut self.state, part);
+                self.parser.get().advance(&mut self.state, part);
             }
             return;
         }
@@ -29,7 +29,7 @@ impl Terminal {
                 Esc::Held => return,
                 Esc::String => i = 1,
                 Esc::Plain => {
-                    self.parser.advance(&mut self.state, b"\x1b");
+                    self.parser.get().advance(&mut self.state, b"\x1b");
                     self.state.await_char = false;
                     self.in_escape = true;
                 }
@@ -62,6 +62,7 @@ impl Terminal {
                             self.state.stop = false;
                             let n = self
                                 .parser
+                                .get()
                                 .advance_until_terminated(&mut self.state, &rest[..take]);
                             i += n;
                             self.ground = self.state.stop;
@@ -86,6 +87,7 @@ impl Terminal {
                     self.state.stop = false;
                     i += self
                         .parser
+                        .get()
                         .advance_until_terminated(&mut self.state, &rest[..1]);
                     self.ground = self.state.stop;
                     if self.ground {
@@ -96,13 +98,13 @@ impl Terminal {
                 if std::mem::take(&mut self.in_escape) {
                     // The parser stands right after an ESC: a string may still begin.
                     if let Some(string) = Str::begin(rest[0]) {
-                        self.parser = vte::Parser::new();
+                        self.parser.reset();
                         self.string = Some(string);
                         i += 1;
                         continue;
                     }
                     if stays_in_escape(rest[0]) {
-                        self.parser.advance(&mut self.state, &rest[..1]);
+                        self.parser.get().advance(&mut self.state, &rest[..1]);
                         self.in_escape = true;
                         i += 1;
                         continue;
@@ -113,6 +115,7 @@ impl Terminal {
                 self.state.stop = false;
                 let n = self
                     .parser
+                    .get()
                     .advance_until_terminated(&mut self.state, &rest[..end]);
                 self.bytewise = still_needed(&rest[..n]);
                 i += n;
@@ -161,7 +164,7 @@ impl Terminal {
             // An escape, or bytes that are not UTF-8: the parser judges them.
             self.ground = false;
             if cut {
-                self.parser.advance(&mut self.state, &bytes[i..]);
+                self.parser.get().advance(&mut self.state, &bytes[i..]);
                 self.state.await_char = true;
                 break;
             }
@@ -184,8 +187,8 @@ impl Terminal {
         if !self.ground {
             // The ESC ends what the parser holds (a sequence cut short, the start of a
             // character) as it always would; then the parser is fresh, as after the string.
-            self.parser.advance(&mut self.state, b"\x1b");
-            self.parser = vte::Parser::new();
+            self.parser.get().advance(&mut self.state, b"\x1b");
+            self.parser.reset();
             self.state.await_char = false;
         }
         self.ground = false;

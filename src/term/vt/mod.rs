@@ -361,7 +361,7 @@ pub(crate) use grid_and_keep;
 /// one. Everything else goes through the parser, which is told to stop as soon as it is
 /// back in the ground state.
 pub struct Terminal {
-    parser: vte::Parser,
+    parser: Parser,
     /// The parser is in its ground state, holding no part of a character, and no string
     /// or ESC is in progress here.
     ground: bool,
@@ -385,6 +385,25 @@ pub struct Terminal {
     /// Every byte through the parser (to test the fast path against).
     #[cfg(test)]
     parser_only: bool,
+}
+
+/// `vte`'s parser, made when output first needs it and given back while the terminal
+/// waits in its ground state (`release_spare`): 432 bytes, its room for a sequence's
+/// parameters, that an idle pane need not keep.
+#[derive(Default)]
+struct Parser(Option<Box<vte::Parser>>);
+
+impl Parser {
+    fn get(&mut self) -> &mut vte::Parser {
+        self.0.get_or_insert_with(Default::default)
+    }
+
+    /// Back to a fresh parser (kept, if made).
+    fn reset(&mut self) {
+        if let Some(parser) = &mut self.0 {
+            **parser = vte::Parser::new();
+        }
+    }
 }
 
 struct State {
@@ -411,7 +430,7 @@ struct State {
 impl Terminal {
     pub fn new(rows: u16, cols: u16) -> Terminal {
         Terminal {
-            parser: vte::Parser::new(),
+            parser: Parser::default(),
             ground: true,
             string: None,
             osc: Vec::new(),
@@ -501,6 +520,10 @@ impl Terminal {
     /// Gives back memory kept only to make the next output faster (the terminal is idle).
     pub fn release_spare(&mut self) {
         self.state.drop_spare();
+        if self.ground {
+            // It holds nothing: the next output starts with a fresh one either way.
+            self.parser.0 = None;
+        }
     }
 
     /// Gives up the copy of a frame that took longer than [`SYNC_TIMEOUT`] by `now`: the

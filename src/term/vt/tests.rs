@@ -689,3 +689,28 @@ fn an_emoji_widened_at_the_margin_of_the_bottom_row_moves_to_the_next_row() {
         ["", "abc", "\u{2764}\u{fe0f}x"]
     );
 }
+
+#[test]
+fn an_idle_terminal_gives_its_parser_back_only_when_it_holds_nothing() {
+    let mut t = Terminal::new(4, 20);
+    assert!(t.parser.0.is_none(), "no parser before output needs one");
+    t.process(b"\x1b[1;1H$ ", 1);
+    assert!(t.parser.0.is_some());
+    t.release_spare();
+    assert!(t.parser.0.is_none());
+    // Idle in the middle of a sequence (and of a character): the parser keeps what it
+    // holds, and the sequence ends as it began.
+    t.process(b"\x1b[3", 2);
+    t.release_spare();
+    t.process(b"1mred\x1b[0m \xc3", 3);
+    t.release_spare();
+    t.process(b"\xa9", 4);
+    assert!(t.parser.0.is_some());
+    let reference = {
+        let mut r = Terminal::new(4, 20);
+        r.process(b"\x1b[1;1H$ \x1b[31mred\x1b[0m \xc3\xa9", 1);
+        r.screen().contents_formatted()
+    };
+    assert_eq!(t.screen().contents_formatted(), reference);
+    assert_eq!(t.screen().cell(0, 2).unwrap().fgcolor(), Color::Idx(1));
+}
