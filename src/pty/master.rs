@@ -74,6 +74,10 @@ pub(super) struct Shared {
     typed: AtomicU64,
     /// Output was taken into the emulator since the renderer last looked.
     dirty: AtomicBool,
+    /// Set: closing the terminal leaves its program running (another server owns it).
+    pub(super) preserve: AtomicBool,
+    /// Set while nobody sees the terminal (see `BACKGROUND_READ_DELAY`).
+    pub(super) background: AtomicBool,
     /// The actor's input queue, and its wake-up.
     input: InputTx,
     waker: Waker,
@@ -91,6 +95,7 @@ impl Master {
     pub(super) fn new(
         fd: OwnedFd,
         paused: bool,
+        preserve: bool,
         input: InputTx,
         waker: Waker,
     ) -> io::Result<Master> {
@@ -101,6 +106,8 @@ impl Master {
             queued: AtomicUsize::new(0),
             typed: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
+            preserve: AtomicBool::new(preserve),
+            background: AtomicBool::new(false),
             input,
             waker,
         });
@@ -118,6 +125,8 @@ impl Master {
             queued: AtomicUsize::new(0),
             typed: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
+            preserve: AtomicBool::new(false),
+            background: AtomicBool::new(false),
             input,
             waker,
         })

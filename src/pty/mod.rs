@@ -75,24 +75,25 @@ impl TerminalRuntime {
 
 #[derive(Default)]
 pub struct TerminalRuntimeRegistry {
-    map: HashMap<TerminalId, TerminalRuntime>,
+    /// (Boxed: the table keeps room for up to twice its entries.)
+    map: HashMap<TerminalId, Box<TerminalRuntime>>,
 }
 
 impl TerminalRuntimeRegistry {
     pub fn insert(&mut self, id: TerminalId, rt: TerminalRuntime) {
-        self.map.insert(id, rt);
+        self.map.insert(id, Box::new(rt));
     }
 
     pub fn get(&self, id: TerminalId) -> Option<&TerminalRuntime> {
-        self.map.get(&id)
+        self.map.get(&id).map(|rt| &**rt)
     }
 
     pub fn get_mut(&mut self, id: TerminalId) -> Option<&mut TerminalRuntime> {
-        self.map.get_mut(&id)
+        self.map.get_mut(&id).map(|rt| &mut **rt)
     }
 
     pub fn remove(&mut self, id: TerminalId) -> Option<TerminalRuntime> {
-        self.map.remove(&id)
+        self.map.remove(&id).map(|rt| *rt)
     }
 
     pub fn len(&self) -> usize {
@@ -109,6 +110,6 @@ impl TerminalRuntimeRegistry {
 
     /// Takes every runtime out (server shutdown: the caller stops them all in parallel).
     pub fn drain(&mut self) -> Vec<(TerminalId, TerminalRuntime)> {
-        self.map.drain().collect()
+        self.map.drain().map(|(id, rt)| (id, *rt)).collect()
     }
 }

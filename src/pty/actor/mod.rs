@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -189,10 +189,6 @@ pub struct PtyHandle {
     waker: Waker,
     /// For a [`Lent`] to take its reads into.
     emulator: SharedEmulator,
-    /// Set: closing the terminal leaves its program running (another server owns it).
-    preserve: Arc<AtomicBool>,
-    /// Set while nobody sees the terminal (see `BACKGROUND_READ_DELAY`).
-    background: Arc<AtomicBool>,
     /// Disconnected once the actor has ended (whichever thread it ended on).
     finished: Option<queue::Rx<()>>,
 }
@@ -243,10 +239,14 @@ impl PtyHandle {
         let (input_tx, input_rx) = input_queue();
         let (control_tx, control_rx) = queue::queue();
         let (finished_tx, finished) = queue::queue();
-        let preserve = Arc::new(AtomicBool::new(parts.preserve));
-        let background = Arc::new(AtomicBool::new(false));
         // A paused terminal takes no direct writes (see `Control::Pause`).
-        let master = Master::new(parts.master, parts.paused, input_tx, waker.clone())?;
+        let master = Master::new(
+            parts.master,
+            parts.paused,
+            parts.preserve,
+            input_tx,
+            waker.clone(),
+        )?;
         let shared = master.shared.clone();
         let emulator = parts.emulator.clone();
         let mut actor = Actor {
@@ -263,13 +263,11 @@ impl PtyHandle {
             pending_len: 0,
             hold_until: None,
             echo: None,
-            preserve: preserve.clone(),
             paused: parts.paused,
             deferred_resize: None,
             deferred_resizes: 0,
             lent: false,
             lent_hup: false,
-            background: background.clone(),
             read_after: None,
             stack: None,
             trimmed: false,
@@ -288,8 +286,6 @@ impl PtyHandle {
             control: control_tx,
             waker,
             emulator,
-            preserve,
-            background,
             finished: Some(finished),
         })
     }
@@ -305,8 +301,6 @@ impl PtyHandle {
             control,
             waker,
             emulator,
-            preserve: Arc::new(AtomicBool::new(false)),
-            background: Arc::new(AtomicBool::new(false)),
             finished: None,
         })
     }
@@ -336,7 +330,7 @@ impl PtyHandle {
     /// From now on, closing this terminal leaves its program running (`true`: another
     /// server owns it) or ends it (`false`: we do).
     pub fn preserve(&self, on: bool) {
-        self.preserve.store(on, Ordering::Release);
+        self.shared.preserve.store(on, Ordering::Release);
     }
 
     /// Writes bytes for the program: at once if the PTY takes them and nothing is queued
@@ -408,7 +402,7 @@ impl PtyHandle {
 
     /// Whether anybody sees the terminal: output nobody sees is read in batches.
     pub fn set_background(&self, background: bool) {
-        if self.background.swap(background, Ordering::AcqRel) != background {
+        if self.shared.background.swap(background, Ordering::AcqRel) != background {
             // Shown again: whatever waits is read now, not after the delay. Hidden: an
             // idle actor looks again, to wait in the lot.
             self.waker.wake();

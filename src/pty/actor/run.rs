@@ -3,9 +3,8 @@
 //! order it keeps with direct writes and lent reads is `pty::master`'s invariants.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::TryRecvError;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -33,7 +32,6 @@ pub(super) struct Actor {
     /// A submit waiting for its text to show: how much the program had written when the
     /// text was, and the pause to make once it wrote more.
     pub(super) echo: Option<(u64, Duration)>,
-    pub(super) preserve: Arc<AtomicBool>,
     /// No reading or writing until `Resume`.
     pub(super) paused: bool,
     /// A size that arrived while paused, and how many did (each holds direct writes).
@@ -43,7 +41,6 @@ pub(super) struct Actor {
     pub(super) lent: bool,
     /// While lent, the terminal hung up: the borrower will see it and give it back.
     pub(super) lent_hup: bool,
-    pub(super) background: Arc<AtomicBool>,
     /// In the background after a small read: the next read waits until then.
     pub(super) read_after: Option<Instant>,
     /// This thread's stack, and whether it was given back since the last thing happened
@@ -158,7 +155,7 @@ impl Actor {
         // No more direct writes; and our master is then the last descriptor we hold.
         self.master.end_direct_writes();
         match outcome {
-            Step::Shutdown if self.preserve.load(Ordering::Acquire) => {}
+            Step::Shutdown if self.master.shared.preserve.load(Ordering::Acquire) => {}
             Step::Shutdown => self.kill_child(),
             _ => {
                 let code = self.reap();
@@ -257,7 +254,9 @@ impl Actor {
         let hold = self.hold_until.map(|t| t.saturating_duration_since(now));
         let want_write = hold.is_none() && !self.pending.is_empty();
         // Reading waits out the background delay (a hangup still wakes us).
-        if !self.background.load(Ordering::Acquire) || self.read_after.is_some_and(|t| t <= now) {
+        if !self.master.shared.background.load(Ordering::Acquire)
+            || self.read_after.is_some_and(|t| t <= now)
+        {
             self.read_after = None;
         }
         let rest = self.read_after.map(|t| t.saturating_duration_since(now));
@@ -320,7 +319,7 @@ impl Actor {
     /// paused. (A terminal shown keeps its thread: the pane typed in is lent to the
     /// server at once, and a keystroke's echo waits for no thread to be made.)
     fn parkable(&self) -> bool {
-        self.background.load(Ordering::Acquire)
+        self.master.shared.background.load(Ordering::Acquire)
             && !self.lent
             && !self.paused
             && self.pending.is_empty()
@@ -390,7 +389,7 @@ impl Actor {
             }
         };
         self.bulk = bulk;
-        if total < BACKGROUND_BULK && self.background.load(Ordering::Acquire) {
+        if total < BACKGROUND_BULK && self.master.shared.background.load(Ordering::Acquire) {
             self.read_after = Some(Instant::now() + BACKGROUND_READ_DELAY);
         }
         Ok(step)
@@ -516,7 +515,7 @@ impl Actor {
     /// and kept running. Give it the grace period, then end it like a closed pane, so
     /// this thread (and a `server stop` joining it) never waits forever.
     fn reap(&mut self) -> Option<i32> {
-        if self.preserve.load(Ordering::Acquire) {
+        if self.master.shared.preserve.load(Ordering::Acquire) {
             return None;
         }
         let deadline = Instant::now() + KILL_GRACE;

@@ -549,21 +549,21 @@ impl Grid {
             row.wrapped = false;
             return;
         }
-        if at < row.cells.len() {
+        if at < row.cells().len() {
             // (Past the stored cells all is blank: shifting it right changes nothing.)
             row.store(width);
-            let cont = row.cells[at].is_wide_continuation();
+            let cont = row.cells()[at].is_wide_continuation();
             if cont {
-                row.cells[at].set_wide_continuation(false);
+                row.cells_mut()[at].set_wide_continuation(false);
             }
-            let cells = &mut row.cells[at..];
+            let cells = &mut row.cells_mut()[at..];
             cells.rotate_right(n);
             cells[..n].fill(Cell::EMPTY);
             if usize::from(row.used) > at {
                 row.used = (usize::from(row.used) + n).min(width) as u16;
             }
             if cont {
-                row.cells[at].set_wide_continuation(true);
+                row.cells_mut()[at].set_wide_continuation(true);
             }
         }
         row.truncated();
@@ -581,10 +581,10 @@ impl Grid {
         if end - 1 != start {
             row.clear_wide(end - 1);
         }
-        if start < row.cells.len() {
+        if start < row.cells().len() {
             let width = row.width();
             row.store(width);
-            let cells = &mut row.cells[start..];
+            let cells = &mut row.cells_mut()[start..];
             cells[..end - start].fill(Cell::EMPTY);
             cells.rotate_left(end - start);
         }

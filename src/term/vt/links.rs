@@ -77,30 +77,24 @@ impl Link {
 /// The OSC 8 sequence that ends the open link.
 pub const CLOSE: &str = "\x1b]8;;\x1b\\";
 
-/// The links a terminal's cells point to, by id (ids from 1).
+/// The links a terminal's cells point to, by id (ids from 1). Made when the first link
+/// comes (most programs print none: an empty table was 120 bytes in every pane).
 #[derive(Debug, Clone, Default)]
-pub struct Links {
-    slots: Vec<Option<Arc<Link>>>,
-    ids: HashMap<Arc<Link>, u16>,
-    free: Vec<u16>,
-    bytes: usize,
-    /// The output step (`seq`) in which a scan last freed too little to be worth another.
-    scanned: Option<u64>,
-}
+pub struct Links(Option<Box<Table>>);
 
 impl Links {
     pub fn get(&self, id: u16) -> Option<&Arc<Link>> {
-        self.slots.get(usize::from(id).checked_sub(1)?)?.as_ref()
+        self.0.as_ref()?.get(id)
     }
 
     /// How many links are kept.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.0.as_ref().map_or(0, |t| t.ids.len())
     }
 
     pub fn clear(&mut self) {
-        *self = Links::default();
+        self.0 = None;
     }
 
     /// The id of `link`, added if new. When the table is full, `in_use` marks the ids
@@ -112,11 +106,39 @@ impl Links {
         seq: u64,
         in_use: impl FnOnce(&mut [bool]),
     ) -> Option<u16> {
+        self.0
+            .get_or_insert_with(Default::default)
+            .intern(link, seq, in_use)
+    }
+
+    /// Bytes of URIs and ids kept.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, |t| t.bytes)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Table {
+    slots: Vec<Option<Arc<Link>>>,
+    ids: HashMap<Arc<Link>, u16>,
+    free: Vec<u16>,
+    bytes: usize,
+    /// The output step (`seq`) in which a scan last freed too little to be worth another.
+    scanned: Option<u64>,
+}
+
+impl Table {
+    fn get(&self, id: u16) -> Option<&Arc<Link>> {
+        self.slots.get(usize::from(id).checked_sub(1)?)?.as_ref()
+    }
+
+    fn intern(&mut self, link: Link, seq: u64, in_use: impl FnOnce(&mut [bool])) -> Option<u16> {
         if let Some(&id) = self.ids.get(&link) {
             return Some(id);
         }
         let size = link.bytes();
-        let full = |l: &Links| {
+        let full = |l: &Table| {
             (l.free.is_empty() && l.slots.len() >= MAX_LINKS) || l.bytes + size > MAX_BYTES
         };
         if full(self) {
@@ -163,12 +185,6 @@ impl Links {
             }
         }
         freed
-    }
-
-    /// Bytes of URIs and ids kept.
-    #[cfg(test)]
-    pub fn bytes(&self) -> usize {
-        self.bytes
     }
 }
 
@@ -227,7 +243,13 @@ mod tests {
         assert_eq!(dropped, 1_000_000 - MAX_LINKS);
         assert!(t.bytes() <= MAX_BYTES);
         // Only one id in use (as a screen showing one link): the rest come back.
-        let keep = t.ids.get(&link("https://example.com/7")).copied().unwrap();
+        let keep =
+            t.0.as_ref()
+                .unwrap()
+                .ids
+                .get(&link("https://example.com/7"))
+                .copied()
+                .unwrap();
         for i in 0..1_000_000u64 {
             let uri = format!("https://example.org/{i}");
             let id = t.intern(link(&uri), i, |used| used[usize::from(keep)] = true);

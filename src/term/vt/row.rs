@@ -8,10 +8,13 @@ static BLANK: Cell = Cell::EMPTY;
 
 #[derive(Debug)]
 pub struct Row {
-    /// The row's first cells, as far as any was written: past them, up to `width`, every
-    /// cell is blank with the default pen. A row nothing was drawn on stores none (an idle
-    /// pane's screen is mostly such rows), and a stored row keeps its room when cleared.
-    pub(super) cells: Vec<Cell>,
+    /// Room for the row's cells; the first `stored` are the row's first cells, as far as
+    /// any was written: past them, up to `width`, every cell is blank with the default
+    /// pen. A row nothing was drawn on stores none (an idle pane's screen is mostly such
+    /// rows), and a stored row keeps its room when cleared. (A boxed slice and a count,
+    /// not a `Vec`: 8 bytes less a row, every row of every pane.)
+    room: Box<[Cell]>,
+    stored: u16,
     width: u16,
     /// The row's text continues on the next row (it was wrapped at the right margin).
     pub(super) wrapped: bool,
@@ -24,28 +27,41 @@ pub struct Row {
     pub(super) extra_wrap: bool,
 }
 
+// Every row of every pane has one: kept at 32 bytes.
+const _: () = assert!(std::mem::size_of::<Row>() <= 32);
+
 /// A copy holds the used cells only (the rest are blank); copying into a row reuses its
 /// room (a synchronized frame copies the shown grid each frame).
 impl Clone for Row {
     fn clone(&self) -> Row {
+        let used = self.used_cells();
         Row {
-            cells: self.used_cells().to_vec(),
+            room: used.into(),
+            stored: used.len() as u16,
             ..*self
         }
     }
 
     fn clone_from(&mut self, source: &Row) {
-        let mut cells = std::mem::take(&mut self.cells);
-        cells.clear();
-        cells.extend_from_slice(source.used_cells());
-        *self = Row { cells, ..*source };
+        let used = source.used_cells();
+        let mut room = std::mem::take(&mut self.room);
+        match room.get_mut(..used.len()) {
+            Some(cells) => cells.copy_from_slice(used),
+            None => room = used.into(),
+        }
+        *self = Row {
+            room,
+            stored: used.len() as u16,
+            ..*source
+        };
     }
 }
 
 impl Row {
     pub(super) fn new(cols: u16) -> Row {
         Row {
-            cells: Vec::new(),
+            room: Box::default(),
+            stored: 0,
             width: cols,
             wrapped: false,
             changed: 0,
@@ -60,7 +76,8 @@ impl Row {
         Row {
             used: cells.len() as u16,
             width: cells.len() as u16,
-            cells,
+            stored: cells.len() as u16,
+            room: cells.into_boxed_slice(),
             wrapped,
             changed: 0,
             #[cfg(test)]
@@ -75,12 +92,17 @@ impl Row {
 
     /// The cells stored: past them every cell is blank (see [`Row::cell`]).
     pub fn cells(&self) -> &[Cell] {
-        &self.cells
+        &self.room[..usize::from(self.stored)]
+    }
+
+    /// The stored cells, to change (see [`Row::store`]).
+    pub(super) fn cells_mut(&mut self) -> &mut [Cell] {
+        &mut self.room[..usize::from(self.stored)]
     }
 
     /// The cells that may be other than empty with the default pen.
     pub fn used_cells(&self) -> &[Cell] {
-        &self.cells[..usize::from(self.used).min(self.cells.len())]
+        &self.room[..usize::from(self.used.min(self.stored))]
     }
 
     /// Whether both rows hold the same cells, compared as bytes (one `memcmp`, where
@@ -93,31 +115,38 @@ impl Row {
     /// The cell at `col` (< the width).
     #[inline]
     pub fn cell(&self, col: usize) -> &Cell {
-        self.cells.get(col).unwrap_or(&BLANK)
+        self.cells().get(col).unwrap_or(&BLANK)
     }
 
     /// Stores the cells up to `to` (blank where none was).
     #[inline]
     pub(super) fn store(&mut self, to: usize) {
-        if to > self.cells.len() {
+        if to > usize::from(self.stored) {
             self.grow(to);
         }
     }
 
     #[cold]
     pub(super) fn grow(&mut self, to: usize) {
-        // Room for twice what is asked (a row is written left to right), never past the
-        // width.
-        let width = self.width();
-        let room = to.max(2 * self.cells.len()).max(16).min(width).max(to);
-        self.cells.reserve_exact(room - self.cells.len());
-        self.cells.resize(to, Cell::EMPTY);
+        let stored = usize::from(self.stored);
+        if to > self.room.len() {
+            // Room for twice what is stored (a row is written left to right), never past
+            // the width; a row's first text (a prompt) gets room for itself alone.
+            let room = to.max(2 * stored).max(8).min(self.width()).max(to);
+            let mut bigger = vec![Cell::EMPTY; room].into_boxed_slice();
+            bigger[..stored].copy_from_slice(self.cells());
+            self.room = bigger;
+        } else {
+            // (Room kept from before holds what was there then.)
+            self.room[stored..to].fill(Cell::EMPTY);
+        }
+        self.stored = to as u16;
     }
 
     /// The cell at `col`, to change without moving the used extent.
     pub(super) fn at(&mut self, col: usize) -> &mut Cell {
         self.store(col + 1);
-        &mut self.cells[col]
+        &mut self.room[col]
     }
 
     /// The cell at `col`, to change.
@@ -136,7 +165,7 @@ impl Row {
         let to = from + text.len();
         self.store(to);
         let mut n = 0;
-        for (cell, &b) in self.cells[from..to].iter_mut().zip(text) {
+        for (cell, &b) in self.room[from..to].iter_mut().zip(text) {
             if cell.is_wide() {
                 break;
             }
@@ -156,7 +185,7 @@ impl Row {
     pub(super) fn reset(&mut self) {
         // What is past the stored cells is blank: dropping them is resetting them (their
         // room stays).
-        self.cells.clear();
+        self.stored = 0;
         self.used = 0;
         self.wrapped = false;
     }
@@ -165,15 +194,15 @@ impl Row {
         // With the default pen, cells past `used` are already what clearing makes them:
         // an erase of what is blank costs nothing (a program may erase 16k times in 64 KiB).
         if pen == Ink::DEFAULT {
-            let used = usize::from(self.used).min(self.cells.len());
-            for c in &mut self.cells[..used] {
+            let used = usize::from(self.used.min(self.stored));
+            for c in &mut self.room[..used] {
                 c.clear(pen);
             }
             self.used = 0;
         } else {
             let width = self.width();
             self.store(width);
-            for c in &mut self.cells {
+            for c in self.cells_mut() {
                 c.clear(pen);
             }
             self.used = self.width;
@@ -233,10 +262,10 @@ impl Row {
 
     pub(super) fn truncated(&mut self) {
         self.wrapped = false;
-        if self.cells.len() < self.width() {
+        if self.stored < self.width {
             return; // the last column is blank
         }
-        if let Some(last) = self.cells.last_mut() {
+        if let Some(last) = self.cells_mut().last_mut() {
             if last.is_wide() {
                 let pen = last.ink();
                 last.clear(pen);
@@ -246,7 +275,7 @@ impl Row {
 
     pub(super) fn resize(&mut self, cols: u16) {
         if cols < self.width {
-            self.cells.truncate(usize::from(cols));
+            self.stored = self.stored.min(cols);
             self.width = cols;
             self.used = self.used.min(cols);
             self.truncated();
