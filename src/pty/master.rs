@@ -326,8 +326,11 @@ pub struct Lent {
 /// What one [`Lent::read`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LentRead {
-    /// This many bytes, now in the emulator.
+    /// This many bytes, now in the emulator; there may be more.
     Took(usize),
+    /// This many bytes, now in the emulator: all there was (a read that did not fill its
+    /// room), so reading again at once would find nothing (what comes later, `poll` tells).
+    TookAll(usize),
     /// Nothing to read now.
     Nothing,
     /// The terminal hung up (or the read failed): its actor sees the end once the reading
@@ -374,7 +377,11 @@ impl Lent {
         if self.shared.mark_dirty() {
             events.push(PtyEvent::Output);
         }
-        LentRead::Took(n)
+        if n < want {
+            LentRead::TookAll(n)
+        } else {
+            LentRead::Took(n)
+        }
     }
 }
 

@@ -301,14 +301,14 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
 
 /// Makes a frame cell's extras plain, unless they are.
 fn plain(e: &mut Extra) {
-    if *e != Extra::PLAIN {
+    if !e.is_plain() {
         *e = Extra::PLAIN;
     }
 }
 
 /// Makes a frame cell blank, unless it already is.
 fn blank(c: &mut ratatui::buffer::Cell) {
-    if *c != ratatui::buffer::Cell::EMPTY {
+    if !super::is_blank(c) {
         c.reset();
     }
 }

@@ -348,7 +348,14 @@ impl Server {
                     gone = true;
                     break;
                 }
-                Ok(Some(n)) => typed.extend_from_slice(&self.clients.read_buf[..n]),
+                Ok(Some(n)) => {
+                    typed.extend_from_slice(&self.clients.read_buf[..n]);
+                    if n < self.clients.read_buf.len() {
+                        // All there was: another read would only say so (keys typed
+                        // meanwhile wake the next poll).
+                        break;
+                    }
+                }
                 Ok(None) => break,
             }
         }

@@ -183,6 +183,10 @@ impl Server {
                     total += n;
                     slow = start.elapsed() > TURN_BUDGET;
                 }
+                LentRead::TookAll(n) => {
+                    total += n;
+                    break;
+                }
                 LentRead::Nothing => break,
             }
         }

@@ -353,7 +353,7 @@ fn lent_reads_go_to_the_borrower_and_come_back_to_the_actor() {
     let deadline = Instant::now() + WAIT;
     let n = loop {
         match lent.read(&mut events) {
-            LentRead::Took(n) => break n,
+            LentRead::Took(n) | LentRead::TookAll(n) => break n,
             LentRead::Nothing => {
                 assert!(Instant::now() < deadline, "nothing to read while lent");
                 std::thread::sleep(Duration::from_millis(5));

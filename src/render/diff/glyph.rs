@@ -125,11 +125,27 @@ pub(super) fn blank_tail_column(frame: &Frame, y: u16) -> u16 {
         return 0;
     }
     let tail_pen = pen(width - 1);
+    if !tail_pen.plain() {
+        return width;
+    }
+    let last = &cells[usize::from(width - 1)];
+    // A space of the tail's colours and nothing else is blank in its pen: what the full
+    // test below says of it, read from the fields alone (most of a row is such cells).
+    let plain_space = |x: u16| {
+        let cell = &cells[usize::from(x)];
+        let extra = extras.get(usize::from(x)).unwrap_or(&PLAIN);
+        cell.symbol() == " "
+            && (cell.fg, cell.bg) == (last.fg, last.bg)
+            && cell.modifier.is_empty()
+            && extra.link.is_none()
+            && !extra.overline
+            && extra.underline_color == tail_pen.underline_color
+    };
     let mut x = width;
     while x > 0 {
-        let blank = glyph_of(&cells[usize::from(x - 1)], x - 1, width).0 == " "
-            && pen(x - 1) == tail_pen
-            && tail_pen.plain();
+        let blank = plain_space(x - 1)
+            || (glyph_of(&cells[usize::from(x - 1)], x - 1, width).0 == " "
+                && pen(x - 1) == tail_pen);
         if !blank {
             break;
         }

@@ -19,7 +19,7 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use ratatui::buffer::Buffer;
+use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::Rect;
 use ratatui::style::Color;
 
@@ -66,6 +66,15 @@ impl Extra {
         overline: false,
         link: None,
     };
+
+    /// `== Extra::PLAIN`, with no link to compare.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        self.link.is_none()
+            && !self.overline
+            && self.underline == Underline::None
+            && self.underline_color == Color::Reset
+    }
 }
 
 /// Everything the server shows one client.
@@ -353,7 +362,16 @@ impl<'a> Encoder<'a> {
             ) else {
                 continue;
             };
-            let differ = |i: &usize| before[*i] != after[*i] || was[*i] != is[*i];
+            // (Most cells of a row are blank in both: told apart without comparing
+            // their symbols as strings.)
+            let same_cell = |a: &Cell, b: &Cell| match (super::is_blank(a), super::is_blank(b)) {
+                (true, true) => true,
+                (false, false) => a == b,
+                _ => false,
+            };
+            let same_extra = |a: &Extra, b: &Extra| (a.is_plain() && b.is_plain()) || a == b;
+            let differ =
+                |i: &usize| !same_cell(&before[*i], &after[*i]) || !same_extra(&was[*i], &is[*i]);
             let Some(first) = (0..width).find(differ) else {
                 continue;
             };
