@@ -312,6 +312,9 @@ pub fn run(
     let mut pace = keepalive::Pace::default();
     // Set while a replaced server is awaited: until when.
     let mut replaced_until: Option<std::time::Instant> = None;
+    // What parsing the command line, the config and the first answers left free in the
+    // heap is given back: the client waits here for the session's whole length.
+    crate::sys::startup::trim_heaps();
     let outcome = loop {
         let lost = match reader.take() {
             Some(r) => {
