@@ -29,6 +29,7 @@ pub mod paths;
 pub mod persist;
 pub mod protocol;
 pub mod pty;
+pub mod queue;
 pub mod remote;
 pub mod render;
 pub mod say;

@@ -319,7 +319,7 @@ pub struct Lent {
     fd: OwnedFd,
     shared: Arc<Shared>,
     emulator: SharedEmulator,
-    control: super::actor::queue::Tx<Control>,
+    control: crate::queue::Tx<Control>,
     buf: Box<[u8]>,
 }
 
@@ -343,7 +343,7 @@ impl Lent {
         fd: OwnedFd,
         shared: Arc<Shared>,
         emulator: SharedEmulator,
-        control: super::actor::queue::Tx<Control>,
+        control: crate::queue::Tx<Control>,
     ) -> Lent {
         Lent {
             fd,

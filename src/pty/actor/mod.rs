@@ -25,7 +25,6 @@ use std::time::Duration;
 
 mod lot;
 mod program;
-pub(super) mod queue;
 mod run;
 
 pub use program::Program;
@@ -50,13 +49,13 @@ const _: () = assert!(crate::input::parse::PASTE_PIECE <= MAX_INPUT_BYTES);
 /// The sending end of a terminal's input queue: at most `INPUT_QUEUE_CHUNKS` entries wait
 /// in it. (A `sync_channel` would allocate and write all its slots up front: 80 KiB per
 /// pane, most of an idle pane's memory; this holds only what is queued.)
-pub(super) struct InputTx(queue::Tx<Input>);
+pub(super) struct InputTx(crate::queue::Tx<Input>);
 
 /// The actor's end of the input queue.
-pub(super) struct InputRx(queue::Rx<Input>);
+pub(super) struct InputRx(crate::queue::Rx<Input>);
 
 pub(super) fn input_queue() -> (InputTx, InputRx) {
-    let (tx, rx) = queue::queue();
+    let (tx, rx) = crate::queue::queue();
     (InputTx(tx), InputRx(rx))
 }
 
@@ -185,12 +184,12 @@ pub type Notify = Box<dyn Fn(PtyEvent) + Send + 'static>;
 pub struct PtyHandle {
     /// The direct writes, the input queue and the counters (`pty::master`).
     shared: Arc<Shared>,
-    control: queue::Tx<Control>,
+    control: crate::queue::Tx<Control>,
     waker: Waker,
     /// For a [`Lent`] to take its reads into.
     emulator: SharedEmulator,
     /// Disconnected once the actor has ended (whichever thread it ended on).
-    finished: Option<queue::Rx<()>>,
+    finished: Option<crate::queue::Rx<()>>,
 }
 
 pub struct ActorParts {
@@ -237,8 +236,8 @@ impl PtyHandle {
         let wake = WakePipe::new()?;
         let waker = wake.waker();
         let (input_tx, input_rx) = input_queue();
-        let (control_tx, control_rx) = queue::queue();
-        let (finished_tx, finished) = queue::queue();
+        let (control_tx, control_rx) = crate::queue::queue();
+        let (finished_tx, finished) = crate::queue::queue();
         // A paused terminal takes no direct writes (see `Control::Pause`).
         let master = Master::new(
             parts.master,
@@ -295,7 +294,7 @@ impl PtyHandle {
     /// shutdown do nothing. For a finished pane's screen carried by a live handoff.
     pub fn ended(emulator: SharedEmulator) -> std::io::Result<PtyHandle> {
         let waker = WakePipe::new()?.waker();
-        let (control, _) = queue::queue();
+        let (control, _) = crate::queue::queue();
         Ok(PtyHandle {
             shared: Master::ended(waker.clone()),
             control,

@@ -21,7 +21,7 @@ pub(super) struct Actor {
     pub(super) notify: Notify,
     pub(super) wake: WakePipe,
     pub(super) input: InputRx,
-    pub(super) control: super::queue::Rx<Control>,
+    pub(super) control: crate::queue::Rx<Control>,
     /// Input not yet written; `offset` bytes of the front chunk are already written.
     pub(super) pending: VecDeque<Chunk>,
     pub(super) offset: usize,
@@ -53,7 +53,7 @@ pub(super) struct Actor {
     /// The name of the actor's thread (each thread it runs on when it leaves the lot).
     pub(super) name: String,
     /// Dropped with the actor: its handle's `shutdown_and_join` waits for that.
-    pub(super) _finished: super::queue::Tx<()>,
+    pub(super) _finished: crate::queue::Tx<()>,
 }
 
 /// A terminal with nothing happening for this long waits in the lot without a thread

@@ -10,7 +10,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -98,7 +97,9 @@ impl Drop for Line {
 
 /// The server's handle on one API connection's outgoing lines.
 pub struct ApiWriter {
-    tx: SyncSender<Line>,
+    /// (A queue that holds only what waits: a `sync_channel` of `API_QUEUE_LINES` was
+    /// 160 KiB for every connection, a subscriber's all its life.)
+    tx: crate::queue::Tx<Line>,
     pub(in crate::server) stream: UnixStream,
     /// Bytes queued and not yet written: replies can be large (`pane.read`), so the queue
     /// is bounded in bytes as well as in lines, here and across connections.
@@ -143,7 +144,9 @@ impl ApiWriter {
             queue: self.queue.clone(),
         };
         // A line that cannot be queued gives its bytes back as it is dropped.
-        self.tx.try_send(line).map_err(|_| Refused::Behind)
+        self.tx
+            .send_within(line, API_QUEUE_LINES)
+            .map_err(|_| Refused::Behind)
     }
 
     /// Whether its peer has left bytes unread for [`API_STALL`] or longer.
@@ -194,7 +197,7 @@ impl ApiWriter {
         stream: UnixStream,
         mut write_half: UnixStream,
     ) -> std::io::Result<ApiWriter> {
-        let (tx, rx) = mpsc::sync_channel::<Line>(API_QUEUE_LINES);
+        let (tx, rx) = crate::queue::queue::<Line>();
         let queue = Arc::new(ApiQueue {
             state: Mutex::new(QueueState {
                 bytes: 0,
@@ -205,7 +208,7 @@ impl ApiWriter {
         std::thread::Builder::new()
             .name(format!("herdr-api-write-{id}"))
             .spawn(move || {
-                for line in rx.iter() {
+                while let Ok(line) = rx.recv() {
                     if !write_line_noting(&mut write_half, &line) {
                         break;
                     }

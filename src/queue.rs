@@ -1,9 +1,9 @@
-//! The queues between a terminal's handle and its actor: input, control messages, and
-//! the actor's end. One lock around a `VecDeque`, shared by the ends: an empty queue owns
-//! no memory of its own, where a standard channel allocates ~500 bytes up front (its two
-//! ends padded to cache lines), three per terminal, kept by every idle pane. A terminal's
-//! queues see a few messages a second at most (direct writes bypass the input queue), so
-//! a lock is no cost here.
+//! A queue between threads that holds only what is queued: one lock around a
+//! `VecDeque`, shared by its ends. An empty queue owns no memory of its own, where a
+//! standard channel allocates ~500 bytes up front (its ends padded to cache lines) and a
+//! bounded one all its slots: a terminal has three (input, control messages, the actor's
+//! end), kept by every idle pane, and an API connection one for its replies (4096 lines,
+//! 160 KiB). They see a few messages a second at most, so a lock is no cost here.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{RecvError, TryRecvError, TrySendError};
@@ -23,12 +23,12 @@ struct State<T> {
 }
 
 /// The sending end; cloned for each sender.
-pub(in crate::pty) struct Tx<T>(Arc<Shared<T>>);
+pub(crate) struct Tx<T>(Arc<Shared<T>>);
 
 /// The receiving end.
-pub(in crate::pty) struct Rx<T>(Arc<Shared<T>>);
+pub(crate) struct Rx<T>(Arc<Shared<T>>);
 
-pub(in crate::pty) fn queue<T>() -> (Tx<T>, Rx<T>) {
+pub(crate) fn queue<T>() -> (Tx<T>, Rx<T>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             items: VecDeque::new(),
@@ -42,14 +42,14 @@ pub(in crate::pty) fn queue<T>() -> (Tx<T>, Rx<T>) {
 
 impl<T> Tx<T> {
     /// Queues `item`; gives it back once the receiver is gone.
-    pub(in crate::pty) fn send(&self, item: T) -> Result<(), T> {
+    pub(crate) fn send(&self, item: T) -> Result<(), T> {
         self.send_within(item, usize::MAX).map_err(|e| match e {
             TrySendError::Full(item) | TrySendError::Disconnected(item) => item,
         })
     }
 
     /// Queues `item` unless `limit` items wait already (`Full`) or the receiver is gone.
-    pub(in crate::pty) fn send_within(&self, item: T, limit: usize) -> Result<(), TrySendError<T>> {
+    pub(crate) fn send_within(&self, item: T, limit: usize) -> Result<(), TrySendError<T>> {
         let mut state = self.0.state.lock();
         if !state.receiving {
             return Err(TrySendError::Disconnected(item));
@@ -85,7 +85,7 @@ impl<T> Drop for Tx<T> {
 
 impl<T> Rx<T> {
     /// The next item, if one waits; `Disconnected` once none waits and every sender is gone.
-    pub(in crate::pty) fn try_recv(&self) -> Result<T, TryRecvError> {
+    pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut state = self.0.state.lock();
         match state.items.pop_front() {
             Some(item) => Ok(item),
@@ -95,7 +95,7 @@ impl<T> Rx<T> {
     }
 
     /// The next item, waiting for one; an error once none waits and every sender is gone.
-    pub(in crate::pty) fn recv(&self) -> Result<T, RecvError> {
+    pub(crate) fn recv(&self) -> Result<T, RecvError> {
         let mut state = self.0.state.lock();
         loop {
             if let Some(item) = state.items.pop_front() {
@@ -110,7 +110,7 @@ impl<T> Rx<T> {
 
     /// Gives back the memory an empty queue kept from its last messages (for a terminal
     /// gone idle).
-    pub(in crate::pty) fn release(&self) {
+    pub(crate) fn release(&self) {
         let mut state = self.0.state.lock();
         if state.items.is_empty() && state.items.capacity() > 0 {
             state.items = VecDeque::new();
