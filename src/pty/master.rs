@@ -53,6 +53,10 @@ use crate::sys::{self, Waker};
 /// emulator pieces, `feed_piece`: four of them) little enough that the costliest output
 /// takes a few ms at most before the borrower looks at its turn budget again.
 const LENT_READ: usize = 4096;
+/// A read of fewer bytes than this found all there was for now. (Not "fewer than its
+/// room": a terminal hands out at most its line discipline's 4 KiB buffer a read, so bulk
+/// output comes in reads that do not fill a 4 KiB room either, and must be read on.)
+pub const DRAINED_BELOW: usize = 512;
 
 /// The master descriptor itself: the actor thread's.
 pub(super) struct Master {
@@ -328,8 +332,9 @@ pub struct Lent {
 pub enum LentRead {
     /// This many bytes, now in the emulator; there may be more.
     Took(usize),
-    /// This many bytes, now in the emulator: all there was (a read that did not fill its
-    /// room), so reading again at once would find nothing (what comes later, `poll` tells).
+    /// This many bytes, now in the emulator: all there was (a read of a few bytes, a
+    /// keystroke's echo or a prompt), so reading again at once would find nothing (what
+    /// comes later, `poll` tells).
     TookAll(usize),
     /// Nothing to read now.
     Nothing,
@@ -377,7 +382,7 @@ impl Lent {
         if self.shared.mark_dirty() {
             events.push(PtyEvent::Output);
         }
-        if n < want {
+        if n < DRAINED_BELOW {
             LentRead::TookAll(n)
         } else {
             LentRead::Took(n)

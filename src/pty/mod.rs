@@ -23,7 +23,7 @@ use crate::model::ids::TerminalId;
 use crate::term::Emulator;
 
 pub use actor::{Paused, Program, PtyEvent, PtyHandle, WriteError, MAX_INPUT_BYTES};
-pub use master::{Lent, LentRead};
+pub use master::{Lent, LentRead, DRAINED_BELOW};
 
 /// The shared emulator of one terminal: the actor feeds it, renderers read it. A
 /// `parking_lot` mutex, so a feeder that held it long can hand it straight to a waiting

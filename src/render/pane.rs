@@ -32,6 +32,10 @@ pub struct RowCache {
     /// under synchronized output and shows what its program drew since (the frame to
     /// draw then).
     pub sync_due: Option<Instant>,
+    /// Per row of the frame, the columns `from..to` the last update drew differently
+    /// (`compose_update` starts them empty): outside them the row is as it was, so the
+    /// frame's diff need not compare it there (a keystroke changes one cell of a row).
+    cols: Vec<(u16, u16)>,
 }
 
 impl RowCache {
@@ -39,6 +43,30 @@ impl RowCache {
         self.rows.clear();
         self.seen.clear();
         self.sync_due = None;
+        self.cols.clear();
+    }
+
+    /// Every row of a frame `height` rows tall unchanged so far.
+    pub fn start_cols(&mut self, height: u16) {
+        self.cols.clear();
+        self.cols.resize(usize::from(height), (u16::MAX, 0));
+    }
+
+    /// Columns `from..to` of row `y` may have changed.
+    pub fn widen(&mut self, y: u16, from: u16, to: u16) {
+        widen(&mut self.cols, y, from, to);
+    }
+
+    /// What [`RowCache::widen`] gathered since [`RowCache::start_cols`].
+    pub fn cols(&self) -> &[(u16, u16)] {
+        &self.cols
+    }
+}
+
+fn widen(cols: &mut [(u16, u16)], y: u16, from: u16, to: u16) {
+    if let Some((lo, hi)) = cols.get_mut(usize::from(y)) {
+        *lo = (*lo).min(from);
+        *hi = (*hi).max(to);
     }
 }
 
@@ -162,7 +190,9 @@ pub fn draw_pane(
     let full = !unchanged && changed.is_none();
     if let Some(rows) = changed {
         for row in rows {
-            draw_row(frame, rect, screen, row);
+            if let Some((from, to)) = draw_row(frame, rect, screen, row) {
+                widen(&mut cache.cols, rect.y + row, from, to);
+            }
             // Its formatted text is not known now: a later full look compares afresh.
             let slot = &mut cached[usize::from(row)];
             slot.clear();
@@ -179,7 +209,9 @@ pub fn draw_pane(
         if *slot == text {
             continue;
         }
-        draw_row(frame, rect, screen, row);
+        if let Some((from, to)) = draw_row(frame, rect, screen, row) {
+            widen(&mut cache.cols, rect.y + row, from, to);
+        }
         *slot = text;
         if let Some(d) = dirty.get_mut(usize::from(rect.y + row)) {
             *d = true;
@@ -200,11 +232,17 @@ pub fn draw_pane(
 /// Copies one emulator row into the frame, writing only the frame cells that differ
 /// (most of a changed row usually does not): the row's text up to its used extent, then
 /// blanks.
-fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row: u16) {
+/// Returns the frame columns `from..to` whose cells it changed (None: none).
+fn draw_row(
+    frame: &mut Frame,
+    rect: Rect,
+    screen: &crate::term::vt::Screen,
+    row: u16,
+) -> Option<(u16, u16)> {
     let y = rect.y + row;
     let area = frame.buffer.area;
     if y < area.y || y >= area.bottom() || rect.x < area.x || rect.right() > area.right() {
-        return;
+        return None;
     }
     let start = frame.buffer.index_of(rect.x, y);
     let span = start..start + usize::from(rect.width);
@@ -212,7 +250,15 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
         frame.buffer.content.get_mut(span.clone()),
         frame.extras.get_mut(span),
     ) else {
-        return;
+        return None;
+    };
+    // The columns changed, within the pane's row.
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    let mut touched = |col: usize, changed: bool| {
+        if changed {
+            lo = lo.min(col);
+            hi = hi.max(col + 1);
+        }
     };
     // Past its used extent a row is blank. An emulator narrower than the pane for a
     // moment (a resize in flight) leaves the rest blank too, rather than stale.
@@ -226,24 +272,28 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
     let mut col = 0;
     while col < out.len() {
         let Some(cell) = cells.get(col) else {
-            out[col..].iter_mut().for_each(blank);
-            extras[col..].iter_mut().for_each(plain);
-            return;
+            for (i, (c, e)) in out[col..].iter_mut().zip(&mut extras[col..]).enumerate() {
+                let changed = blank(c) | plain(e);
+                touched(col + i, changed);
+            }
+            break;
         };
         let wide = cell.is_wide();
         if wide && col + 1 >= out.len() {
             // A wide char that does not fit: show a blank, as terminals do.
-            blank(&mut out[col]);
-            plain(&mut extras[col]);
-            return;
+            let changed = blank(&mut out[col]) | plain(&mut extras[col]);
+            touched(col, changed);
+            break;
         }
         let c = &mut out[col];
         let sym = match cell.contents() {
             "" => " ",
             s => s,
         };
+        let mut changed = false;
         if c.symbol() != sym {
             c.set_symbol(sym);
+            changed = true;
         }
         // A cluster is as wide as the emulator made it, whatever width the frame's own
         // rules would give its text (the encoder places what follows it by that).
@@ -256,6 +306,7 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
         };
         if c.diff_option != option {
             c.set_diff_option(option);
+            changed = true;
         }
         // Neighbours mostly share their ink: it is decoded once for them.
         if cell.ink() != ink {
@@ -285,32 +336,43 @@ fn draw_row(frame: &mut Frame, rect: Rect, screen: &crate::term::vt::Screen, row
                 link: screen.link(pen.link).cloned(),
             };
         }
-        (c.fg, c.bg, c.modifier) = style;
+        if (c.fg, c.bg, c.modifier) != style {
+            (c.fg, c.bg, c.modifier) = style;
+            changed = true;
+        }
         if extras[col] != extra {
             extras[col].clone_from(&extra);
+            changed = true;
         }
+        touched(col, changed);
         if wide {
-            blank(&mut out[col + 1]);
-            plain(&mut extras[col + 1]);
+            let changed = blank(&mut out[col + 1]) | plain(&mut extras[col + 1]);
+            touched(col + 1, changed);
             col += 2;
         } else {
             col += 1;
         }
     }
+    // Columns fit in u16: the row is the pane's width.
+    (lo < hi).then(|| (rect.x + lo as u16, rect.x + hi as u16))
 }
 
-/// Makes a frame cell's extras plain, unless they are.
-fn plain(e: &mut Extra) {
-    if !e.is_plain() {
+/// Makes a frame cell's extras plain, unless they are; whether they were not.
+fn plain(e: &mut Extra) -> bool {
+    let change = !e.is_plain();
+    if change {
         *e = Extra::PLAIN;
     }
+    change
 }
 
-/// Makes a frame cell blank, unless it already is.
-fn blank(c: &mut ratatui::buffer::Cell) {
-    if !super::is_blank(c) {
+/// Makes a frame cell blank, unless it already is; whether it was not.
+fn blank(c: &mut ratatui::buffer::Cell) -> bool {
+    let change = !super::is_blank(c);
+    if change {
         c.reset();
     }
+    change
 }
 
 /// Copy mode over the pane: the search's matches, the selection, the cursor, and a label
@@ -512,7 +574,22 @@ mod tests {
             for (now, done) in slices(&out, &cuts) {
                 emu.process(now);
                 let shown = String::from_utf8_lossy(&out[..done]).into_owned();
+                let before = buf.clone();
+                cache.start_cols(area.1);
                 draw_pane(&mut buf, rect, (tid, &mut emu), None, Instant::now(), &mut cache, &mut [false; 8]);
+                // Every cell the draw changed lies in the columns it reported for its row.
+                for y in 0..area.1 {
+                    let (from, to) = cache.cols()[usize::from(y)];
+                    for x in 0..area.0 {
+                        let i = usize::from(y) * usize::from(area.0) + usize::from(x);
+                        let changed = before.buffer.content[i] != buf.buffer.content[i]
+                            || before.extras[i] != buf.extras[i];
+                        proptest::prop_assert!(
+                            !changed || (from..to).contains(&x),
+                            "({x}, {y}) changed outside {from}..{to} after {shown:?}"
+                        );
+                    }
+                }
                 let mut fresh = Frame::new(area.0, area.1);
                 let mut nothing = RowCache::default();
                 draw_pane(&mut fresh, rect, (tid, &mut emu), None, Instant::now(), &mut nothing, &mut [false; 8]);

@@ -116,6 +116,12 @@ impl ComposeCache {
     pub fn sync_due(&self) -> Option<std::time::Instant> {
         self.rows.sync_due
     }
+
+    /// The columns the last [`compose_update`] drew differently, per row (see
+    /// [`RowCache::cols`]).
+    pub fn cols(&self) -> &[(u16, u16)] {
+        self.rows.cols()
+    }
 }
 
 fn layout_key(view: &View<'_>, size: (u16, u16)) -> LayoutKey {
@@ -254,6 +260,7 @@ pub fn compose_update(
     }
     dirty.clear();
     dirty.resize(usize::from(size.1), false);
+    cache.rows.start_cols(size.1);
     cache.rows.sync_due = None;
     // Everything the chrome shows: when it is unchanged, so is the chrome.
     let mut signature = std::mem::take(&mut cache.signature_scratch);
@@ -280,6 +287,7 @@ pub fn compose_update(
         for ((x, y), before) in cells.zip(&cache.chrome_before) {
             if frame.buffer.cell((x, y)) != Some(before) {
                 dirty[usize::from(y)] = true;
+                cache.rows.widen(y, 0, size.0);
             }
         }
     }
@@ -318,6 +326,7 @@ pub fn compose_update(
             };
             if let Some(row) = banner {
                 dirty[usize::from(row)] = true;
+                cache.rows.widen(row, 0, size.0);
             }
             if pane == tab.focused {
                 apply_cursor(frame, &cursor, true);

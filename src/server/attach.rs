@@ -95,6 +95,7 @@ impl Server {
                 cache: ui::ComposeCache::default(),
                 spare: None,
                 spare_stale: Vec::new(),
+                spare_cols: Vec::new(),
                 frames: token.map(super::resume::FrameLog::new),
                 unknown_rows: None,
             },

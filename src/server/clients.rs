@@ -48,6 +48,9 @@ pub(crate) struct Client {
     /// the rows flagged in `spare_stale`.
     pub(super) spare: Option<Frame>,
     pub(super) spare_stale: Vec<bool>,
+    /// Within those rows, the columns that differ, where known (per row `from..to`;
+    /// empty: the whole rows).
+    pub(super) spare_cols: Vec<(u16, u16)>,
     /// An incomplete escape sequence is buffered; if nothing follows by then, it was
     /// typed as is (e.g. alt+[) and is flushed.
     pub(super) input_flush_at: Option<Instant>,

@@ -350,9 +350,9 @@ impl Server {
                 }
                 Ok(Some(n)) => {
                     typed.extend_from_slice(&self.clients.read_buf[..n]);
-                    if n < self.clients.read_buf.len() {
-                        // All there was: another read would only say so (keys typed
-                        // meanwhile wake the next poll).
+                    if n < crate::pty::DRAINED_BELOW {
+                        // Typed keys, all there was: another read would only say so
+                        // (keys typed meanwhile wake the next poll). A paste reads on.
                         break;
                     }
                 }

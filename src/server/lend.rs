@@ -185,6 +185,7 @@ impl Server {
                 }
                 LentRead::TookAll(n) => {
                     total += n;
+                    slow = start.elapsed() > TURN_BUDGET;
                     break;
                 }
                 LentRead::Nothing => break,

@@ -106,6 +106,7 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     let prev = client.prev.take();
     let spare = client.spare.take();
     let stale = std::mem::take(&mut client.spare_stale);
+    let mut stale_cols = std::mem::take(&mut client.spare_cols);
     let overlay = match client.mode {
         Mode::Help => Overlay::Help,
         Mode::Prefix => Overlay::Prefix,
@@ -136,7 +137,7 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     if let Some(prev) = prev.as_ref().filter(|_| incremental) {
         let mut candidate = match spare {
             Some(mut s) if s.size() == prev.size() => {
-                sync_rows(&mut s, prev, &stale);
+                sync_rows(&mut s, prev, &stale, &stale_cols);
                 s
             }
             _ => prev.clone(),
@@ -146,9 +147,11 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
         }
     }
     // (`full`: the frame is drawn whole, a new base for numbered frames.)
+    stale_cols.clear();
     let (frame, bytes, full) = match (next, &prev) {
         (Some(frame), Some(prev)) => {
-            let bytes = diff::encode_diff_rows(prev, &frame, &dirty);
+            let bytes = diff::encode_diff_rows(prev, &frame, &dirty, Some(cache.cols()));
+            stale_cols.extend_from_slice(cache.cols());
             (frame, bytes, false)
         }
         _ => {
@@ -197,6 +200,7 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
         // The old frame becomes the spare; it differs from the new one in `dirty`.
         client.spare = prev;
         client.spare_stale = dirty;
+        client.spare_cols = stale_cols;
         client.prev = Some(frame);
         client.cache = cache;
         client.behind = false;
@@ -211,13 +215,20 @@ fn render_client(client: &mut Client, session: &Session, message: Option<&str>) 
     }
 }
 
-/// Copies the rows flagged in `stale` from `from` into `to` (frames of one size), and the
-/// frame-wide fields, so `to` equals `from` again.
-fn sync_rows(to: &mut Frame, from: &Frame, stale: &[bool]) {
+/// Copies the rows flagged in `stale` from `from` into `to` (frames of one size), only
+/// their columns in `cols` where given, and the frame-wide fields, so `to` equals `from`
+/// again.
+fn sync_rows(to: &mut Frame, from: &Frame, stale: &[bool], cols: &[(u16, u16)]) {
     let width = usize::from(from.buffer.area.width);
     for (y, flag) in stale.iter().enumerate() {
         if *flag {
-            let row = y * width..(y + 1) * width;
+            let (lo, hi) = cols.get(y).map_or((0, width), |&(lo, hi)| {
+                (usize::from(lo).min(width), usize::from(hi).min(width))
+            });
+            if lo >= hi {
+                continue;
+            }
+            let row = y * width + lo..y * width + hi;
             if let (Some(dst), Some(src)) = (
                 to.buffer.content.get_mut(row.clone()),
                 from.buffer.content.get(row.clone()),

@@ -147,12 +147,25 @@ pub fn encode_diff(prev: &Frame, next: &Frame) -> Vec<u8> {
 }
 
 /// Like [`encode_diff`] for frames known to differ at most in the rows marked in `rows`
-/// (one flag per row): only those rows are compared, which keeps a keystroke's frame cheap.
-pub fn encode_diff_rows(prev: &Frame, next: &Frame, rows: &[bool]) -> Vec<u8> {
+/// (one flag per row), and there, if `cols` is given, only in the columns `from..to` it
+/// gives for the row: only those are compared, which keeps a keystroke's frame cheap.
+pub fn encode_diff_rows(
+    prev: &Frame,
+    next: &Frame,
+    rows: &[bool],
+    cols: Option<&[(u16, u16)]>,
+) -> Vec<u8> {
     if prev.size() != next.size() {
         return encode_full(next);
     }
-    encode_rows(Some(prev), next, Some(rows))
+    encode_with(Some(prev), next, Some(Changed { rows, cols }), None)
+}
+
+/// The rows (and within them the columns) two frames may differ in.
+#[derive(Clone, Copy)]
+struct Changed<'a> {
+    rows: &'a [bool],
+    cols: Option<&'a [(u16, u16)]>,
 }
 
 /// Returns the bytes that turn a terminal that shows `prev` except in the rows flagged in
@@ -195,11 +208,7 @@ pub fn changed_rows(prev: &Frame, next: &Frame) -> Vec<bool> {
 
 /// `prev` = `None` means the screen state is unknown, so it is cleared first.
 fn encode(prev: Option<&Frame>, next: &Frame) -> Vec<u8> {
-    encode_rows(prev, next, None)
-}
-
-fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec<u8> {
-    encode_with(prev, next, rows, None)
+    encode_with(prev, next, None, None)
 }
 
 /// `erase`: rows the terminal is to be cleared of first (as blank as in `prev`), for a
@@ -207,7 +216,7 @@ fn encode_rows(prev: Option<&Frame>, next: &Frame, rows: Option<&[bool]>) -> Vec
 fn encode_with(
     prev: Option<&Frame>,
     next: &Frame,
-    rows: Option<&[bool]>,
+    changed: Option<Changed>,
     erase: Option<&[bool]>,
 ) -> Vec<u8> {
     let was_shown = prev.and_then(Frame::shown_cursor);
@@ -230,7 +239,7 @@ fn encode_with(
             &blank
         }
     };
-    enc.draw(shown, next, rows);
+    enc.draw(shown, next, changed);
     enc.set_pen(Pen::DEFAULT);
 
     let mut out = Vec::with_capacity(enc.out.len() + 64);
@@ -342,7 +351,7 @@ impl<'a> Encoder<'a> {
     /// covering its first cell to where both rows' glyphs meet again after its last: the
     /// glyphs around it are the same in both (made of the same cells), so unchanged. An
     /// echoed keystroke changes one cell of a row.
-    fn draw(&mut self, prev: &'a Frame, next: &'a Frame, rows: Option<&[bool]>) {
+    fn draw(&mut self, prev: &'a Frame, next: &'a Frame, within: Option<Changed>) {
         let width = usize::from(self.width);
         let (mut old, mut new, mut changed) = (
             Vec::with_capacity(width),
@@ -350,9 +359,16 @@ impl<'a> Encoder<'a> {
             Vec::with_capacity(width),
         );
         for y in 0..next.buffer.area.height {
+            let rows = within.map(|c| c.rows);
             if rows.is_some_and(|r| !r.get(usize::from(y)).copied().unwrap_or(true)) {
                 continue;
             }
+            // Past these columns the row is the same in both (all of it when not known).
+            let (lo, hi) = within
+                .and_then(|c| c.cols?.get(usize::from(y)).copied())
+                .map_or((0, width), |(lo, hi)| {
+                    (usize::from(lo).min(width), usize::from(hi).min(width))
+                });
             let row = usize::from(y) * width..(usize::from(y) + 1) * width;
             let (Some(before), Some(after), Some(was), Some(is)) = (
                 prev.buffer.content.get(row.clone()),
@@ -372,10 +388,10 @@ impl<'a> Encoder<'a> {
             let same_extra = |a: &Extra, b: &Extra| (a.is_plain() && b.is_plain()) || a == b;
             let differ =
                 |i: &usize| !same_cell(&before[*i], &after[*i]) || !same_extra(&was[*i], &is[*i]);
-            let Some(first) = (0..width).find(differ) else {
+            let Some(first) = (lo..hi).find(differ) else {
                 continue;
             };
-            let last = (0..width).rev().find(differ).unwrap_or(first) + 1;
+            let last = (lo..hi).rev().find(differ).unwrap_or(first) + 1;
             // Columns fit in u16: the row is `self.width` wide.
             let (first, last) = (first as u16, last as u16);
             // The cells before `first` are the same in both, so are the glyph boundaries.
@@ -396,12 +412,16 @@ impl<'a> Encoder<'a> {
                     std::cmp::Ordering::Equal => break,
                 }
             }
-            let tail_column = blank_tail_column(next, y);
-            let tail = new
-                .iter()
-                .position(|g| g.x >= tail_column)
-                .unwrap_or(new.len());
-            self.draw_row(y, &old, &new, tail, &mut changed);
+            // Where the row's blank tail starts among `new`, looked for only when a changed
+            // glyph could be in it (a keystroke's is not: then the row is not scanned).
+            let mut tail = None;
+            let mut tail_of = || {
+                *tail.get_or_insert_with(|| {
+                    let column = blank_tail_column(next, y);
+                    new.iter().position(|g| g.x >= column).unwrap_or(new.len())
+                })
+            };
+            self.draw_row(y, &old, &new, &mut tail_of, &mut changed);
         }
     }
 
@@ -410,14 +430,14 @@ impl<'a> Encoder<'a> {
     /// it; every column so blanked belongs to another changed glyph (an unchanged one cannot
     /// overlap the old glyph), which is printed later or was already printed before the damage
     /// could happen, since damage only reaches glyphs overlapping the one being printed.
-    /// `next` may be a stretch of the row; `tail` is the index in it where the row's blank
-    /// end begins (its length when that is beyond it).
+    /// `next` may be a stretch of the row; `tail` gives the index in it where the row's
+    /// blank end begins (its length when that is beyond it).
     fn draw_row(
         &mut self,
         y: u16,
         prev: &[Glyph],
         next: &[Glyph<'a>],
-        tail: usize,
+        tail: &mut dyn FnMut() -> usize,
         changed: &mut Vec<bool>,
     ) {
         changed.clear();
@@ -435,7 +455,9 @@ impl<'a> Encoder<'a> {
             }
             self.move_to(next, last, i, y);
             self.set_pen(g.pen);
-            if i >= tail && erase_pays_off(changed.get(i..).unwrap_or_default()) {
+            // (Only a blank glyph in a plain pen can be in the blank tail.)
+            let blank = g.symbol == " " && g.pen.plain();
+            if blank && i >= tail() && erase_pays_off(changed.get(i..).unwrap_or_default()) {
                 // The rest of the row is blank in one style: erase it rather than print it.
                 self.out.extend_from_slice(ERASE_TO_EOL);
                 return;

@@ -694,3 +694,40 @@ fn a_resume_with_one_unknown_row_costs_that_row() {
     assert!(encode_full(&a).len() > 7_000);
     assert_eq!(changed_rows(&a, &a), vec![false; 50]);
 }
+
+#[test]
+fn a_diff_told_the_changed_columns_is_the_diff_that_compares_whole_rows() {
+    let mut rng = Lcg(0xc015);
+    for _ in 0..1000 {
+        let (w, h) = (1 + rng.below(9), 1 + rng.below(4));
+        let first = rng.mutate(&Frame::new(w, h));
+        let prev = rng.mutate(&first);
+        let next = rng.mutate(&prev);
+        let rows = changed_rows(&prev, &next);
+        // The columns each row differs in, as a frame's update reports them: a span that
+        // covers them, often wider.
+        let cols: Vec<(u16, u16)> = (0..h)
+            .map(|y| {
+                let i = |x: u16| usize::from(y) * usize::from(w) + usize::from(x);
+                let differs: Vec<u16> = (0..w)
+                    .filter(|&x| {
+                        prev.buffer.content[i(x)] != next.buffer.content[i(x)]
+                            || prev.extras[i(x)] != next.extras[i(x)]
+                    })
+                    .collect();
+                match (differs.first(), differs.last()) {
+                    (Some(&a), Some(&b)) => (
+                        a.saturating_sub(rng.below(2)),
+                        (b + 1 + rng.below(2)).min(w),
+                    ),
+                    _ => (u16::MAX, 0),
+                }
+            })
+            .collect();
+        assert_eq!(
+            encode_diff_rows(&prev, &next, &rows, Some(&cols)),
+            encode_diff_rows(&prev, &next, &rows, None),
+            "{prev:?} -> {next:?} within {cols:?}"
+        );
+    }
+}
