@@ -5,10 +5,9 @@
 //! range whenever the lists are non-empty; public numbers come from counters that only
 //! grow, so an id a script saw is never given to something else.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::ids::{PaneId, PaneNo, TabNo, TerminalId, WorkspaceNo};
+use super::ids::{IdMap, PaneId, PaneNo, TabNo, TerminalId, WorkspaceNo};
 use super::layout::Layout;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -203,10 +202,10 @@ pub struct Closed {
 pub struct AppState {
     pub workspaces: Vec<Workspace>,
     pub active: usize,
-    pub panes: HashMap<PaneId, PaneState>,
+    pub panes: IdMap<PaneId, PaneState>,
     /// (Boxed: a table keeps room for up to twice its entries, and a terminal's state is
     /// 368 bytes; 1,000 panes left ~400 KB of empty room.)
-    pub terminals: HashMap<TerminalId, Box<TerminalState>>,
+    pub terminals: IdMap<TerminalId, Box<TerminalState>>,
     next_pane_id: u32,
     next_terminal_id: u64,
     next_workspace_no: u32,

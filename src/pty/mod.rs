@@ -14,7 +14,6 @@ mod master;
 pub mod proc;
 pub mod spawn;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -76,7 +75,7 @@ impl TerminalRuntime {
 #[derive(Default)]
 pub struct TerminalRuntimeRegistry {
     /// (Boxed: the table keeps room for up to twice its entries.)
-    map: HashMap<TerminalId, Box<TerminalRuntime>>,
+    map: crate::model::ids::IdMap<TerminalId, Box<TerminalRuntime>>,
 }
 
 impl TerminalRuntimeRegistry {

@@ -7,7 +7,6 @@
 //! already in the frame. Invariant: a cache is only used with
 //! the frame it was filled for (the caller clears it whenever it starts a frame afresh).
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use std::num::NonZeroU16;
@@ -24,10 +23,10 @@ use crate::term::Emulator;
 /// Per client: each visible terminal's rows as last drawn.
 #[derive(Debug, Default)]
 pub struct RowCache {
-    rows: HashMap<TerminalId, Vec<String>>,
+    rows: crate::model::ids::IdMap<TerminalId, Vec<String>>,
     /// The emulator's content sequence when the pane was last drawn, with its rect: if
     /// both are unchanged, nothing in the pane can have changed.
-    seen: HashMap<TerminalId, (u64, Rect)>,
+    seen: crate::model::ids::IdMap<TerminalId, (u64, Rect)>,
     /// The earliest time a pane drawn in the last frame stops showing a finished frame
     /// under synchronized output and shows what its program drew since (the frame to
     /// draw then).
