@@ -3,6 +3,8 @@ use crate::term::vt;
 use ratatui::buffer::CellDiffOption;
 use ratatui::style::{Modifier, Style};
 
+mod random;
+
 /// A frame colour as the emulators number it.
 fn vt_color(c: Color) -> vt::Color {
     match (c, palette_index(c)) {
@@ -429,161 +431,6 @@ fn unprintable_input_does_not_break_the_screen() {
     }
 }
 
-/// A tiny deterministic LCG, so the fuzz test needs no extra crates.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: u16) -> u16 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1);
-        ((self.0 >> 33) % u64::from(n)) as u16
-    }
-
-    fn color(&mut self) -> Color {
-        let named = [Color::Red, Color::Gray, Color::DarkGray, Color::White];
-        match self.below(5) {
-            0 | 1 => Color::Reset,
-            2 => Color::Indexed(self.below(256) as u8),
-            3 => Color::Rgb(self.below(256) as u8, 7, self.below(256) as u8),
-            _ => named[usize::from(self.below(4))],
-        }
-    }
-
-    /// Mostly nothing; else underline styles and colours, overlines and links.
-    fn extra(&mut self) -> Extra {
-        if self.below(3) > 0 {
-            return Extra::PLAIN;
-        }
-        let links = ["http://e.com/a", "http://e.com/b"];
-        Extra {
-            underline: Underline::from_sgr(self.below(6)).unwrap_or_default(),
-            underline_color: self.color(),
-            overline: self.below(3) == 0,
-            link: (self.below(2) == 0).then(|| {
-                let uri = links[usize::from(self.below(2))];
-                let id = if self.below(2) == 0 {
-                    b"".as_slice()
-                } else {
-                    b"id=7"
-                };
-                Arc::new(Link::parse(id, uri.as_bytes()).expect("a link"))
-            }),
-        }
-    }
-
-    /// Changes a few random cells (or all of them) and maybe the cursor and modes.
-    fn mutate(&mut self, f: &Frame) -> Frame {
-        let ((w, h), mut g) = (f.size(), f.clone());
-        if self.below(4) == 0 {
-            // A blank row tail, as `clear` or a status bar makes; mostly one colour.
-            let (x0, y, bgs) = (self.below(w), self.below(h), [self.color(), self.color()]);
-            for x in x0..w {
-                g.buffer[(x, y)].reset();
-                g.buffer[(x, y)].set_bg(bgs[usize::from(self.below(6) == 0)]);
-            }
-        }
-        let puts = if self.below(4) == 0 {
-            w * h
-        } else {
-            self.below(6)
-        };
-        for _ in 0..puts {
-            let (x, y) = (self.below(w), self.below(h));
-            let symbol = ["a", "Z", " ", " ", "-", "漢", "🙂"][usize::from(self.below(7))];
-            let symbol = if x + 1 == w { "x" } else { symbol }; // wide ones cannot fit
-            let mut style = Style::new().fg(self.color()).bg(self.color());
-            for (flag, _, _) in ATTRS {
-                if self.below(4) == 0 {
-                    style = style.add_modifier(flag);
-                }
-            }
-            if self.below(4) == 0 {
-                style = style.add_modifier(Modifier::UNDERLINED);
-            }
-            g.buffer.set_string(x, y, symbol, style);
-            let i = usize::from(y) * usize::from(w) + usize::from(x);
-            g.extras[i] = self.extra();
-            // (`set_string` resets the continuation cell of a wide symbol.)
-            if let Some(next) = g.extras.get_mut(i + 1).filter(|_| symbol.len() > 1) {
-                *next = Extra::PLAIN;
-            }
-        }
-        match self.below(6) {
-            0 => g.cursor = None,
-            1 => g.cursor = Some((self.below(w), self.below(h))),
-            2 => g.application_cursor ^= true,
-            3 => g.application_keypad ^= true,
-            _ => {}
-        }
-        g
-    }
-}
-
-#[test]
-fn fuzz_replay_invariant() {
-    let mut rng = Lcg(0x5eed);
-    for _ in 0..300 {
-        let (w, h) = (1 + rng.below(9), 1 + rng.below(5));
-        let mut frames = vec![Frame::new(w, h)];
-        for _ in 0..5 {
-            let next = rng.mutate(frames.last().expect("a frame"));
-            frames.push(next);
-        }
-        replay(&frames);
-    }
-}
-
-#[test]
-fn the_blank_tail_found_from_cells_is_the_one_found_from_glyphs() {
-    let mut rng = Lcg(0x7a11);
-    for _ in 0..2000 {
-        let (w, h) = (1 + rng.below(9), 1 + rng.below(3));
-        let mut frame = Frame::new(w, h);
-        for _ in 0..3 {
-            frame = rng.mutate(&frame);
-        }
-        let buf = &frame.buffer;
-        for y in 0..h {
-            let mut glyphs = Vec::new();
-            row_glyphs(&frame, y, 0, w, &mut glyphs);
-            let column = blank_tail_column(&frame, y);
-            let from_cells = glyphs
-                .iter()
-                .position(|g| g.x >= column)
-                .unwrap_or(glyphs.len());
-            assert_eq!(
-                from_cells,
-                blank_tail_start(&glyphs),
-                "row {y} of {buf:?}, column {column}"
-            );
-        }
-    }
-}
-
-#[test]
-fn changes_inside_a_row_next_to_and_across_wide_glyphs_are_drawn_right() {
-    // Frames that differ in a stretch of a row, wide glyphs around and across its ends.
-    let mut rng = Lcg(0xd1ff);
-    for _ in 0..3000 {
-        let (w, h) = (2 + rng.below(10), 1 + rng.below(2));
-        let mut frames = vec![Frame::new(w, h)];
-        for _ in 0..6 {
-            let mut next = frames.last().expect("a frame").clone();
-            let y = rng.below(h);
-            for _ in 0..1 + rng.below(3) {
-                let x = rng.below(w);
-                let symbol = ["a", "漢", " ", "b", "🙂"][usize::from(rng.below(5))];
-                let style = Style::new().fg(rng.color()).bg(rng.color());
-                next.buffer.set_string(x, y, symbol, style);
-            }
-            frames.push(next);
-        }
-        replay(&frames);
-    }
-}
-
 #[test]
 fn a_cluster_takes_the_width_its_pane_gave_it_and_what_follows_is_placed_explicitly() {
     // A ZWJ sequence two columns wide (a terminal drawing its emoji one by one takes
@@ -627,55 +474,6 @@ fn a_cluster_takes_the_width_its_pane_gave_it_and_what_follows_is_placed_explici
 }
 
 #[test]
-fn a_terminal_that_missed_frames_is_brought_to_the_next_by_its_unknown_rows_alone() {
-    // The terminal drew frame k, then its link dropped: frames k+1..n went nowhere, and
-    // a note was drawn over its last row. The server holds n and knows which rows
-    // changed after k; the rows it says are unknown, with the modes and cursor, are all
-    // the terminal needs to show the next frame.
-    let mut rng = Lcg(0x7e5e);
-    for _ in 0..400 {
-        let (w, h) = (1 + rng.below(9), 1 + rng.below(6));
-        let mut frames = vec![Frame::new(w, h)];
-        for _ in 0..6 {
-            let next = rng.mutate(frames.last().expect("a frame"));
-            frames.push(next);
-        }
-        let k = usize::from(rng.below(4));
-        let mut p = parser(w, h);
-        let mut ours = vt::Terminal::new(h, w);
-        let drawn = [encode_full(&frames[0])]
-            .into_iter()
-            .chain(frames[..=k].windows(2).map(|f| encode_diff(&f[0], &f[1])))
-            .collect::<Vec<_>>()
-            .concat();
-        // (As the client draws it, with autowrap off so that a note wider than the
-        // terminal does not scroll it — which vt100 does not know: the note fits here.)
-        let note = format!(
-            "\x1b7\x1b[?7l\x1b[999;1H\x1b[0;7m{}\x1b[0m\x1b[K\x1b[?7h\x1b8",
-            "n".repeat(usize::from(w) - 1)
-        );
-        for bytes in [&drawn[..], note.as_bytes()] {
-            p.process(bytes);
-            ours.process(bytes, 1);
-        }
-        let n = frames.len() - 2;
-        let mut unknown = vec![false; usize::from(h)];
-        for pair in frames[k..=n].windows(2) {
-            for (u, c) in unknown.iter_mut().zip(changed_rows(&pair[0], &pair[1])) {
-                *u |= c;
-            }
-        }
-        unknown[usize::from(h) - 1] = true;
-        let next = &frames[n + 1];
-        let bytes = encode_resume(&frames[n], &unknown, next);
-        p.process(&bytes);
-        ours.process(&bytes, 2);
-        assert_shows(p.screen(), next, "resumed");
-        assert_shows_extras(ours.screen(), next, "resumed");
-    }
-}
-
-#[test]
 fn a_resume_with_one_unknown_row_costs_that_row() {
     let lines: Vec<String> = (0..50)
         .map(|y| format!("line {y} {}", "x".repeat(150)))
@@ -693,41 +491,4 @@ fn a_resume_with_one_unknown_row_costs_that_row() {
     );
     assert!(encode_full(&a).len() > 7_000);
     assert_eq!(changed_rows(&a, &a), vec![false; 50]);
-}
-
-#[test]
-fn a_diff_told_the_changed_columns_is_the_diff_that_compares_whole_rows() {
-    let mut rng = Lcg(0xc015);
-    for _ in 0..1000 {
-        let (w, h) = (1 + rng.below(9), 1 + rng.below(4));
-        let first = rng.mutate(&Frame::new(w, h));
-        let prev = rng.mutate(&first);
-        let next = rng.mutate(&prev);
-        let rows = changed_rows(&prev, &next);
-        // The columns each row differs in, as a frame's update reports them: a span that
-        // covers them, often wider.
-        let cols: Vec<(u16, u16)> = (0..h)
-            .map(|y| {
-                let i = |x: u16| usize::from(y) * usize::from(w) + usize::from(x);
-                let differs: Vec<u16> = (0..w)
-                    .filter(|&x| {
-                        prev.buffer.content[i(x)] != next.buffer.content[i(x)]
-                            || prev.extras[i(x)] != next.extras[i(x)]
-                    })
-                    .collect();
-                match (differs.first(), differs.last()) {
-                    (Some(&a), Some(&b)) => (
-                        a.saturating_sub(rng.below(2)),
-                        (b + 1 + rng.below(2)).min(w),
-                    ),
-                    _ => (u16::MAX, 0),
-                }
-            })
-            .collect();
-        assert_eq!(
-            encode_diff_rows(&prev, &next, &rows, Some(&cols)),
-            encode_diff_rows(&prev, &next, &rows, None),
-            "{prev:?} -> {next:?} within {cols:?}"
-        );
-    }
 }
