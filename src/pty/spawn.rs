@@ -138,9 +138,7 @@ mod tests {
     #[test]
     fn spawn_keeps_exactly_one_pty_fd_and_leaks_nothing_into_the_child() {
         // Unit tests run in threads of one process: serialise the fd counting.
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let before = ptmx_fds();
         let spec = SpawnSpec {
             // The child lists its own open fds (0, 1, 2 and the one ls uses to read the dir).
@@ -194,9 +192,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_a_clear_error() {
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let spec = SpawnSpec {
             argv: vec!["/nonexistent/program".into()],
             shell: "/bin/sh".into(),

@@ -420,9 +420,7 @@ mod tests {
 
     #[test]
     fn a_split_whose_program_cannot_start_leaves_the_layout_unchanged() {
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let mut s = server();
         let before = s.session.state.active_tab().unwrap().clone();
         let err = s
@@ -463,9 +461,7 @@ mod tests {
     fn updating_a_frame_in_place_matches_composing_it_afresh() {
         use crate::render::ui::{self, ComposeCache};
         use crate::render::view::Overlay;
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         // Programs that print nothing by themselves: only the test writes to the screens.
         let mut s = server();
         // The first pane's shell prints its prompt once; wait for it to be quiet.
@@ -626,9 +622,7 @@ mod tests {
 
     #[test]
     fn an_older_title_event_never_replaces_a_newer_title() {
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let mut s = server();
         let tid = s.session.state.focused_terminal().unwrap();
         let title = |s: &Server| s.session.state.terminals[&tid].title.clone();
@@ -650,9 +644,7 @@ mod tests {
     fn tiny_and_absurd_sizes_never_crash_the_renderer() {
         use crate::render::ui::{self, ComposeCache};
         use crate::render::view::Overlay;
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let mut s = server();
         let tid = s.session.state.focused_terminal().unwrap();
         s.enter_scroll(tid);

@@ -204,9 +204,7 @@ mod tests {
 
     #[test]
     fn many_descriptors_travel_in_batches_and_stay_usable() {
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let (a, b) = UnixStream::pair().unwrap();
         let fds = pipes(200); // 400 descriptors: two full batches and a partial one
         let borrowed: Vec<BorrowedFd> = fds.iter().map(|f| f.as_fd()).collect();
@@ -235,9 +233,7 @@ mod tests {
         claim: u32,
         receive: impl Fn(&UnixStream) -> io::Error,
     ) -> io::Error {
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let (a, b) = UnixStream::pair().unwrap();
         let fds = pipes(pipes_n);
         let before = copies_of(&fds);

@@ -24,7 +24,14 @@ pub mod tty;
 
 /// Tests that count this process's fds must not overlap with tests that open some.
 #[cfg(test)]
-pub(crate) static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static TEST_FD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds [`TEST_FD_LOCK`] for the rest of the calling test (a test that panicked while
+/// holding it leaves nothing half done that the next one must see).
+#[cfg(test)]
+pub(crate) fn test_fd_lock() -> std::sync::MutexGuard<'static, ()> {
+    TEST_FD_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some ARM systems, where a
 /// range given to `madvise` must be made of whole pages of that size: it rounds a
@@ -579,9 +586,7 @@ mod tests {
 
     #[test]
     fn dup_is_cloexec_and_winsize_round_trips_on_a_real_pty() {
-        let _guard = crate::sys::TEST_FD_LOCK
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = crate::sys::test_fd_lock();
         let pair = portable_pty::native_pty_system()
             .openpty(portable_pty::PtySize::default())
             .unwrap();

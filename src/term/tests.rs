@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// A 20-column emulator of `rows` rows keeping `history` lines, that printed `count`
+/// lines "`prefix`0", "`prefix`1", ….
+fn printed_lines(rows: u16, history: usize, prefix: &str, count: usize) -> Emulator {
+    let mut e = Emulator::new(rows, 20, history);
+    for i in 0..count {
+        e.process(format!("{prefix}{i}\r\n").as_bytes());
+    }
+    e
+}
+
 #[test]
 fn answers_cursor_position_and_device_attributes() {
     let mut e = Emulator::new(24, 80, 100);
@@ -36,10 +46,7 @@ fn remembers_title_and_forwards_clipboard() {
 
 #[test]
 fn last_lines_spans_history_and_screen() {
-    let mut e = Emulator::new(5, 20, 100);
-    for i in 0..12 {
-        e.process(format!("line {i}\r\n").as_bytes());
-    }
+    let mut e = printed_lines(5, 100, "line ", 12);
     e.set_scrollback(3);
     assert_eq!(e.last_lines(3, false), ["line 9", "line 10", "line 11"]);
     let all = e.last_lines(100, false);
@@ -56,10 +63,7 @@ fn last_lines_spans_history_and_screen() {
 
 #[test]
 fn lines_counted_back_from_the_bottom_row() {
-    let mut e = Emulator::new(3, 20, 100);
-    for i in 0..6 {
-        e.process(format!("l{i}\r\n").as_bytes());
-    }
+    let e = printed_lines(3, 100, "l", 6);
     // Screen rows: l4, l5, (empty); history: l0..l3.
     assert_eq!(e.lines_back(2, 1), ["l4", "l5"]);
     assert_eq!(e.lines_back(1, 4), ["l2", "l3", "l4", "l5"]);
@@ -70,10 +74,7 @@ fn lines_counted_back_from_the_bottom_row() {
 
 #[test]
 fn the_scrolled_back_screen_goes_once_the_view_is_live_again() {
-    let mut e = Emulator::new(3, 20, 100);
-    for i in 0..10 {
-        e.process(format!("l{i}\r\n").as_bytes());
-    }
+    let mut e = printed_lines(3, 100, "l", 10);
     e.set_scrollback(4);
     assert_eq!(e.display().contents(), "l4\nl5\nl6");
     assert!(e.view.is_some());
@@ -143,11 +144,7 @@ fn output_that_broke_vt100_leaves_a_working_emulator() {
 
 /// A 5x20 emulator that printed ten numbered lines.
 fn scrolled() -> Emulator {
-    let mut e = Emulator::new(5, 20, 100);
-    for i in 0..10 {
-        e.process(format!("line{i}\r\n").as_bytes());
-    }
-    e
+    printed_lines(5, 100, "line", 10)
 }
 
 #[test]
@@ -171,10 +168,7 @@ fn a_screen_that_grows_keeps_its_rows_at_the_top() {
 
 #[test]
 fn scrollback_is_bounded() {
-    let mut e = Emulator::new(5, 20, 50);
-    for i in 0..500 {
-        e.process(format!("line {i}\r\n").as_bytes());
-    }
+    let mut e = printed_lines(5, 50, "line ", 500);
     assert_eq!(e.history_len(), 50);
     e.set_scrollback(1000);
     assert_eq!(e.scrollback(), 50);

@@ -264,9 +264,7 @@ fn a_paused_terminal_leaves_output_to_the_next_reader_and_hands_over_its_input()
 
 #[test]
 fn a_preserved_program_outlives_its_closed_terminal() {
-    let _guard = crate::sys::TEST_FD_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _guard = crate::sys::test_fd_lock();
     let (spawned, pid) = spawn_sh("sleep 30");
     // A second holder of the master, as the next server would be.
     let keep = sys::dup_cloexec(spawned.master.as_fd()).unwrap();
@@ -482,9 +480,7 @@ fn thread_named(name: &str) -> bool {
 /// parked terminal closes and reaps its program.
 #[test]
 fn an_idle_terminal_waits_without_a_thread_and_wakes_for_anything() {
-    let _guard = crate::sys::TEST_FD_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _guard = crate::sys::test_fd_lock();
     let (spawned, pid) = spawn_sh("while read line; do echo \"got $line $(stty size)\"; done");
     let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
     let (tx, rx) = mpsc::channel();
@@ -556,9 +552,7 @@ fn an_idle_terminal_waits_without_a_thread_and_wakes_for_anything() {
 /// reaped.
 #[test]
 fn a_parked_terminal_closes_and_reaps_its_program() {
-    let _guard = crate::sys::TEST_FD_LOCK
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _guard = crate::sys::test_fd_lock();
     let (spawned, pid) = spawn_sh("sleep 30");
     let name = "parked-closed";
     let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
