@@ -330,12 +330,10 @@ pub struct Lent {
 /// What one [`Lent::read`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LentRead {
-    /// This many bytes, now in the emulator; there may be more.
-    Took(usize),
-    /// This many bytes, now in the emulator: all there was (a read of a few bytes, a
-    /// keystroke's echo or a prompt), so reading again at once would find nothing (what
-    /// comes later, `poll` tells).
-    TookAll(usize),
+    /// `n` bytes, now in the emulator. `drained`: that was all there was (a read of a few
+    /// bytes, a keystroke's echo or a prompt), so reading again at once would find nothing
+    /// (what comes later, `poll` tells); otherwise there may be more.
+    Took { n: usize, drained: bool },
     /// Nothing to read now.
     Nothing,
     /// The terminal hung up (or the read failed): its actor sees the end once the reading
@@ -382,10 +380,11 @@ impl Lent {
         if self.shared.mark_dirty() {
             events.push(PtyEvent::Output);
         }
-        if n < DRAINED_BELOW {
-            LentRead::TookAll(n)
-        } else {
-            LentRead::Took(n)
+        // (A large pane reads less than `DRAINED_BELOW` at a time: a read that filled its
+        // room may have left more.)
+        LentRead::Took {
+            n,
+            drained: n < want.min(DRAINED_BELOW),
         }
     }
 }

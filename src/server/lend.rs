@@ -179,14 +179,12 @@ impl Server {
                     ended = true;
                     break;
                 }
-                LentRead::Took(n) => {
+                LentRead::Took { n, drained } => {
                     total += n;
                     slow = start.elapsed() > TURN_BUDGET;
-                }
-                LentRead::TookAll(n) => {
-                    total += n;
-                    slow = start.elapsed() > TURN_BUDGET;
-                    break;
+                    if drained {
+                        break;
+                    }
                 }
                 LentRead::Nothing => break,
             }

@@ -12,10 +12,18 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 fn start() -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
+    start_sized(24, 80)
+}
+
+/// [`start`] with a pane of `rows` x `cols`.
+fn start_sized(
+    rows: u16,
+    cols: u16,
+) -> (PtyHandle, UnixStream, Receiver<PtyEvent>, SharedEmulator) {
     let (ours, theirs) = UnixStream::pair().unwrap();
     let master = OwnedFd::from(ours);
     sys::set_nonblocking(master.as_fd()).unwrap();
-    let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
+    let emulator = crate::pty::shared(Emulator::new(rows, cols, 100));
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let handle = PtyHandle::start(ActorParts {
@@ -351,7 +359,7 @@ fn lent_reads_go_to_the_borrower_and_come_back_to_the_actor() {
     let deadline = Instant::now() + WAIT;
     let n = loop {
         match lent.read(&mut events) {
-            LentRead::Took(n) | LentRead::TookAll(n) => break n,
+            LentRead::Took { n, drained } => break (n, drained),
             LentRead::Nothing => {
                 assert!(Instant::now() < deadline, "nothing to read while lent");
                 std::thread::sleep(Duration::from_millis(5));
@@ -359,7 +367,7 @@ fn lent_reads_go_to_the_borrower_and_come_back_to_the_actor() {
             LentRead::Ended => panic!("the terminal ended while lent"),
         }
     };
-    assert_eq!(n, b"lent ".len());
+    assert_eq!(n, (b"lent ".len(), true), "a few bytes are all there was");
     assert!(events.iter().any(|e| matches!(e, PtyEvent::Output)));
     assert!(rx.try_recv().is_err(), "the actor read nothing while lent");
     wait_screen(&emu, "before lent");
@@ -367,6 +375,38 @@ fn lent_reads_go_to_the_borrower_and_come_back_to_the_actor() {
     drop(lent);
     prog.write_all(b"after").unwrap();
     wait_screen(&emu, "before lent after");
+}
+
+/// A pane so large that a lent read takes fewer bytes than a terminal's drained read:
+/// a read that filled its room says there may be more, and the last one that all was read.
+#[test]
+fn a_large_panes_lent_read_that_filled_its_room_reads_on() {
+    let (handle, mut prog, _rx, _emu) = start_sized(300, 400);
+    let mut lent = handle.lend_reads(WAIT).expect("the actor lends its reads");
+    let out = "x".repeat(2000);
+    prog.write_all(out.as_bytes()).unwrap();
+    let (mut reads, mut total, mut events) = (Vec::new(), 0, Vec::new());
+    let deadline = Instant::now() + WAIT;
+    while total < out.len() {
+        match lent.read(&mut events) {
+            LentRead::Took { n, drained } => {
+                total += n;
+                reads.push((n, drained));
+            }
+            LentRead::Nothing => {
+                assert!(Instant::now() < deadline, "read {total} of {}", out.len());
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            LentRead::Ended => panic!("the terminal ended while lent"),
+        }
+    }
+    let (last, full) = reads.split_last().unwrap();
+    assert!(full.len() >= 3, "{reads:?}");
+    assert!(
+        full.iter().all(|&(n, drained)| n >= 64 && !drained),
+        "{reads:?}"
+    );
+    assert!(last.0 < full[0].0 && last.1, "{reads:?}");
 }
 
 #[test]
