@@ -37,6 +37,7 @@ mod render;
 mod resume;
 mod session;
 mod start;
+mod trim;
 
 use crate::log;
 use std::collections::BTreeMap;
@@ -85,9 +86,6 @@ const MESSAGE_TIME: Duration = Duration::from_secs(6);
 /// How often output of panes nobody sees or waits on is looked at (agent activity, event
 /// subscribers): a few times a second instead of once per line.
 const HIDDEN_OUTPUT_INTERVAL: Duration = Duration::from_millis(50);
-/// How long after the last change to the session's structure (or request, or input) the
-/// heaps' free pages are given back: once a burst is over, not during it.
-const TRIM_AFTER: Duration = Duration::from_secs(2);
 
 pub enum Event {
     /// A client said hello (boxed: the largest event by far).
@@ -200,10 +198,9 @@ struct Life {
     /// that input is in the panes (the new server could not take it over), or at the
     /// deadline.
     handoff_after_input: Option<handoff::Deferred>,
-    /// When the heaps' free pages are given back: a while after the last change to the
-    /// session's structure (a burst of new panes or requests frees much it made on the
-    /// way, in holes between what stays).
-    trim_at: Option<Instant>,
+    /// When the heaps' free pages are given back: after changes to the session's
+    /// structure (a burst of new panes or requests frees much it made on the way).
+    trim: trim::HeapTrim,
 }
 
 impl Server {
@@ -234,7 +231,7 @@ impl Server {
                 stopping: None,
                 handed_off: false,
                 handoff_after_input: None,
-                trim_at: None,
+                trim: trim::HeapTrim::default(),
             },
         }
     }
@@ -313,7 +310,7 @@ impl Server {
         let quiet = self.agent_quiet_deadline();
         let mirrors = self.api.streams.deadline();
         [
-            self.life.trim_at,
+            self.life.trim.due(),
             self.session.hidden_output_at,
             self.clients.frame_due,
             self.clients.sync_due,
@@ -355,7 +352,7 @@ impl Server {
                 self.prune_mirrors();
                 self.publish_structure();
                 self.persist_note_change();
-                self.life.trim_at = Some(Instant::now() + TRIM_AFTER);
+                self.life.trim.changed(Instant::now());
             }
         }));
         if result.is_err() {
@@ -514,8 +511,7 @@ impl Server {
             self.recheck_waits(None);
             changed = true;
         }
-        if self.life.trim_at.is_some_and(|t| t <= now) {
-            self.life.trim_at = None;
+        if self.life.trim.take_due(now) {
             crate::sys::startup::trim_heaps();
         }
         if self.session.hidden_output_at.is_some_and(|d| d <= now) {
