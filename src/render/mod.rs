@@ -56,4 +56,22 @@ mod tests {
         }
         assert_eq!(cells.iter().filter(|c| super::is_blank(c)).count(), 2);
     }
+
+    /// `is_blank` compares the fields `==` compares: a field it does not know of (as
+    /// ratatui's `underline-color` feature would add) fails here.
+    #[test]
+    fn a_blank_cell_is_compared_in_every_field() {
+        let shown = format!("{:?}", Cell::EMPTY);
+        let inner = &shown[shown.find('{').expect("a struct") + 1..];
+        let mut fields: Vec<&str> = inner
+            .split(", ")
+            .filter_map(|part| part.trim().split_once(": ").map(|(name, _)| name))
+            .collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            ["bg", "diff_option", "fg", "modifier", "skip", "symbol"],
+            "{shown}"
+        );
+    }
 }

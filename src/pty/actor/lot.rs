@@ -27,6 +27,11 @@ struct Lot {
 
 static LOT: OnceLock<Option<Lot>> = OnceLock::new();
 
+/// Whether there is a lot to park in (its thread could be started).
+pub(super) fn available() -> bool {
+    LOT.get_or_init(start).is_some()
+}
+
 /// Parks `actor` (its thread may then end); gives it back when there is no lot (its
 /// thread could not be made), for the caller to go on running it.
 pub(super) fn park(actor: Box<Actor>) -> Result<(), Box<Actor>> {

@@ -137,12 +137,9 @@ impl Actor {
                     match super::lot::park(Box::new(self)) {
                         Ok(()) => return,
                         Err(actor) => {
-                            // No lot: idle on this thread, its stack given back.
+                            // (`parkable` saw the lot: not reached.) Idle on this thread.
                             self = *actor;
                             self.stack = sys::stack::Stack::current();
-                            if let Some(stack) = &self.stack {
-                                stack.release_unused();
-                            }
                             self.trimmed = true;
                         }
                     }
@@ -269,7 +266,7 @@ impl Actor {
             Some(_) => Some(timeout.map_or(ECHO_LOOK, |t| t.min(ECHO_LOOK))),
             None => timeout,
         };
-        let trim = timeout.is_none() && !self.trimmed && self.stack.is_some();
+        let trim = timeout.is_none() && !self.trimmed;
         let timeout = if trim { Some(IDLE_TRIM) } else { timeout };
         let ready = if !self.lent {
             sys::poll_pty_and_wake(
@@ -326,6 +323,7 @@ impl Actor {
             && self.hold_until.is_none()
             && self.echo.is_none()
             && self.read_after.is_none()
+            && super::lot::available()
     }
 
     fn apply_resize(&mut self, rows: u16, cols: u16) {
