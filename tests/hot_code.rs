@@ -10,60 +10,79 @@ fn script() -> String {
     std::fs::read_to_string(path).expect("build/hot-code.ld: run scripts/hot-code")
 }
 
-/// The section names listed, in order.
-fn listed(text: &str) -> Vec<String> {
+/// The section names listed, line by line, in order.
+fn listed(text: &str) -> Vec<Vec<String>> {
     let body = text
         .split_once(".text.herdr_hot : {")
         .and_then(|(_, rest)| rest.split_once("\n  }\n} INSERT BEFORE .text;"))
         .expect("a .text.herdr_hot section inserted before .text")
         .0;
-    let mut names = Vec::new();
+    let mut lines = Vec::new();
     for line in body.lines().filter(|l| !l.trim().is_empty()) {
         let inner = line
             .trim()
             .strip_prefix("*(")
             .and_then(|l| l.strip_suffix(')'))
             .unwrap_or_else(|| panic!("not an input section line: {line}"));
-        let [plain, cold] = inner.split(' ').collect::<Vec<_>>()[..] else {
-            panic!("two patterns per line: {line}");
-        };
-        let name = plain.strip_prefix(".text.").expect(".text. pattern");
-        assert_eq!(cold, format!(".text.unlikely.{name}"), "{line}");
-        names.push(name.to_owned());
+        let parts: Vec<&str> = inner.split(' ').collect();
+        assert!(
+            !parts.is_empty() && parts.len() % 2 == 0,
+            "patterns in pairs: {line}"
+        );
+        let mut names = Vec::new();
+        for pair in parts.chunks(2) {
+            let name = pair[0].strip_prefix(".text.").expect(".text. pattern");
+            assert_eq!(pair[1], format!(".text.unlikely.{name}"), "{line}");
+            names.push(name.to_owned());
+        }
+        lines.push(names);
     }
-    names
+    lines
 }
 
-/// A legacy Rust symbol with its hash (`17h` and 16 hex digits, then `E`) and any
-/// `.llvm.N` suffix made wildcards.
+/// A legacy Rust symbol with its hash (`17h` and 16 hex digits, then `E`) made a
+/// wildcard.
 fn without_hash(name: &str) -> Option<String> {
     let at = name.match_indices("17h").map(|(i, _)| i).find(|&i| {
         let hash = name.as_bytes().get(i + 3..i + 20);
         hash.is_some_and(|h| h[..16].iter().all(u8::is_ascii_hexdigit) && h[16] == b'E')
     })?;
-    let mut pattern = format!("{}17h*E", &name[..at]);
-    if name[at + 20..].starts_with(".llvm.") {
-        pattern.push('*');
-    }
-    Some(pattern)
+    Some(format!("{}17h*E", &name[..at]))
 }
 
 #[test]
 fn every_function_is_listed_exactly_and_by_a_pattern_that_survives_new_hashes() {
-    let names = listed(&script());
-    // Named exactly, up to an `.llvm.N` suffix (which changes with the code beside it).
-    let first_tier = |n: &str| !n.strip_suffix(".llvm.*").unwrap_or(n).contains('*');
-    let exact: Vec<&String> = names.iter().filter(|n| first_tier(n)).collect();
-    let wild: BTreeSet<&String> = names.iter().filter(|n| !first_tier(n)).collect();
-    assert!(exact.len() > 500, "only {} functions listed", exact.len());
-    // The exact names come first (they claim the functions seen), the patterns after.
-    let first_wild = names.iter().position(|n| !first_tier(n)).unwrap_or(0);
-    assert!(names[first_wild..].iter().all(|n| !first_tier(n)));
-    for name in &exact {
+    let lines = listed(&script());
+    // A function's line: its exact name, with any `.llvm.N` suffix (which comes, goes and
+    // changes with the code beside it), then its pattern if that names it alone. A line
+    // of one pattern: a generic function's, which also names its other instances.
+    let exact = |n: &str| !n.strip_suffix(".llvm.*").unwrap_or(n).contains('*');
+    let functions: Vec<&Vec<String>> = lines.iter().filter(|l| exact(&l[0])).collect();
+    assert!(
+        functions.len() > 500,
+        "only {} functions listed",
+        functions.len()
+    );
+    // The functions come first, in their groups; the shared patterns after them.
+    let first_shared = lines.iter().position(|l| !exact(&l[0]));
+    let shared: BTreeSet<&String> = first_shared
+        .map(|at| &lines[at..])
+        .unwrap_or_default()
+        .iter()
+        .inspect(|l| assert!(l.len() == 1 && !exact(&l[0]), "{l:?}"))
+        .map(|l| &l[0])
+        .collect();
+    for line in &functions {
+        let name = &line[0];
+        assert!(line.contains(&format!("{name}.llvm.*")), "{line:?}");
         let Some(pattern) = without_hash(name) else {
             continue;
         };
-        assert!(wild.contains(&pattern), "no pattern for {name}");
+        let suffixed = format!("{pattern}*");
+        let found = [&pattern, &suffixed]
+            .into_iter()
+            .any(|p| line.contains(p) || shared.contains(p));
+        assert!(found, "no pattern for {name}");
     }
 }
 
