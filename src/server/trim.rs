@@ -11,8 +11,9 @@ const QUIET: Duration = Duration::from_secs(2);
 /// ...but changes that keep coming (a poll every second) put it off by this much at most
 /// from the first of them...
 const LATEST: Duration = Duration::from_secs(10);
-/// ...and it comes at most this often.
-const EVERY: Duration = Duration::from_secs(30);
+/// ...and it comes at most this often. (Short enough that the trim after a burst is
+/// not put off by one made during it.)
+const EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Default)]
 pub(super) struct HeapTrim {
@@ -85,7 +86,7 @@ mod tests {
                 trimmed.push(s);
             }
         }
-        assert_eq!(trimmed, [10, 40, 70, 100]);
+        assert_eq!(trimmed, [10, 21, 32, 43, 54, 65, 76, 87, 98, 109]);
     }
 
     #[test]
@@ -93,16 +94,34 @@ mod tests {
         let t0 = Instant::now();
         let mut trim = HeapTrim::default();
         let mut trimmed = Vec::new();
-        // A change every five seconds: each would be a burst of its own.
-        for s in 0..=100 {
+        // A change every three seconds: each would be a burst of its own.
+        for s in 0..=30 {
             let now = t0 + secs(s);
-            if s % 5 == 0 {
+            if s % 3 == 0 {
                 trim.changed(now);
             }
             if trim.take_due(now) {
                 trimmed.push(s);
             }
         }
-        assert_eq!(trimmed, [2, 32, 62, 92]);
+        assert_eq!(trimmed, [2, 8, 14, 20, 26]);
+    }
+
+    #[test]
+    fn the_trim_after_a_burst_is_not_put_off_by_one_during_it() {
+        let t0 = Instant::now();
+        let mut trim = HeapTrim::default();
+        let mut trimmed = Vec::new();
+        // 14 s of changes, then quiet.
+        for tenth in 0..=200 {
+            let now = t0 + Duration::from_millis(tenth * 100);
+            if tenth <= 140 {
+                trim.changed(now);
+            }
+            if trim.take_due(now) {
+                trimmed.push(tenth);
+            }
+        }
+        assert_eq!(trimmed, [100, 160]);
     }
 }
