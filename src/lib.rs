@@ -18,6 +18,7 @@
 
 pub mod agent;
 pub mod bindings;
+pub mod burst;
 pub mod cli;
 pub mod client;
 pub mod config;

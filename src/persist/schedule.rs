@@ -7,6 +7,7 @@
 //! most about a second). The one exception is after failed saves: a retry then waits for a
 //! backoff growing from `QUIET` to `MAX_BACKOFF`, so a full disk is not hammered.
 
+use crate::burst::{self, later, Burst};
 use std::time::{Duration, Instant};
 
 /// Save this long after the last change…
@@ -16,58 +17,24 @@ pub const MAX_DELAY: Duration = Duration::from_millis(1000);
 /// The longest wait before retrying after failed saves.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// `t + d`; on overflow (only with absurd instants) `t`, i.e. "due at once" rather than never.
-fn later(t: Instant, d: Duration) -> Instant {
-    t.checked_add(d).unwrap_or(t)
-}
-
 /// The wait after `failures` consecutive failed saves: QUIET, doubling up to MAX_BACKOFF.
 fn retry_delay(failures: u32) -> Duration {
     let doublings = failures.saturating_sub(1).min(16);
     QUIET.saturating_mul(1 << doublings).min(MAX_BACKOFF)
 }
 
-/// A group of changes, known by the times of its first and last change: that is all the
-/// deadlines need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    first: Instant,
-    last: Instant,
-}
-
-impl Span {
-    fn at(t: Instant) -> Self {
-        Span { first: t, last: t }
-    }
-
-    // min/max rather than assuming order: callers may stamp changes on other threads.
-    fn merge(self, other: Span) -> Span {
-        Span {
-            first: self.first.min(other.first),
-            last: self.last.max(other.last),
-        }
-    }
-}
-
-fn merge(a: Option<Span>, b: Option<Span>) -> Option<Span> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.merge(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// A running save, with the changes it is writing (`None` when it was started with
 /// nothing pending, e.g. a final save at shutdown).
 #[derive(Debug)]
 struct Flight {
-    changes: Option<Span>,
+    changes: Option<Burst>,
 }
 
 /// Decides when the server saves; fed by the server loop, which does the actual writing.
 #[derive(Debug, Default)]
 pub struct SaveSchedule {
     /// Changes not yet being written.
-    pending: Option<Span>,
+    pending: Option<Burst>,
     flight: Option<Flight>,
     /// Consecutive failed saves; 0 after a success.
     failures: u32,
@@ -78,7 +45,7 @@ pub struct SaveSchedule {
 impl SaveSchedule {
     /// Something worth saving changed at `now`.
     pub fn changed(&mut self, now: Instant) {
-        self.pending = merge(self.pending, Some(Span::at(now)));
+        self.pending = burst::merge(self.pending, Some(Burst::at(now)));
     }
 
     /// When the next save should start; `None` if nothing is pending or a save is in flight.
@@ -86,8 +53,7 @@ impl SaveSchedule {
         if self.flight.is_some() {
             return None;
         }
-        let span = self.pending?;
-        let due = later(span.last, QUIET).min(later(span.first, MAX_DELAY));
+        let due = self.pending?.due(QUIET, MAX_DELAY);
         Some(self.retry_at.map_or(due, |retry| due.max(retry)))
     }
 
@@ -106,7 +72,7 @@ impl SaveSchedule {
         let taken = self.pending.take();
         let earlier = self.flight.take().and_then(|flight| flight.changes);
         self.flight = Some(Flight {
-            changes: merge(earlier, taken),
+            changes: burst::merge(earlier, taken),
         });
     }
 
@@ -123,7 +89,7 @@ impl SaveSchedule {
             self.retry_at = None;
         } else {
             self.failures = self.failures.saturating_add(1);
-            self.pending = merge(self.pending, flight.changes);
+            self.pending = burst::merge(self.pending, flight.changes);
             self.retry_at = Some(later(now, retry_delay(self.failures)));
         }
     }

@@ -4,6 +4,7 @@
 //! free block on the server thread, so it is done once a burst is over, not during it,
 //! and not again and again while a script polls or a client types.
 
+use crate::burst::{self, later, Burst};
 use std::time::{Duration, Instant};
 
 /// A trim is due this long after the latest change...
@@ -17,9 +18,8 @@ const EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Default)]
 pub(super) struct HeapTrim {
-    /// The first and the latest change not yet trimmed after.
-    first: Option<Instant>,
-    latest: Option<Instant>,
+    /// The changes not yet trimmed after.
+    pending: Option<Burst>,
     /// The last trim.
     last: Option<Instant>,
 }
@@ -27,15 +27,13 @@ pub(super) struct HeapTrim {
 impl HeapTrim {
     /// The session's structure changed (or a request or input came) at `now`.
     pub(super) fn changed(&mut self, now: Instant) {
-        self.first.get_or_insert(now);
-        self.latest = Some(now);
+        self.pending = burst::merge(self.pending, Some(Burst::at(now)));
     }
 
     /// When the next trim is due, if one is.
     pub(super) fn due(&self) -> Option<Instant> {
-        let (first, latest) = (self.first?, self.latest?);
-        let due = (latest + QUIET).min(first + LATEST);
-        Some(self.last.map_or(due, |last| due.max(last + EVERY)))
+        let due = self.pending?.due(QUIET, LATEST);
+        Some(self.last.map_or(due, |last| due.max(later(last, EVERY))))
     }
 
     /// Whether a trim is due at `now`; if so, it counts as done.
@@ -44,8 +42,7 @@ impl HeapTrim {
             return false;
         }
         *self = HeapTrim {
-            first: None,
-            latest: None,
+            pending: None,
             last: Some(now),
         };
         true
@@ -56,8 +53,22 @@ impl HeapTrim {
 mod tests {
     use super::*;
 
-    fn secs(s: u64) -> Duration {
-        Duration::from_secs(s)
+    /// The tenths of a second, up to `until`, at which trims came, with a change at each
+    /// tenth `changes` names.
+    fn trims(until: u64, changes: impl Fn(u64) -> bool) -> Vec<u64> {
+        let t0 = Instant::now();
+        let mut trim = HeapTrim::default();
+        let mut trimmed = Vec::new();
+        for tenth in 0..=until {
+            let now = t0 + Duration::from_millis(tenth * 100);
+            if changes(tenth) {
+                trim.changed(now);
+            }
+            if trim.take_due(now) {
+                trimmed.push(tenth);
+            }
+        }
+        trimmed
     }
 
     #[test]
@@ -66,62 +77,33 @@ mod tests {
         let mut trim = HeapTrim::default();
         assert_eq!(trim.due(), None, "nothing changed");
         trim.changed(t0);
-        trim.changed(t0 + secs(1));
-        assert_eq!(trim.due(), Some(t0 + secs(3)));
-        assert!(!trim.take_due(t0 + secs(2)));
-        assert!(trim.take_due(t0 + secs(3)));
+        trim.changed(t0 + Duration::from_secs(1));
+        assert_eq!(trim.due(), Some(t0 + Duration::from_secs(3)));
+        assert!(!trim.take_due(t0 + Duration::from_secs(2)));
+        assert!(trim.take_due(t0 + Duration::from_secs(3)));
         assert_eq!(trim.due(), None, "done");
     }
 
     #[test]
     fn changes_that_keep_coming_put_it_off_only_so_long() {
-        let t0 = Instant::now();
-        let mut trim = HeapTrim::default();
-        let mut trimmed = Vec::new();
         // A change every second for two minutes: a poll, a client typing.
-        for s in 0..120 {
-            let now = t0 + secs(s);
-            trim.changed(now);
-            if trim.take_due(now) {
-                trimmed.push(s);
-            }
-        }
-        assert_eq!(trimmed, [10, 21, 32, 43, 54, 65, 76, 87, 98, 109]);
+        let trimmed = trims(1190, |tenth| tenth % 10 == 0);
+        assert_eq!(
+            trimmed,
+            [10, 21, 32, 43, 54, 65, 76, 87, 98, 109].map(|s| s * 10)
+        );
     }
 
     #[test]
     fn trims_are_spaced_however_the_changes_come() {
-        let t0 = Instant::now();
-        let mut trim = HeapTrim::default();
-        let mut trimmed = Vec::new();
         // A change every three seconds: each would be a burst of its own.
-        for s in 0..=30 {
-            let now = t0 + secs(s);
-            if s % 3 == 0 {
-                trim.changed(now);
-            }
-            if trim.take_due(now) {
-                trimmed.push(s);
-            }
-        }
-        assert_eq!(trimmed, [2, 8, 14, 20, 26]);
+        let trimmed = trims(300, |tenth| tenth % 30 == 0);
+        assert_eq!(trimmed, [2, 8, 14, 20, 26].map(|s| s * 10));
     }
 
     #[test]
     fn the_trim_after_a_burst_is_not_put_off_by_one_during_it() {
-        let t0 = Instant::now();
-        let mut trim = HeapTrim::default();
-        let mut trimmed = Vec::new();
         // 14 s of changes, then quiet.
-        for tenth in 0..=200 {
-            let now = t0 + Duration::from_millis(tenth * 100);
-            if tenth <= 140 {
-                trim.changed(now);
-            }
-            if trim.take_due(now) {
-                trimmed.push(tenth);
-            }
-        }
-        assert_eq!(trimmed, [100, 160]);
+        assert_eq!(trims(200, |tenth| tenth <= 140), [100, 160]);
     }
 }
