@@ -11,10 +11,14 @@ impl State {
     pub(super) fn ground_text(&mut self, text: &str) {
         use vte::Perform as _;
         let bytes = text.as_bytes();
+        // A run is looked for no further than a row holds: a long line in a narrow pane
+        // is written a row at a time, and looking to its end for each row would go over
+        // it again and again (quadratic in the line's length).
+        let row = usize::from(self.screen.grid().size().1).max(1);
         let mut i = 0;
         while i < bytes.len() {
             if (0x20..0x7f).contains(&bytes[i]) {
-                let run = printable_prefix(&bytes[i..]);
+                let run = printable_prefix(&bytes[i..bytes.len().min(i + row)]);
                 let written = self.ascii_run(&bytes[i..i + run]);
                 if written < run {
                     // At the margin or a wide character: the general way.
