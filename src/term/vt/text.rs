@@ -14,7 +14,7 @@ impl State {
         // A run is looked for no further than a row holds: a long line in a narrow pane
         // is written a row at a time, and looking to its end for each row would go over
         // it again and again (quadratic in the line's length).
-        let row = usize::from(self.screen.grid().size().1).max(1);
+        let row = usize::from(self.screen.size().1).max(1);
         let mut i = 0;
         while i < bytes.len() {
             if (0x20..0x7f).contains(&bytes[i]) {
