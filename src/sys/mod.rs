@@ -14,6 +14,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 pub mod clock;
+pub mod epoll;
 pub mod fdpass;
 pub mod netwatch;
 pub mod nofile;
@@ -162,17 +163,8 @@ pub fn poll_pty_and_wake(
             PollFd::new(fd, flags),
             PollFd::new(wake.fd(), PollFlags::POLLIN),
         ];
-        let remaining = match deadline {
-            None => PollTimeout::NONE,
-            Some(d) => {
-                // Rounded up: a deadline less than a millisecond away is slept to, not
-                // spun on.
-                let left = d.saturating_duration_since(Instant::now());
-                let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
-            }
-        };
-        match poll(&mut fds, remaining) {
+        let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        match poll(&mut fds, poll_timeout(remaining)) {
             Err(Errno::EINTR) => continue,
             Err(e) => return Err(errno_to_io(e)),
             Ok(_) => {
@@ -343,6 +335,18 @@ pub fn open_fds() -> Vec<(RawFd, String)> {
     out
 }
 
+/// `timeout` (`None`: for ever) as `poll` and `epoll_wait` take it, rounded up to whole
+/// milliseconds, so a deadline is never woken up for a moment early and spun on.
+fn poll_timeout(timeout: Option<Duration>) -> PollTimeout {
+    match timeout {
+        Some(d) => {
+            let ms = d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+        }
+        None => PollTimeout::NONE,
+    }
+}
+
 /// Waits until one of `fds` is readable (or hung up, or in error), or `timeout` passes
 /// (`None` = forever); which ones are. EINTR returns early with none ready.
 pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
@@ -350,16 +354,7 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::R
         .iter()
         .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
         .collect();
-    let t = match timeout {
-        // Round up to whole milliseconds, so a deadline is never woken up for a moment
-        // early and spun on.
-        Some(d) => {
-            let ms = d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
-        }
-        None => PollTimeout::NONE,
-    };
-    match poll(&mut pfds, t) {
+    match poll(&mut pfds, poll_timeout(timeout)) {
         Ok(_) => Ok(pfds
             .iter()
             .map(|p| p.revents().is_some_and(|r| !r.is_empty()))

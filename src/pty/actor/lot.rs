@@ -1,23 +1,32 @@
 //! Terminals with nothing happening wait here without a thread of their own. An actor
 //! idle for `IDLE_TRIM` with nothing to do but read (not lent, paused or writing, no
 //! timer) hands itself to the lot and its thread ends; one thread watches the masters
-//! and wake pipes of all parked terminals in one `poll`, and gives a terminal whose
-//! master or wake pipe fires a new thread, which runs the actor's loop as before (it
-//! finds the output, or the message, still waiting: both are level-triggered). A thread
-//! costs an idle pane its stack pages and the thread's own state (~12 KiB resident);
-//! 1,000 panes that wait cost one thread.
+//! and wake pipes of all parked terminals (registered once with `epoll` as they arrive,
+//! so a wake-up costs what is ready, not what is parked: `poll` over 1,000 parked
+//! terminals walked all 2,000 descriptors each time one of them printed), and gives a
+//! terminal whose master or wake pipe fires a new thread, which runs the actor's loop as
+//! before (it finds the output, or the message, still waiting: both are
+//! level-triggered). A thread costs an idle pane its stack pages and the thread's own
+//! state (~12 KiB resident); 1,000 panes that wait cost one thread.
 //!
 //! A terminal whose new thread could not be made (the system's thread limit) stays
 //! parked and is tried again after `RETRY`, its descriptors not watched meanwhile.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::run::Actor;
-use crate::sys::{self, WakePipe, Waker};
+use crate::sys::epoll::Poller;
+use crate::sys::{WakePipe, Waker};
 
 /// How long a terminal whose thread could not be made waits before the next try.
 const RETRY: Duration = Duration::from_millis(100);
+/// The lot's own wake pipe's token; a parked terminal's are `2 * n` (its master) and
+/// `2 * n + 1` (its wake pipe), `n` its number in the lot.
+const LOT_WAKE: u64 = u64::MAX;
+/// Ready descriptors taken per wait (the rest, still ready, come with the next).
+const READY_PER_WAIT: usize = 64;
 
 struct Lot {
     /// Actors handed over and not yet taken in by the lot's thread.
@@ -57,6 +66,8 @@ static PARKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::
 
 fn start() -> Option<Lot> {
     let wake = WakePipe::new().ok()?;
+    let poller = Poller::new().ok()?;
+    poller.add(wake.fd(), LOT_WAKE).ok()?;
     let lot = Lot {
         arriving: Mutex::new(Vec::new()),
         waker: wake.waker(),
@@ -64,79 +75,121 @@ fn start() -> Option<Lot> {
     std::thread::Builder::new()
         .name("herdr-lot".into())
         .stack_size(256 << 10)
-        .spawn(move || watch(wake))
+        .spawn(move || Watch::new(poller).run(wake))
         .ok()?;
     Some(lot)
 }
 
-/// A parked actor, and when its thread may be tried again after a failed start.
-struct Parked {
-    actor: Box<Actor>,
-    retry_at: Option<Instant>,
+/// The lot's thread: the parked terminals, watched, and those waiting to try for a
+/// thread again, not watched.
+struct Watch {
+    poller: Poller,
+    parked: HashMap<u64, Box<Actor>>,
+    /// Terminals whose thread could not be made, and when to try again.
+    retrying: Vec<(Instant, Box<Actor>)>,
+    next: u64,
 }
 
-fn watch(wake: WakePipe) {
-    let mut parked: Vec<Parked> = Vec::new();
-    loop {
-        if let Some(lot) = LOT.get().and_then(Option::as_ref) {
-            let mut arriving = lot.arriving.lock().unwrap_or_else(|e| e.into_inner());
-            parked.extend(arriving.drain(..).map(|actor| Parked {
-                actor: Box::new(actor),
-                retry_at: None,
-            }));
+impl Watch {
+    fn new(poller: Poller) -> Watch {
+        Watch {
+            poller,
+            parked: HashMap::new(),
+            retrying: Vec::new(),
+            next: 0,
         }
-        #[cfg(test)]
-        PARKED.store(parked.len(), std::sync::atomic::Ordering::Release);
-        let now = Instant::now();
-        let watched: Vec<usize> = (0..parked.len())
-            .filter(|&i| parked[i].retry_at.is_none())
-            .collect();
-        let timeout = parked
-            .iter()
-            .filter_map(|p| p.retry_at)
-            .min()
-            .map(|t| t.saturating_duration_since(now));
-        let ready = {
-            let mut fds = vec![wake.fd()];
-            for &i in &watched {
-                let actor = &parked[i].actor;
-                fds.push(actor.master.fd());
-                fds.push(actor.wake.fd());
+    }
+
+    fn run(mut self, wake: WakePipe) {
+        let mut ready = Vec::with_capacity(READY_PER_WAIT);
+        loop {
+            let arriving = match LOT.get().and_then(Option::as_ref) {
+                Some(lot) => {
+                    std::mem::take(&mut *lot.arriving.lock().unwrap_or_else(|e| e.into_inner()))
+                }
+                None => Vec::new(),
+            };
+            for actor in arriving {
+                self.watch(Box::new(actor));
             }
-            match sys::poll_readable(&fds, timeout) {
-                Ok(ready) => ready,
-                Err(e) => {
-                    // Not expected (every descriptor is open while its actor is here);
-                    // every terminal gets its thread back rather than wait unwatched.
-                    crate::log::error!("pty", "the idle terminals' poll failed: {e}");
-                    vec![true; fds.len()]
+            self.count();
+            let now = Instant::now();
+            let timeout = self
+                .retrying
+                .iter()
+                .map(|(at, _)| *at)
+                .min()
+                .map(|t| t.saturating_duration_since(now));
+            if let Err(e) = self.poller.wait(&mut ready, READY_PER_WAIT, timeout) {
+                // Not expected (the instance and every descriptor in it are open):
+                // every terminal gets its thread back rather than wait unwatched.
+                crate::log::error!("pty", "the idle terminals' wait failed: {e}");
+                std::thread::sleep(RETRY);
+                let all: Vec<u64> = self.parked.keys().copied().collect();
+                ready = all.into_iter().map(|n| 2 * n).collect();
+            }
+            for &token in &ready {
+                if token == LOT_WAKE {
+                    wake.drain();
+                } else if let Some(actor) = self.parked.remove(&(token / 2)) {
+                    // (Its other descriptor may be in this batch too: it is gone now.)
+                    self.unwatch(&actor);
+                    self.resume(actor);
                 }
             }
-        };
-        if ready[0] {
-            wake.drain();
+            let now = Instant::now();
+            let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.retrying)
+                .into_iter()
+                .partition(|(at, _)| *at <= now);
+            self.retrying = waiting;
+            for (_, actor) in due {
+                self.watch(actor);
+            }
+            self.count();
         }
-        let now = Instant::now();
-        let mut due: Vec<usize> = watched
-            .iter()
-            .enumerate()
-            .filter(|&(k, _)| ready[1 + 2 * k] || ready[2 + 2 * k])
-            .map(|(_, &i)| i)
-            .collect();
-        due.extend((0..parked.len()).filter(|&i| parked[i].retry_at.is_some_and(|t| t <= now)));
-        due.sort_unstable();
-        // From the back, so the indices still to take stay valid.
-        for &i in due.iter().rev() {
-            let p = parked.swap_remove(i);
-            if let Err(actor) = resume(p.actor) {
-                parked.push(Parked {
-                    actor,
-                    retry_at: Some(now + RETRY),
-                });
+    }
+
+    /// Takes `actor` in: watched from now on, or given a thread at once if its
+    /// descriptors cannot be watched.
+    fn watch(&mut self, actor: Box<Actor>) {
+        let n = self.next;
+        self.next += 1;
+        let added = self.poller.add(actor.master.fd(), 2 * n).and_then(|()| {
+            self.poller
+                .add(actor.wake.fd(), 2 * n + 1)
+                .inspect_err(|_| self.unwatch(&actor))
+        });
+        match added {
+            Ok(()) => {
+                self.parked.insert(n, actor);
+            }
+            Err(e) => {
+                crate::log::warn!("pty", "an idle terminal cannot be watched: {e}");
+                self.resume(actor);
             }
         }
+    }
+
+    /// Stops watching `actor`'s descriptors: before its thread takes them (a
+    /// registration lives as long as the open file, whichever descriptor keeps it).
+    fn unwatch(&self, actor: &Actor) {
+        let _ = self.poller.remove(actor.master.fd());
+        let _ = self.poller.remove(actor.wake.fd());
+    }
+
+    /// Gives `actor` a thread, or keeps it to try again after `RETRY`.
+    fn resume(&mut self, actor: Box<Actor>) {
+        if let Err(actor) = resume(actor) {
+            self.retrying.push((Instant::now() + RETRY, actor));
+        }
+    }
+
+    fn count(&self) {
         #[cfg(test)]
-        PARKED.store(parked.len(), std::sync::atomic::Ordering::Release);
+        PARKED.store(
+            self.parked.len() + self.retrying.len(),
+            std::sync::atomic::Ordering::Release,
+        );
     }
 }
 

@@ -605,3 +605,62 @@ fn a_parked_terminal_closes_and_reaps_its_program() {
         "the program was not reaped"
     );
 }
+
+/// Several terminals wait in the lot; input for one of them wakes that one only, each
+/// time, in any order: the others keep waiting without a thread.
+#[test]
+fn parked_terminals_wake_one_at_a_time() {
+    let _guard = crate::sys::test_fd_lock();
+    let names = ["lot-a", "lot-b", "lot-c"];
+    let terminals: Vec<(PtyHandle, SharedEmulator)> = names
+        .iter()
+        .map(|name| {
+            let (spawned, _) = spawn_sh("while read line; do echo \"got $line\"; done");
+            let emulator = crate::pty::shared(Emulator::new(24, 80, 100));
+            let handle = start_spawned(spawned, name, emulator.clone(), Box::new(|_| {}));
+            handle.set_background(true);
+            wait_parked(name);
+            (handle, emulator)
+        })
+        .collect();
+    for (round, k) in [1, 0, 2, 1].into_iter().enumerate() {
+        let word = format!("w{round}x{k}");
+        terminals[k]
+            .0
+            .try_write(format!("{word}\n").into_bytes())
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        while !crate::pty::lock(&terminals[k].1)
+            .screen()
+            .contents()
+            .contains(&format!("got {word}"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{} never answered {word}",
+                names[k]
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (other, name) in names.iter().enumerate().filter(|(i, _)| *i != k) {
+            assert!(
+                !thread_named(name),
+                "input for {} gave {name} (#{other}) a thread",
+                names[k]
+            );
+        }
+        wait_parked_again(names[k]);
+    }
+    for (handle, _) in terminals {
+        handle.shutdown_and_join();
+    }
+}
+
+/// Waits until the actor named `name` has no thread (parked again after waking).
+fn wait_parked_again(name: &str) {
+    let deadline = Instant::now() + WAIT;
+    while thread_named(name) {
+        assert!(Instant::now() < deadline, "{name} kept its thread");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
