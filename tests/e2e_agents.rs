@@ -161,14 +161,7 @@ fn only_official_sources_resume() {
     });
     drop(t);
     ok(env.herdr(&["server", "stop"]));
-    let saved = std::fs::read_to_string(
-        env.dir
-            .path()
-            .join("state/herdr/sessions")
-            .join(&env.session)
-            .join("session.json"),
-    )
-    .unwrap();
+    let saved = std::fs::read_to_string(session_file(&env)).unwrap();
     assert!(
         !saved.contains("evil"),
         "a third party's session ref was saved: {saved}"
@@ -730,4 +723,49 @@ fn cpu_ticks(pid: i32) -> u64 {
         .split_whitespace()
         .collect();
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// The session's saved file.
+fn session_file(env: &Env) -> std::path::PathBuf {
+    env.dir
+        .path()
+        .join("state/herdr/sessions")
+        .join(&env.session)
+        .join("session.json")
+}
+
+/// The saved session's pane `p1` (its entry in session.json), as the file is now.
+fn saved_pane(env: &Env) -> Option<Value> {
+    let text = std::fs::read_to_string(session_file(env)).ok()?;
+    let saved: Value = serde_json::from_str(&text).ok()?;
+    fn find(v: &Value) -> Option<Value> {
+        match v {
+            Value::Object(m) if m.get("id") == Some(&Value::from(1)) && m.contains_key("argv") => {
+                Some(v.clone())
+            }
+            Value::Object(m) => m.values().find_map(find),
+            Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&saved)
+}
+
+/// An agent found in a pane by its output alone (no report, nothing else changing) is
+/// saved by itself soon after, and so is its going: a server killed then would resume
+/// what the pane runs now.
+#[test]
+fn an_agent_found_or_gone_is_saved_by_itself() {
+    let env = Env::new("agents-saved");
+    fake_claude_with(&env, "");
+    start_in(&env, "work", "claude");
+    support::wait_output(&env, "p1", "fake-claude-ready");
+    wait_until("the agent is saved", || {
+        saved_pane(&env).is_some_and(|p| p["agent"] == "claude")
+    });
+    ok(env.herdr(&["pane", "send", "--pane", "p1", "\u{3}"]));
+    prompt(&env, "p1");
+    wait_until("its going is saved", || {
+        saved_pane(&env).is_some_and(|p| p["agent"].is_null())
+    });
 }

@@ -87,6 +87,13 @@ const MESSAGE_TIME: Duration = Duration::from_secs(6);
 /// subscribers): a few times a second instead of once per line.
 const HIDDEN_OUTPUT_INTERVAL: Duration = Duration::from_millis(50);
 
+/// What a timer turn did: anything the follow-up checks look at, and something a save
+/// keeps (the structure is compared with the last only then).
+struct Ticked {
+    any: bool,
+    structure: bool,
+}
+
 pub enum Event {
     /// A client said hello (boxed: the largest event by far).
     Attach(Box<Attaching>),
@@ -470,14 +477,21 @@ impl Server {
             // Only after timers that may have changed something: an idle server must not
             // wake itself (the structure comparison would otherwise re-arm its own timer).
             // After the input of this turn and any escape sequence given up on by tick.
+            let detections = self.agents.activity.detections;
             let ticked = self.tick();
             self.handoff_if_input_done();
-            if ticked && self.life.stopping.is_none() {
+            if ticked.any && self.life.stopping.is_none() {
                 self.note_seen();
                 self.update_lending();
                 self.update_background();
                 self.publish_structure();
-                self.persist_note_change();
+                // Output and agents' states alone change nothing a save keeps, only an
+                // agent found or gone does: the comparison captures every pane, and 100
+                // panes of 1,000 printing now and then would have it run 10 times a
+                // second.
+                if ticked.structure || detections != self.agents.activity.detections {
+                    self.persist_note_change();
+                }
             }
         }));
         if result.is_err() {
@@ -489,10 +503,12 @@ impl Server {
         }
     }
 
-    /// Runs what is due; whether any of it may have changed the session's structure
-    /// (keys run, waits or agents looked at, output taken in).
-    fn tick(&mut self) -> bool {
+    /// Runs what is due: whether any of it may have changed the session (keys run, waits
+    /// or agents looked at, output taken in), and whether something a save keeps.
+    fn tick(&mut self) -> Ticked {
         let now = Instant::now();
+        // (What may have changed the structure a save keeps: key bindings, answered
+        // waits, events sent; agents found or gone are counted apart.)
         let mut changed = false;
         let due: Vec<ClientId> = self
             .clients
@@ -534,9 +550,10 @@ impl Server {
         if self.persist_deadline().is_some_and(|d| d <= now) {
             self.persist_tick(now);
         }
+        let mut agents = false;
         if self.agent_quiet_deadline().is_some_and(|d| d <= now) {
             self.agent_quiet_tick(now);
-            changed = true;
+            agents = true;
         }
         if self.names_deadline().is_some_and(|d| d <= now) {
             self.names_tick(now);
@@ -570,7 +587,11 @@ impl Server {
             self.clients.frame_clock = self.clients.frame_clock.max(now) + FRAME_INTERVAL;
         }
         // (Output taken in anywhere: here or by an event since the last turn.)
-        changed | std::mem::take(&mut self.session.output_taken)
+        let output = std::mem::take(&mut self.session.output_taken);
+        Ticked {
+            any: changed || agents || output,
+            structure: changed,
+        }
     }
 
     fn shutdown(&mut self) {

@@ -77,6 +77,9 @@ pub(crate) struct Activity {
     pub(super) resuming: BTreeMap<TerminalId, Instant>,
     /// The foreground process each terminal last showed that is no agent.
     pub(super) plain: BTreeMap<TerminalId, i32>,
+    /// Counts the times a terminal's agent was found, replaced or gone (what a save
+    /// keeps of agents; their states are not kept).
+    pub(crate) detections: u64,
 }
 
 impl Server {
@@ -121,9 +124,10 @@ impl Server {
             (None, Some(pid)) => self.agents.activity.plain.insert(tid, pid),
             _ => self.agents.activity.plain.remove(&tid),
         };
-        match detected {
+        let found = match detected {
             Some(def) => {
-                if term.agent.as_deref() != Some(def.name) || term.agent_pid != fg_pid {
+                let new = term.agent.as_deref() != Some(def.name) || term.agent_pid != fg_pid;
+                if new {
                     // A new agent process: a new generation, nothing carried over but
                     // the session a restore resumes in it.
                     if !resuming {
@@ -139,12 +143,14 @@ impl Server {
                     term.agent_since = Some(std::time::SystemTime::now());
                     term.agent_argv = argv.as_deref().map(agent::own_argv).unwrap_or_default();
                 }
+                new
             }
             // A restored pane's shell, before the resume command it was given started the
             // agent: its session stays (saved again if herdr restarts before that), for
             // `RESUME_GRACE` at most.
             None if resuming => return,
             None => {
+                let gone = term.agent.is_some() || term.agent_session.is_some();
                 term.agent = None;
                 term.agent_pid = None;
                 term.agent_state = None;
@@ -155,7 +161,11 @@ impl Server {
                 term.agent_error = None;
                 term.agent_since = None;
                 term.agent_argv.clear();
+                gone
             }
+        };
+        if found {
+            self.agents.activity.detections += 1;
         }
         // The pane's agent changed: of the threads bound to it, only the session it resumes
         // stays (a thread another pane now shows is found there by its prompt).
