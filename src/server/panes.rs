@@ -59,7 +59,12 @@ impl Session {
     }
 
     /// A fresh shell for a restored pane: its old public number, and the saved screen
-    /// (if any) shown before anything the new shell prints.
+    /// (if any) shown before anything the new shell prints. It starts among the panes
+    /// nobody sees (those shown are told once the session is back): its actor gives its
+    /// thread up once idle while the others are still being restored. Each restored shell
+    /// is forked from the server, and a fork copies every thread's stack mappings: with
+    /// every actor kept running until the end, restoring 1,000 panes took 13-14 s, each
+    /// fork slower than the one before (5.3-5.7 s now).
     pub(crate) fn spawn_restored(
         &mut self,
         no: u32,
@@ -67,7 +72,9 @@ impl Session {
         rect: Rect,
         preface: Option<Vec<u8>>,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
-        self.spawn_terminal_as(no, vec![], cwd, rect, preface)
+        let (term, rt) = self.spawn_terminal_as(no, vec![], cwd, rect, preface)?;
+        rt.handle.set_background(true);
+        Ok((term, rt))
     }
 
     pub(super) fn spawn_terminal_as(
