@@ -161,7 +161,7 @@ fn only_official_sources_resume() {
     });
     drop(t);
     ok(env.herdr(&["server", "stop"]));
-    let saved = std::fs::read_to_string(session_file(&env)).unwrap();
+    let saved = std::fs::read_to_string(env.session_file()).unwrap();
     assert!(
         !saved.contains("evil"),
         "a third party's session ref was saved: {saved}"
@@ -725,18 +725,9 @@ fn cpu_ticks(pid: i32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
-/// The session's saved file.
-fn session_file(env: &Env) -> std::path::PathBuf {
-    env.dir
-        .path()
-        .join("state/herdr/sessions")
-        .join(&env.session)
-        .join("session.json")
-}
-
 /// The saved session's pane `p1` (its entry in session.json), as the file is now.
 fn saved_pane(env: &Env) -> Option<Value> {
-    let text = std::fs::read_to_string(session_file(env)).ok()?;
+    let text = std::fs::read_to_string(env.session_file()).ok()?;
     let saved: Value = serde_json::from_str(&text).ok()?;
     fn find(v: &Value) -> Option<Value> {
         match v {

@@ -12,7 +12,7 @@ use support::{json, ok, prompt, wait_until, Env, Term, PROMPT};
 /// Like `ok`, and on failure also shows the server's log (for rare failures on CI).
 fn ok_logged(env: &Env, out: std::process::Output) -> String {
     if !out.status.success() {
-        let log = std::fs::read_to_string(state_dir(env).join("server.log")).unwrap_or_default();
+        let log = std::fs::read_to_string(env.server_log()).unwrap_or_default();
         eprintln!("server log:\n{log}");
         let again = env.herdr(&["server", "status", "--json"]);
         eprintln!(
@@ -32,13 +32,6 @@ fn ok_logged(env: &Env, out: std::process::Output) -> String {
         }
     }
     ok(out)
-}
-
-fn state_dir(env: &Env) -> PathBuf {
-    env.dir
-        .path()
-        .join("state/herdr/sessions")
-        .join(&env.session)
 }
 
 /// What must survive a restart, per pane (pid, command and title are new).
@@ -136,7 +129,7 @@ fn a_stopped_session_comes_back_with_its_layout_ids_and_folders() {
     for p in panes.as_array().unwrap() {
         assert_eq!(p["cwd"], env.home().display().to_string().as_str());
     }
-    let log = std::fs::read_to_string(state_dir(&env).join("server.log")).unwrap();
+    let log = std::fs::read_to_string(env.server_log()).unwrap();
     assert!(
         log.contains("no longer exists; started in the home folder"),
         "{log}"
@@ -163,13 +156,13 @@ fn history_is_restored_marked_only_when_enabled() {
     let text = ok(env.herdr(&["pane", "read", "--lines", "100"]));
     assert!(text.contains("printed-before-42"), "{text}");
     assert!(text.contains("— restored "), "{text}");
-    assert!(state_dir(&env).join("session-history.json").exists());
+    assert!(env.state_dir().join("session-history.json").exists());
     // History off: the old file goes, and nothing is replayed.
     std::fs::write(env.config_file(), "[persistence]\nhistory = false\n").unwrap();
     restart(&env);
     prompt(&env, "p1");
     ok(env.herdr(&["server", "stop"]));
-    assert!(!state_dir(&env).join("session-history.json").exists());
+    assert!(!env.state_dir().join("session-history.json").exists());
     ok(env.herdr(&["server", "start"]));
     prompt(&env, "p1");
     let text = ok(env.herdr(&["pane", "read", "--lines", "100"]));
@@ -210,7 +203,7 @@ fn listed_commands_are_rerun_and_others_are_not() {
 fn killed_servers_restore_from_the_last_save_at_most_about_a_second_old() {
     let env = Env::new("crash");
     ok(env.herdr(&["server", "start"]));
-    let session_file = state_dir(&env).join("session.json");
+    let session_file = env.session_file();
     // A fixed sequence of pseudo-random delays: the kill lands at different moments
     // relative to the debounced save.
     let delays = [150u64, 1600, 700, 1900, 40, 1300];
@@ -265,7 +258,7 @@ fn killed_servers_restore_from_the_last_save_at_most_about_a_second_old() {
 #[test]
 fn a_newer_file_is_kept_byte_for_byte_and_a_corrupt_one_moved_aside() {
     let env = Env::new("gates");
-    let dir = state_dir(&env);
+    let dir = env.state_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let newer = b"{\"version\": 99, \"from\": \"the future\"}\n";
     std::fs::write(dir.join("session.json"), newer).unwrap();
@@ -306,7 +299,7 @@ fn a_newer_file_is_kept_byte_for_byte_and_a_corrupt_one_moved_aside() {
 #[test]
 fn a_symlinked_session_file_stays_a_link() {
     let env = Env::new("link");
-    let dir = state_dir(&env);
+    let dir = env.state_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let dotfiles = env.home().join("dotfiles");
     std::fs::create_dir_all(&dotfiles).unwrap();
@@ -354,7 +347,7 @@ fn a_cd_in_a_shell_is_saved_by_itself_soon_after() {
     support::wait_foreground(&env, "p1", "sh");
     let dir = env.home().join("moved here");
     std::fs::create_dir_all(&dir).unwrap();
-    let session_file = state_dir(&env).join("session.json");
+    let session_file = env.session_file();
     let saved_cwd = || {
         std::fs::read(&session_file)
             .ok()

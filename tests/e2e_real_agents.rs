@@ -296,18 +296,8 @@ fn codex_a_plain_turn_is_working_then_idle_and_its_own_thread_is_the_session() {
         })
         .expect("the turn's thread");
     ok(a.env.herdr(&["server", "stop"]));
-    let saved: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            a.env
-                .dir
-                .path()
-                .join("state/herdr/sessions")
-                .join(&a.env.session)
-                .join("session.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.env.session_file()).unwrap()).unwrap();
     let text = saved.to_string();
     assert!(
         text.contains(&format!("\"agent_session\":{{\"id\":\"{thread}\"}}")),

@@ -59,12 +59,7 @@ impl Session {
     }
 
     /// A fresh shell for a restored pane: its old public number, and the saved screen
-    /// (if any) shown before anything the new shell prints. It starts among the panes
-    /// nobody sees (those shown are told once the session is back): its actor gives its
-    /// thread up once idle while the others are still being restored. Each restored shell
-    /// is forked from the server, and a fork copies every thread's stack mappings: with
-    /// every actor kept running until the end, restoring 1,000 panes took 13-14 s, each
-    /// fork slower than the one before (5.3-5.7 s now).
+    /// (if any) shown before anything the new shell prints.
     pub(crate) fn spawn_restored(
         &mut self,
         no: u32,
@@ -72,9 +67,7 @@ impl Session {
         rect: Rect,
         preface: Option<Vec<u8>>,
     ) -> Result<(TerminalState, TerminalRuntime), PaneError> {
-        let (term, rt) = self.spawn_terminal_as(no, vec![], cwd, rect, preface)?;
-        rt.handle.set_background(true);
-        Ok((term, rt))
+        self.spawn_terminal_as(no, vec![], cwd, rect, preface)
     }
 
     pub(super) fn spawn_terminal_as(
@@ -141,6 +134,13 @@ impl Session {
             preserve: false,
             pending_input: Vec::new(),
         })?;
+        // Among the terminals nobody sees until `update_background`, which follows
+        // everything that starts one, shows it: so one started in a long turn gives its
+        // thread up once idle meanwhile. A restore starts every pane in one turn, each
+        // shell forked from the server, and a fork copies every thread's stack mappings:
+        // with every new terminal's actor running to the end, 1,000 panes took 13-14 s
+        // to restore, each fork slower than the one before (5.3-5.7 s now).
+        handle.set_background(true);
         let term = TerminalState::new(id, cwd, argv);
         let rt = TerminalRuntime {
             handle,

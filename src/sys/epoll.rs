@@ -15,12 +15,19 @@ use super::errno_to_io;
 /// again by the next wait.
 pub struct Poller {
     epoll: Epoll,
+    /// Room for what one wait reports.
+    events: Vec<EpollEvent>,
 }
 
 impl Poller {
-    pub fn new() -> io::Result<Poller> {
+    /// An instance whose waits report up to `per_wait` ready descriptors (the rest, still
+    /// ready, come with the next).
+    pub fn new(per_wait: usize) -> io::Result<Poller> {
         let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(errno_to_io)?;
-        Ok(Poller { epoll })
+        Ok(Poller {
+            epoll,
+            events: vec![EpollEvent::empty(); per_wait.max(1)],
+        })
     }
 
     /// Watches `fd` for input (and hang-up, which is always reported); its readiness is
@@ -37,19 +44,16 @@ impl Poller {
     }
 
     /// Waits until something is ready or `timeout` passed (`None`: for ever), and puts
-    /// the tokens of up to `max` ready descriptors in `ready` (cleared first). A signal
-    /// ends the wait early with nothing ready.
-    pub fn wait(
-        &self,
-        ready: &mut Vec<u64>,
-        max: usize,
-        timeout: Option<Duration>,
-    ) -> io::Result<()> {
+    /// the tokens of the ready descriptors in `ready` (cleared first). A signal ends the
+    /// wait early with nothing ready.
+    pub fn wait(&mut self, ready: &mut Vec<u64>, timeout: Option<Duration>) -> io::Result<()> {
         ready.clear();
-        let mut events = vec![EpollEvent::empty(); max.max(1)];
-        match self.epoll.wait(&mut events, super::poll_timeout(timeout)) {
+        match self
+            .epoll
+            .wait(&mut self.events, super::poll_timeout(timeout))
+        {
             Ok(n) => {
-                ready.extend(events[..n].iter().map(EpollEvent::data));
+                ready.extend(self.events[..n].iter().map(EpollEvent::data));
                 Ok(())
             }
             Err(Errno::EINTR) => Ok(()),

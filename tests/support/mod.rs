@@ -79,13 +79,22 @@ impl Env {
         self.dir.path().join("home")
     }
 
-    /// The server log of this test's session.
-    pub fn server_log(&self) -> PathBuf {
+    /// The folder of this test's session's state (its log, its saved files).
+    pub fn state_dir(&self) -> PathBuf {
         self.dir
             .path()
             .join("state/herdr/sessions")
             .join(&self.session)
-            .join("server.log")
+    }
+
+    /// The server log of this test's session.
+    pub fn server_log(&self) -> PathBuf {
+        self.state_dir().join("server.log")
+    }
+
+    /// The saved structure of this test's session.
+    pub fn session_file(&self) -> PathBuf {
+        self.state_dir().join("session.json")
     }
 
     pub fn config_file(&self) -> PathBuf {

@@ -25,7 +25,7 @@ const RETRY: Duration = Duration::from_millis(100);
 /// The lot's own wake pipe's token; a parked terminal's are `2 * n` (its master) and
 /// `2 * n + 1` (its wake pipe), `n` its number in the lot.
 const LOT_WAKE: u64 = u64::MAX;
-/// Ready descriptors taken per wait (the rest, still ready, come with the next).
+/// Ready descriptors taken per wait.
 const READY_PER_WAIT: usize = 64;
 
 struct Lot {
@@ -66,7 +66,7 @@ static PARKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::
 
 fn start() -> Option<Lot> {
     let wake = WakePipe::new().ok()?;
-    let poller = Poller::new().ok()?;
+    let poller = Poller::new(READY_PER_WAIT).ok()?;
     poller.add(wake.fd(), LOT_WAKE).ok()?;
     let lot = Lot {
         arriving: Mutex::new(Vec::new()),
@@ -120,7 +120,7 @@ impl Watch {
                 .map(|(at, _)| *at)
                 .min()
                 .map(|t| t.saturating_duration_since(now));
-            if let Err(e) = self.poller.wait(&mut ready, READY_PER_WAIT, timeout) {
+            if let Err(e) = self.poller.wait(&mut ready, timeout) {
                 // Not expected (the instance and every descriptor in it are open):
                 // every terminal gets its thread back rather than wait unwatched.
                 crate::log::error!("pty", "the idle terminals' wait failed: {e}");
