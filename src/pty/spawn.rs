@@ -3,12 +3,12 @@
 //! the user's open-file limit: `sys::pty`). The parent keeps only the CLOEXEC master and
 //! the child handle; the slave is closed before returning.
 
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Command;
 
-use portable_pty::Child;
+use crate::sys::pty::{Child, Launch};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -36,7 +36,7 @@ pub struct SpawnSpec {
 
 pub struct Spawned {
     pub master: OwnedFd,
-    pub child: Box<dyn Child + Send + Sync>,
+    pub child: Child,
 }
 
 /// Variables a pane must not inherit from whoever started the server.
@@ -60,7 +60,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             })
         })?;
 
-    let (mut cmd, program) = match spec.argv.split_first() {
+    // The server's environment, less what a pane must not inherit, plus the pane's own.
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    let set = |env: &mut BTreeMap<OsString, OsString>, key: &str, value: &str| {
+        env.insert(key.into(), value.into());
+    };
+    let (program, arg0, args) = match spec.argv.split_first() {
         None => {
             // A configured shell that cannot run is reported, not replaced by another.
             if nix::unistd::access(spec.shell.as_str(), nix::unistd::AccessFlags::X_OK).is_err() {
@@ -70,20 +75,16 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
                         .into(),
                 });
             }
-            let mut c = Command::new(&spec.shell);
             // A login shell, as a terminal starts it: its name with a '-' in front.
             let name = spec.shell.rsplit('/').next().unwrap_or(&spec.shell);
-            c.arg0(format!("-{name}"));
-            c.env("SHELL", &spec.shell);
-            (c, spec.shell.clone())
+            set(&mut env, "SHELL", &spec.shell);
+            (&spec.shell, format!("-{name}"), &[][..])
         }
         Some((program, args)) => {
-            let mut c = Command::new(program);
-            c.args(args);
-            if std::env::var_os("SHELL").is_none() {
-                c.env("SHELL", &spec.shell);
+            if !env.contains_key(OsStr::new("SHELL")) {
+                set(&mut env, "SHELL", &spec.shell);
             }
-            (c, program.clone())
+            (program, program.clone(), args)
         }
     };
     for key in SCRUBBED_ENV
@@ -91,12 +92,12 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         .copied()
         .chain(spec.unset.iter().map(String::as_str))
     {
-        cmd.env_remove(key);
+        env.remove(OsStr::new(key));
     }
-    cmd.env("TERM", "xterm-256color");
-    cmd.env("COLORTERM", "truecolor");
+    set(&mut env, "TERM", "xterm-256color");
+    set(&mut env, "COLORTERM", "truecolor");
     for (k, v) in &spec.env {
-        cmd.env(k, v);
+        set(&mut env, k, v);
     }
     // A folder that has gone since (a restored pane's) starts the program at home.
     let cwd = spec
@@ -104,22 +105,31 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         .clone()
         .filter(|d| d.is_dir())
         .unwrap_or_else(crate::paths::home);
-    cmd.current_dir(cwd);
-    let child = crate::sys::pty::spawn_on(&mut cmd, pair.slave.as_fd()).map_err(|e| {
-        let reason = match e.kind() {
+    let exec_error = |reason: String| SpawnError::Exec {
+        program: program.clone(),
+        reason,
+    };
+    let launch = Launch::new(
+        OsStr::new(program),
+        OsStr::new(&arg0),
+        args.iter().map(OsStr::new),
+        env,
+        &cwd,
+    )
+    .map_err(|e| exec_error(e.to_string()))?;
+    let child = crate::sys::pty::spawn_on(&launch, pair.slave.as_fd()).map_err(|e| {
+        exec_error(match e.kind() {
             _ if crate::sys::nofile::is_exhausted(&e) => crate::sys::nofile::exhausted_message(),
             std::io::ErrorKind::NotFound => "no such program (check the command and $PATH)".into(),
             std::io::ErrorKind::PermissionDenied => "permission denied (not executable?)".into(),
             _ => e.to_string(),
-        };
-        SpawnError::Exec { program, reason }
+        })
     })?;
-    drop(cmd);
     drop(pair.slave);
     crate::sys::set_nonblocking(pair.master.as_fd())?;
     Ok(Spawned {
         master: pair.master,
-        child: Box::new(child),
+        child,
     })
 }
 

@@ -111,7 +111,7 @@ impl Session {
             cols,
         };
         let spawned = spawn(&spec)?;
-        let pid = spawned.child.process_id();
+        let pid = u32::try_from(spawned.child.pid()).ok();
         let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
         emu.set_colors(self.colors.clone());
         // A machine's pane mirrored here: the host's emulator answered its program.

@@ -51,19 +51,6 @@ fn errno_to_io(e: Errno) -> io::Error {
     io::Error::from_raw_os_error(e as i32)
 }
 
-/// Duplicates a descriptor owned by a library that only exposes its raw number (the
-/// portable-pty master) into one we own, with `FD_CLOEXEC`.
-pub fn dup_raw_cloexec(raw: RawFd) -> io::Result<OwnedFd> {
-    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on any integer is memory-safe: an invalid descriptor
-    // yields EBADF.
-    let new = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 0) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `new` is a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
-}
-
 /// Duplicates `fd` into a new descriptor with `FD_CLOEXEC` set, so it never leaks into
 /// children we spawn later.
 pub fn dup_cloexec(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
@@ -582,10 +569,8 @@ mod tests {
     #[test]
     fn dup_is_cloexec_and_winsize_round_trips_on_a_real_pty() {
         let _guard = crate::sys::test_fd_lock();
-        let pair = portable_pty::native_pty_system()
-            .openpty(portable_pty::PtySize::default())
-            .unwrap();
-        let master = dup_raw_cloexec(pair.master.as_raw_fd().unwrap()).unwrap();
+        let pair = pty::open_pair(24, 80).unwrap();
+        let master = dup_cloexec(pair.master.as_fd()).unwrap();
         let flags = fcntl(master.as_fd(), FcntlArg::F_GETFD).unwrap();
         assert!(
             nix::fcntl::FdFlag::from_bits_retain(flags).contains(nix::fcntl::FdFlag::FD_CLOEXEC)

@@ -72,8 +72,8 @@ pub fn user_soft_limit() -> Option<u64> {
 /// server full of panes still answers `herdr` commands.
 pub const RESERVED: u64 = 128;
 
-/// At most this many descriptors are open at once while a pane starts (the pair, three
-/// copies of the slave for the child, std's exec-error pipe, the pane's own).
+/// At most this many descriptors are open at once while a pane starts (the pair, and the
+/// duplicates its terminal's actor makes of the master), with room to spare.
 pub const PANE_START: u64 = 8;
 
 /// Descriptors this process has open.

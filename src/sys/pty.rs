@@ -2,10 +2,22 @@
 //! start), and a child that leads its own session with the slave as its controlling
 //! terminal, default signal dispositions, no descriptor of ours, and the open-file limit
 //! the user had (see [`super::nofile`]).
+//!
+//! The child is made with `clone(CLONE_VM | CLONE_VFORK)`, as `posix_spawn` makes its
+//! own: it borrows the server's memory until it execs, instead of copying the page tables
+//! of every mapping a server of many panes holds (a `fork` there costs milliseconds and
+//! grows with the server, and its exec then tears the copy down again). So the child may
+//! only make system calls on what [`Launch`] prepared before it existed: no allocation, no
+//! lock, no panic; and every signal stays blocked until its handlers are gone.
 
+use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::process::{Child, Command, Stdio};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::fcntl::{open, OFlag};
 use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
@@ -31,75 +43,522 @@ pub fn open_pair(rows: u16, cols: u16) -> io::Result<Pair> {
     Ok(Pair { master, slave })
 }
 
-/// Signals whose disposition a server may have changed; a program starts with the
-/// default for each (std already resets SIGPIPE and the signal mask).
-const RESET_SIGNALS: [libc::c_int; 6] = [
+/// Signals whose disposition a server may have changed (ignored ones are inherited
+/// across exec); a program starts with the default for each. Caught ones are reset
+/// whatever they are.
+const RESET_SIGNALS: [libc::c_int; 7] = [
     libc::SIGCHLD,
     libc::SIGHUP,
     libc::SIGINT,
+    libc::SIGPIPE,
     libc::SIGQUIT,
     libc::SIGTERM,
     libc::SIGALRM,
 ];
 
-/// Starts `cmd` with `slave` as its stdin, stdout, stderr and controlling terminal, in a
-/// session of its own.
-pub fn spawn_on(cmd: &mut Command, slave: BorrowedFd<'_>) -> io::Result<Child> {
-    use std::os::unix::process::CommandExt;
-    cmd.stdin(Stdio::from(slave.try_clone_to_owned()?))
-        .stdout(Stdio::from(slave.try_clone_to_owned()?))
-        .stderr(Stdio::from(slave.try_clone_to_owned()?));
-    let (soft, hard) = super::nofile::current()?;
-    let user_top = super::nofile::user_soft_limit().unwrap_or(soft).min(soft);
-    let user_limit = super::nofile::user_soft_limit().map(|user| libc::rlimit {
-        rlim_cur: user,
-        rlim_max: hard,
-    });
-    let hook = move || {
-        // SAFETY: only async-signal-safe calls on integers and stack values, as code
-        // between fork and exec must make (no allocation, no locks).
-        unsafe {
-            for sig in RESET_SIGNALS {
-                libc::signal(sig, libc::SIG_DFL);
+/// Room for the child's frames until it execs (it needs a few hundred bytes).
+const CHILD_STACK: usize = 64 * 1024;
+
+/// Everything a program's start needs, made before the child exists.
+pub struct Launch {
+    /// Paths to exec in turn: the program itself when it names a path (relative ones
+    /// from `cwd`), else the program in each folder of the program's own `PATH`.
+    candidates: Vec<CString>,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    cwd: CString,
+}
+
+impl Launch {
+    /// `program` run as `arg0` with `args`, with exactly the environment `env`, in `cwd`.
+    /// Fails on a NUL byte in any of them, which no program could be given.
+    pub fn new<'a>(
+        program: &OsStr,
+        arg0: &'a OsStr,
+        args: impl IntoIterator<Item = &'a OsStr>,
+        env: impl IntoIterator<Item = (OsString, OsString)>,
+        cwd: &Path,
+    ) -> io::Result<Launch> {
+        let nul = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{what} contains a NUL byte"),
+            )
+        };
+        let c = |s: &[u8], what: &str| CString::new(s).map_err(|_| nul(what));
+        let mut path = None;
+        let mut envp = Vec::new();
+        for (key, value) in env {
+            if key.as_bytes() == b"PATH" {
+                path = Some(value.clone());
             }
-            if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
+            let mut entry = key.into_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            envp.push(c(&entry, "an environment variable")?);
+        }
+        let name = program.as_bytes();
+        let candidates = if name.contains(&b'/') {
+            vec![c(name, "the program's name")?]
+        } else {
+            // execvp's search, with execvp's default where PATH is unset.
+            let path = path.unwrap_or_else(|| OsString::from("/bin:/usr/bin"));
+            path.as_bytes()
+                .split(|b| *b == b':')
+                .map(|dir| {
+                    let dir = if dir.is_empty() { &b"."[..] } else { dir };
+                    let mut full = dir.to_vec();
+                    full.push(b'/');
+                    full.extend_from_slice(name);
+                    c(&full, "a folder in PATH")
+                })
+                .collect::<io::Result<Vec<_>>>()?
+        };
+        let argv = std::iter::once(arg0)
+            .chain(args)
+            .map(|a| c(a.as_bytes(), "an argument"))
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Launch {
+            candidates,
+            argv,
+            envp,
+            cwd: c(cwd.as_os_str().as_bytes(), "the folder")?,
+        })
+    }
+}
+
+/// What the child reads (all of it made before it exists) and the one word it writes
+/// back: the error that stopped it before its program ran.
+struct ChildJob {
+    candidates: Vec<*const libc::c_char>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    cwd: *const libc::c_char,
+    slave: RawFd,
+    user_limit: Option<libc::rlimit>,
+    /// The first descriptor number not to look at when `close_range` is missing.
+    user_top: libc::c_int,
+    errno: AtomicI32,
+}
+
+/// A program [`spawn_on`] started: ours to wait for (the kernel keeps its exit status
+/// until we do).
+#[derive(Debug)]
+pub struct Child {
+    pid: libc::pid_t,
+    status: Option<ExitStatus>,
+}
+
+impl Child {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Its exit status once it has ended, without waiting.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.reap(libc::WNOHANG)
+    }
+
+    /// Waits for it to end.
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.reap(0)? {
+                return Ok(status);
             }
-            // Without a controlling terminal the program would get no SIGWINCH, and its
-            // shell no job control.
-            if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(io::Error::last_os_error());
+        }
+    }
+
+    /// Sends SIGKILL, unless it was already waited for (its number may be another's now).
+    pub fn kill(&mut self) -> io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        // SAFETY: kill on our own child's pid, not yet reaped; no memory is involved.
+        if unsafe { libc::kill(self.pid, libc::SIGKILL) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let mut raw = 0;
+        // SAFETY: waitpid writes the status into a local integer.
+        match unsafe { libc::waitpid(self.pid, &mut raw, flags) } {
+            0 => Ok(None),
+            pid if pid == self.pid => {
+                self.status = Some(ExitStatus::from_raw(raw));
+                Ok(self.status)
             }
-            // Ours are all CLOEXEC already; this also covers descriptors whoever started
-            // the server leaked to it. Marking instead of closing keeps std's pipe that
-            // reports a failed exec.
-            let marked = libc::syscall(
-                libc::SYS_close_range,
-                3 as libc::c_uint,
-                libc::c_uint::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            if marked < 0 {
-                // A kernel before 5.11: every number up to the limit the user had, one
-                // by one (what we were given lies below it; ours are CLOEXEC already),
-                // not up to the raised one, which may be a billion.
-                let top = libc::c_int::try_from(user_top).unwrap_or(libc::c_int::MAX);
-                for fd in 3..top {
-                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                }
-            }
-            if let Some(limit) = &user_limit {
-                if libc::setrlimit(libc::RLIMIT_NOFILE, limit) < 0 {
-                    return Err(io::Error::last_os_error());
+            _ => {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::Interrupted => Ok(None),
+                    _ => Err(e),
                 }
             }
         }
-        Ok(())
-    };
-    // SAFETY: the hook makes only the async-signal-safe calls above.
-    unsafe {
-        cmd.pre_exec(hook);
     }
-    // The copies of the slave for the child's stdio close when the caller drops `cmd`.
-    cmd.spawn()
+}
+
+/// Starts `launch` with `slave` as its stdin, stdout, stderr and controlling terminal, in
+/// a session of its own. The error is the one that stopped it before its program ran
+/// (`ENOENT` when no candidate exists; `EACCES` when one exists but may not be run).
+pub fn spawn_on(launch: &Launch, slave: BorrowedFd<'_>) -> io::Result<Child> {
+    let (soft, hard) = super::nofile::current()?;
+    let user_top = super::nofile::user_soft_limit().unwrap_or(soft).min(soft);
+    let pointers = |list: &[CString]| {
+        list.iter()
+            .map(|s| s.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect::<Vec<_>>()
+    };
+    let job = ChildJob {
+        candidates: launch.candidates.iter().map(|s| s.as_ptr()).collect(),
+        argv: pointers(&launch.argv),
+        envp: pointers(&launch.envp),
+        cwd: launch.cwd.as_ptr(),
+        slave: slave.as_raw_fd(),
+        user_limit: super::nofile::user_soft_limit().map(|user| libc::rlimit {
+            rlim_cur: user,
+            rlim_max: hard,
+        }),
+        user_top: libc::c_int::try_from(user_top).unwrap_or(libc::c_int::MAX),
+        errno: AtomicI32::new(0),
+    };
+    let stack = ChildStack::new()?;
+    let pid = {
+        let _blocked = BlockedSignals::all()?;
+        // SAFETY: the child runs `child_main` on a stack of its own that outlives it
+        // (CLONE_VFORK: this thread sleeps until the child has exec'd or exited), reading
+        // `job`, which outlives it too; it makes only system calls (see `child_main`).
+        // SIGCHLD as the exit signal makes it a child like any other to wait for.
+        unsafe {
+            libc::clone(
+                child_main,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                &job as *const ChildJob as *mut libc::c_void,
+            )
+        }
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut child = Child { pid, status: None };
+    match job.errno.load(Ordering::Acquire) {
+        0 => Ok(child),
+        errno => {
+            let _ = child.wait();
+            Err(io::Error::from_raw_os_error(errno))
+        }
+    }
+}
+
+/// The child between `clone` and exec. It shares the server's memory, so it makes only
+/// system calls on what `job` holds, and gives up with the failing call's errno.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildJob` spawn_on keeps alive until this child has exec'd or
+    // exited (CLONE_VFORK).
+    let job = unsafe { &*(arg as *const ChildJob) };
+    // SAFETY: system calls on integers, on `job`'s NUL-terminated strings and pointer
+    // arrays, and on stack values; nothing here allocates, locks or unwinds.
+    let errno = unsafe { child_setup(job) };
+    job.errno.store(errno, Ordering::Release);
+    // SAFETY: ends this child only (it is a process of its own, not a thread).
+    unsafe { libc::_exit(127) }
+}
+
+/// Makes the child what [`spawn_on`] promises, then execs; returns only the errno of the
+/// step that failed.
+///
+/// # Safety
+/// Only for `child_main`: `job` must be valid, and every signal blocked.
+unsafe fn child_setup(job: &ChildJob) -> libc::c_int {
+    let last = || *libc::__errno_location();
+    // A handler of the server's would run on the server's memory: every caught signal
+    // goes back to its default before any is let through, and so do RESET_SIGNALS.
+    for sig in 1..=libc::SIGRTMAX() {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut old) < 0 {
+            continue;
+        }
+        let caught = old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN;
+        if caught || RESET_SIGNALS.contains(&sig) {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+    if libc::setsid() < 0 {
+        return last();
+    }
+    for target in 0..3 {
+        let done = if job.slave == target {
+            libc::fcntl(target, libc::F_SETFD, 0)
+        } else {
+            libc::dup2(job.slave, target)
+        };
+        if done < 0 {
+            return last();
+        }
+    }
+    // Without a controlling terminal the program would get no SIGWINCH, and its shell no
+    // job control.
+    if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+        return last();
+    }
+    // Ours are all CLOEXEC already; this also covers descriptors whoever started the
+    // server leaked to it (and the slave's own number).
+    let marked = libc::syscall(
+        libc::SYS_close_range,
+        3 as libc::c_uint,
+        libc::c_uint::MAX,
+        libc::CLOSE_RANGE_CLOEXEC,
+    );
+    if marked < 0 {
+        // A kernel before 5.11: every number up to the limit the user had, one by one
+        // (what we were given lies below it; ours are CLOEXEC already), not up to the
+        // raised one, which may be a billion.
+        for fd in 3..job.user_top {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    if let Some(limit) = &job.user_limit {
+        if libc::setrlimit(libc::RLIMIT_NOFILE, limit) < 0 {
+            return last();
+        }
+    }
+    if libc::chdir(job.cwd) < 0 {
+        return last();
+    }
+    let mut none: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut none);
+    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    // execvp's rule: a candidate that does not exist is passed over, one that may not be
+    // run is remembered, anything else stops the search.
+    let mut errno = libc::ENOENT;
+    for path in &job.candidates {
+        libc::execve(*path, job.argv.as_ptr(), job.envp.as_ptr());
+        match last() {
+            libc::ENOENT | libc::ENOTDIR => {}
+            libc::EACCES => errno = libc::EACCES,
+            other => return other,
+        }
+    }
+    errno
+}
+
+/// The child's stack: mapped for it alone, with a guard page below it.
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn new() -> io::Result<ChildStack> {
+        let page = super::page_size();
+        let len = CHILD_STACK + page;
+        // SAFETY: a new anonymous mapping; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of the mapping just made.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// Where the stack starts (it grows down), 16-byte aligned as the ABI wants.
+    fn top(&self) -> *mut libc::c_void {
+        (self.base as usize + self.len) as *mut libc::c_void
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made, no longer in use (the child has exec'd or ended).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// Every signal blocked for this thread while the guard lives, the mask it had restored
+/// after.
+struct BlockedSignals {
+    old: libc::sigset_t,
+}
+
+impl BlockedSignals {
+    fn all() -> io::Result<BlockedSignals> {
+        // SAFETY: sigset values on the stack, filled by libc before use.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            let r = libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            if r != 0 {
+                return Err(io::Error::from_raw_os_error(r));
+            }
+            Ok(BlockedSignals { old })
+        }
+    }
+}
+
+impl Drop for BlockedSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask `all` saved.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Runs `script` with `/bin/sh` on a new terminal through [`spawn_on`] and returns
+    /// what it printed, once it has ended, and its exit status.
+    fn run(arg0: &str, script: &str, env: &[(&str, &str)], cwd: &Path) -> (String, ExitStatus) {
+        let pair = open_pair(24, 80).unwrap();
+        let env = env.iter().map(|(k, v)| (k.into(), v.into()));
+        let args = [OsStr::new("-c"), OsStr::new(script)];
+        let launch = Launch::new(OsStr::new("sh"), OsStr::new(arg0), args, env, cwd).unwrap();
+        let mut child = spawn_on(&launch, pair.slave.as_fd()).unwrap();
+        drop(pair.slave);
+        super::super::set_nonblocking(pair.master.as_fd()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Until the terminal hangs up: the child and everything it started have gone.
+        while Instant::now() < deadline {
+            let _ = super::super::poll_readable(
+                &[pair.master.as_fd()],
+                Some(Duration::from_millis(100)),
+            );
+            match super::super::read_nb(pair.master.as_fd(), &mut buf) {
+                Ok(Some(0)) | Err(_) => break,
+                Ok(Some(n)) => out.extend_from_slice(&buf[..n]),
+                Ok(None) => {}
+            }
+        }
+        let status = child.wait().unwrap();
+        (String::from_utf8_lossy(&out).replace("\r\n", "\n"), status)
+    }
+
+    fn field<'a>(out: &'a str, key: &str) -> &'a str {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {out:?}"))
+            .trim()
+    }
+
+    #[test]
+    fn the_child_leads_a_session_on_its_terminal_with_our_signals_undone() {
+        // What a server may have done to itself: a signal ignored, one caught, one
+        // blocked in the thread that spawns.
+        extern "C" fn caught(_: libc::c_int) {}
+        // SAFETY: dispositions of signals no other test uses, and this thread's mask.
+        unsafe {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            libc::signal(libc::SIGUSR2, caught as *const () as libc::sighandler_t);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGUSR1);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        }
+        // The shell reads its own masks with a builtin, before it has waited for any
+        // child (while it waits, it blocks every signal itself).
+        let script = "while read -r k v; do case $k in Sig*) echo $k $v;; esac; \
+                      done < /proc/$$/status; \
+                      echo pid: $$; ps -o sid= -o tpgid= -p $$ | sed 's/^ */ids: /'; \
+                      echo cwd: $(pwd); echo arg0: $0; echo only: $ONLY; \
+                      echo home: ${HOME-unset}; exit 3";
+        let (out, status) = run(
+            "named",
+            script,
+            &[("ONLY", "this"), ("PATH", "/usr/bin:/bin")],
+            Path::new("/tmp"),
+        );
+        assert_eq!(status.code(), Some(3), "{out}");
+        assert_eq!(field(&out, "SigBlk:"), "0000000000000000", "{out}");
+        let ignored = u64::from_str_radix(field(&out, "SigIgn:"), 16).unwrap();
+        assert_eq!(
+            ignored & (1 << (libc::SIGHUP - 1)),
+            0,
+            "SIGHUP still ignored: {out}"
+        );
+        let pid = field(&out, "pid:");
+        // Its own session, with its terminal's foreground group its own.
+        assert_eq!(
+            field(&out, "ids:").split_whitespace().collect::<Vec<_>>(),
+            [pid, pid],
+            "{out}"
+        );
+        assert_eq!(field(&out, "cwd:"), "/tmp");
+        assert_eq!(field(&out, "arg0:"), "named");
+        assert_eq!(field(&out, "only:"), "this");
+        assert_eq!(
+            field(&out, "home:"),
+            "unset",
+            "exactly the environment given: {out}"
+        );
+    }
+
+    #[test]
+    fn a_program_is_searched_in_its_own_path_and_failures_say_why() {
+        let dir = std::env::temp_dir().join(format!("herdr-spawn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("hello-herdr");
+        std::fs::write(&script, "#!/bin/sh\necho found $0\n").unwrap();
+        let mode = |m| std::os::unix::fs::PermissionsExt::from_mode(m);
+        std::fs::set_permissions(&script, mode(0o755)).unwrap();
+        let start = |program: &str, path: &str| {
+            let pair = open_pair(24, 80).unwrap();
+            let env = [(OsString::from("PATH"), OsString::from(path))];
+            let launch = Launch::new(
+                OsStr::new(program),
+                OsStr::new(program),
+                [],
+                env,
+                Path::new("/"),
+            )
+            .unwrap();
+            let mut child = spawn_on(&launch, pair.slave.as_fd())?;
+            child.wait().map(|status| status.code())
+        };
+        let path = format!("/nonexistent:{}", dir.display());
+        assert_eq!(start("hello-herdr", &path).unwrap(), Some(0));
+        let missing = start("hello-herdr", "/nonexistent:/usr/bin").unwrap_err();
+        assert_eq!(missing.raw_os_error(), Some(libc::ENOENT), "{missing}");
+        std::fs::set_permissions(&script, mode(0o644)).unwrap();
+        let denied = start("hello-herdr", &path).unwrap_err();
+        assert_eq!(denied.raw_os_error(), Some(libc::EACCES), "{denied}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_before_anything_starts() {
+        let err = Launch::new(
+            OsStr::new("sh"),
+            OsStr::new("sh"),
+            [OsStr::new("a\0b")],
+            [],
+            Path::new("/"),
+        )
+        .err()
+        .expect("refused");
+        assert!(err.to_string().contains("NUL"), "{err}");
+    }
 }

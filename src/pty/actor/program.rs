@@ -3,14 +3,13 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use portable_pty::Child;
-
 use crate::sys;
+use crate::sys::pty::Child;
 
 /// The program behind a terminal: our child, or one a previous server started and
 /// handed to us (we cannot wait for it, but its pidfd tells when it ends).
 pub enum Program {
-    Spawned(Box<dyn Child + Send + Sync>),
+    Spawned(Child),
     Imported {
         pid: i32,
         pidfd: OwnedFd,
@@ -22,7 +21,7 @@ pub enum Program {
 impl Program {
     pub(super) fn pid(&self) -> Option<i32> {
         match self {
-            Program::Spawned(c) => c.process_id().map(|p| p as i32),
+            Program::Spawned(c) => Some(c.pid()),
             Program::Imported { pid, .. } => Some(*pid),
             Program::None => None,
         }
@@ -32,7 +31,7 @@ impl Program {
     pub(super) fn try_wait(&mut self) -> Option<Option<i32>> {
         match self {
             Program::Spawned(c) => match c.try_wait() {
-                Ok(Some(status)) => Some(exit_code(&status)),
+                Ok(Some(status)) => Some(status.code()),
                 Ok(None) => None,
                 Err(_) => Some(None),
             },
@@ -50,7 +49,7 @@ impl Program {
     /// Waits for it to end (after SIGKILL: briefly).
     pub(super) fn wait(&mut self) -> Option<i32> {
         match self {
-            Program::Spawned(c) => c.wait().ok().and_then(|s| exit_code(&s)),
+            Program::Spawned(c) => c.wait().ok().and_then(|s| s.code()),
             _ => {
                 let deadline = Instant::now() + Duration::from_millis(500);
                 while self.try_wait().is_none() && Instant::now() < deadline {
@@ -59,13 +58,5 @@ impl Program {
                 None
             }
         }
-    }
-}
-
-/// The program's exit code; None when a signal ended it (there is no code then).
-fn exit_code(status: &portable_pty::ExitStatus) -> Option<i32> {
-    match status.signal() {
-        Some(_) => None,
-        None => Some(status.exit_code() as i32),
     }
 }

@@ -54,7 +54,7 @@ fn spawn_sh(script: &str) -> (crate::pty::spawn::Spawned, i32) {
         ..Default::default()
     };
     let spawned = crate::pty::spawn::spawn(&spec).unwrap();
-    let pid = spawned.child.process_id().unwrap() as i32;
+    let pid = spawned.child.pid();
     (spawned, pid)
 }
 
