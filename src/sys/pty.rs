@@ -67,6 +67,9 @@ pub struct Launch {
     argv: Vec<CString>,
     envp: Vec<CString>,
     cwd: CString,
+    /// What runs a candidate the kernel cannot (a script without a `#!` line), as
+    /// execvp does: `/bin/sh candidate args…`.
+    sh: CString,
 }
 
 impl Launch {
@@ -123,6 +126,7 @@ impl Launch {
             argv,
             envp,
             cwd: c(cwd.as_os_str().as_bytes(), "the folder")?,
+            sh: CString::from(c"/bin/sh"),
         })
     }
 }
@@ -132,6 +136,9 @@ impl Launch {
 struct ChildJob {
     candidates: Vec<*const libc::c_char>,
     argv: Vec<*const libc::c_char>,
+    /// For each candidate, the argv that has `/bin/sh` run it.
+    scripts: Vec<Vec<*const libc::c_char>>,
+    sh: *const libc::c_char,
     envp: Vec<*const libc::c_char>,
     cwd: *const libc::c_char,
     slave: RawFd,
@@ -218,6 +225,19 @@ pub fn spawn_on(launch: &Launch, slave: BorrowedFd<'_>) -> io::Result<Child> {
     let job = ChildJob {
         candidates: launch.candidates.iter().map(|s| s.as_ptr()).collect(),
         argv: pointers(&launch.argv),
+        scripts: launch
+            .candidates
+            .iter()
+            .map(|path| {
+                let args = launch.argv.iter().skip(1).map(|a| a.as_ptr());
+                [launch.sh.as_ptr(), path.as_ptr()]
+                    .into_iter()
+                    .chain(args)
+                    .chain(std::iter::once(std::ptr::null()))
+                    .collect()
+            })
+            .collect(),
+        sh: launch.sh.as_ptr(),
         envp: pointers(&launch.envp),
         cwd: launch.cwd.as_ptr(),
         slave: slave.as_raw_fd(),
@@ -279,15 +299,17 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 unsafe fn child_setup(job: &ChildJob) -> libc::c_int {
     let last = || *libc::__errno_location();
     // A handler of the server's would run on the server's memory: every caught signal
-    // goes back to its default before any is let through, and so do RESET_SIGNALS.
-    for sig in 1..=libc::SIGRTMAX() {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, std::ptr::null(), &mut old) < 0 {
+    // goes back to its default before any is let through, and so do RESET_SIGNALS. The
+    // kernel's own calls, not the C library's, which hides the signals it uses itself
+    // (and may take a lock).
+    for sig in 1..=KERNEL_SIGNALS {
+        let mut old = KernelSigaction::default();
+        if rt_sigaction(sig, None, Some(&mut old)) < 0 {
             continue;
         }
-        let caught = old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN;
+        let caught = old.handler() != libc::SIG_DFL && old.handler() != libc::SIG_IGN;
         if caught || RESET_SIGNALS.contains(&sig) {
-            libc::signal(sig, libc::SIG_DFL);
+            rt_sigaction(sig, Some(&KernelSigaction::default()), None);
         }
     }
     if libc::setsid() < 0 {
@@ -332,17 +354,20 @@ unsafe fn child_setup(job: &ChildJob) -> libc::c_int {
     if libc::chdir(job.cwd) < 0 {
         return last();
     }
-    let mut none: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut none);
-    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-    // execvp's rule: a candidate that does not exist is passed over, one that may not be
-    // run is remembered, anything else stops the search.
+    rt_sigprocmask(0, None);
+    // execvp's rules: a candidate that is not there is passed over, one that may not be
+    // run is remembered, one the kernel cannot run is a script for /bin/sh, anything else
+    // stops the search.
     let mut errno = libc::ENOENT;
-    for path in &job.candidates {
+    for (path, script) in job.candidates.iter().zip(&job.scripts) {
         libc::execve(*path, job.argv.as_ptr(), job.envp.as_ptr());
         match last() {
-            libc::ENOENT | libc::ENOTDIR => {}
+            libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
             libc::EACCES => errno = libc::EACCES,
+            libc::ENOEXEC => {
+                libc::execve(job.sh, script.as_ptr(), job.envp.as_ptr());
+                return last();
+            }
             other => return other,
         }
     }
@@ -394,32 +419,69 @@ impl Drop for ChildStack {
     }
 }
 
-/// Every signal blocked for this thread while the guard lives, the mask it had restored
-/// after.
+/// Every signal blocked for this thread while the guard lives (the C library's own
+/// too, which its calls would leave open), the mask it had restored after.
 struct BlockedSignals {
-    old: libc::sigset_t,
+    old: u64,
 }
 
 impl BlockedSignals {
     fn all() -> io::Result<BlockedSignals> {
-        // SAFETY: sigset values on the stack, filled by libc before use.
-        unsafe {
-            let mut all: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigfillset(&mut all);
-            let r = libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-            if r != 0 {
-                return Err(io::Error::from_raw_os_error(r));
-            }
-            Ok(BlockedSignals { old })
+        let mut old = 0;
+        if rt_sigprocmask(u64::MAX, Some(&mut old)) < 0 {
+            return Err(io::Error::last_os_error());
         }
+        Ok(BlockedSignals { old })
     }
 }
 
 impl Drop for BlockedSignals {
     fn drop(&mut self) {
-        // SAFETY: restores the mask `all` saved.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+        rt_sigprocmask(self.old, None);
+    }
+}
+
+/// The kernel's signals (1 to 64 on Linux), whose masks are one 64-bit word.
+const KERNEL_SIGNALS: libc::c_int = 64;
+
+/// The kernel's `struct sigaction`: the handler first, then fields whose order varies
+/// by architecture; all zero is the default disposition everywhere.
+#[derive(Default)]
+#[repr(C)]
+struct KernelSigaction([u64; 4]);
+
+impl KernelSigaction {
+    fn handler(&self) -> libc::sighandler_t {
+        self.0[0] as libc::sighandler_t
+    }
+}
+
+/// `rt_sigaction`: the disposition of `sig` set to `new` and/or read into `old`.
+fn rt_sigaction(
+    sig: libc::c_int,
+    new: Option<&KernelSigaction>,
+    old: Option<&mut KernelSigaction>,
+) -> libc::c_long {
+    let new = new.map_or(std::ptr::null(), |n| n as *const KernelSigaction);
+    let old = old.map_or(std::ptr::null_mut(), |o| o as *mut KernelSigaction);
+    // SAFETY: both pointers are null or point at a KernelSigaction, which is as large as
+    // the kernel's struct on every architecture; the last argument is the mask's size.
+    unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, new, old, 8usize) }
+}
+
+/// `rt_sigprocmask(SIG_SETMASK)` for this thread: `mask` set, the one before into `old`.
+fn rt_sigprocmask(mask: u64, old: Option<&mut u64>) -> libc::c_long {
+    let old = old.map_or(std::ptr::null_mut(), |o| o as *mut u64);
+    // SAFETY: the kernel reads one mask word from `mask` and writes one to `old` (or
+    // nothing when it is null).
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask,
+            old,
+            8usize,
+        )
     }
 }
 
@@ -431,6 +493,7 @@ mod tests {
     /// Runs `script` with `/bin/sh` on a new terminal through [`spawn_on`] and returns
     /// what it printed, once it has ended, and its exit status.
     fn run(arg0: &str, script: &str, env: &[(&str, &str)], cwd: &Path) -> (String, ExitStatus) {
+        let _guard = super::super::test_fd_lock();
         let pair = open_pair(24, 80).unwrap();
         let env = env.iter().map(|(k, v)| (k.into(), v.into()));
         let args = [OsStr::new("-c"), OsStr::new(script)];
@@ -482,7 +545,8 @@ mod tests {
         // child (while it waits, it blocks every signal itself).
         let script = "while read -r k v; do case $k in Sig*) echo $k $v;; esac; \
                       done < /proc/$$/status; \
-                      echo pid: $$; ps -o sid= -o tpgid= -p $$ | sed 's/^ */ids: /'; \
+                      read -r pid comm state ppid pgrp sid tty tpgid rest < /proc/$$/stat; \
+                      echo pid: $$; echo ids: $sid $tpgid; \
                       echo cwd: $(pwd); echo arg0: $0; echo only: $ONLY; \
                       echo home: ${HOME-unset}; exit 3";
         let (out, status) = run(
@@ -491,14 +555,18 @@ mod tests {
             &[("ONLY", "this"), ("PATH", "/usr/bin:/bin")],
             Path::new("/tmp"),
         );
+        // SAFETY: as above; the rest of the process's tests see the defaults again.
+        unsafe {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            libc::signal(libc::SIGUSR2, libc::SIG_DFL);
+        }
         assert_eq!(status.code(), Some(3), "{out}");
         assert_eq!(field(&out, "SigBlk:"), "0000000000000000", "{out}");
         let ignored = u64::from_str_radix(field(&out, "SigIgn:"), 16).unwrap();
-        assert_eq!(
-            ignored & (1 << (libc::SIGHUP - 1)),
-            0,
-            "SIGHUP still ignored: {out}"
-        );
+        // SIGHUP ignored above, SIGPIPE by the Rust runtime.
+        for sig in [libc::SIGHUP, libc::SIGPIPE] {
+            assert_eq!(ignored & (1 << (sig - 1)), 0, "{sig} still ignored: {out}");
+        }
         let pid = field(&out, "pid:");
         // Its own session, with its terminal's foreground group its own.
         assert_eq!(
@@ -520,11 +588,23 @@ mod tests {
     fn a_program_is_searched_in_its_own_path_and_failures_say_why() {
         let dir = std::env::temp_dir().join(format!("herdr-spawn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        // Written by a process of its own: a descriptor open for writing here could be
+        // inherited by another test's child for a moment, and the exec refused (ETXTBSY).
+        let write = |name: &str, text: &str| {
+            let done = std::process::Command::new("/bin/sh")
+                .args(["-c", "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\""])
+                .args(["sh", &dir.join(name).display().to_string(), text])
+                .status()
+                .unwrap();
+            assert!(done.success());
+        };
+        write("hello-herdr", "#!/bin/sh\nexit 4\n");
+        // No `#!` line: run by /bin/sh, as execvp does.
+        write("plain-herdr", "exit 5\n");
         let script = dir.join("hello-herdr");
-        std::fs::write(&script, "#!/bin/sh\necho found $0\n").unwrap();
         let mode = |m| std::os::unix::fs::PermissionsExt::from_mode(m);
-        std::fs::set_permissions(&script, mode(0o755)).unwrap();
         let start = |program: &str, path: &str| {
+            let _guard = super::super::test_fd_lock();
             let pair = open_pair(24, 80).unwrap();
             let env = [(OsString::from("PATH"), OsString::from(path))];
             let launch = Launch::new(
@@ -539,7 +619,8 @@ mod tests {
             child.wait().map(|status| status.code())
         };
         let path = format!("/nonexistent:{}", dir.display());
-        assert_eq!(start("hello-herdr", &path).unwrap(), Some(0));
+        assert_eq!(start("hello-herdr", &path).unwrap(), Some(4));
+        assert_eq!(start("plain-herdr", &path).unwrap(), Some(5));
         let missing = start("hello-herdr", "/nonexistent:/usr/bin").unwrap_err();
         assert_eq!(missing.raw_os_error(), Some(libc::ENOENT), "{missing}");
         std::fs::set_permissions(&script, mode(0o644)).unwrap();
