@@ -1,6 +1,6 @@
 //! End-to-end: real programs behave in a pane as in a plain terminal — vim, less, resize,
-//! colours and wide characters, bracketed paste, OSC 52, scrollback — and several clients
-//! see the same session.
+//! colours and wide characters, bracketed paste, OSC 52, scrollback, job control — and
+//! several clients see the same session.
 
 mod support;
 
@@ -28,6 +28,29 @@ fn vim_opens_edits_and_quits_cleanly() {
     assert_eq!(saved, "hello from vim\n");
     // The alternate screen is gone: the shell's earlier line is back.
     assert!(t.contents().contains("vim -u NONE -N notes.txt"));
+}
+
+#[test]
+fn the_shell_has_job_control_as_in_a_terminal() {
+    // What only a session leader with the pane as its controlling terminal gets: Ctrl-Z
+    // stops the job in front, `fg` gives it the terminal back, Ctrl-C ends it.
+    let env = Env::new("jobs");
+    let mut t = ready(&env, 120, 36);
+    // The job says when it is in front (so the keys below reach it, not the shell), and
+    // again when it is continued (after the shell gave it the terminal back); from a
+    // file, so the words are not on screen before it says them.
+    let job = "trap 'echo job-resumed' CONT\necho job-running\nwhile :; do sleep 1; done\n";
+    std::fs::write(env.home().join("job.sh"), job).unwrap();
+    t.line("sh job.sh");
+    t.wait_text("job-running");
+    t.send(b"\x1a");
+    t.wait_text("Stopped");
+    t.line("fg");
+    t.wait_text("job-resumed");
+    t.send(b"\x03");
+    t.wait("the prompt after the job", |t| t.count(PROMPT) >= 3);
+    t.line("echo job-status=$?");
+    t.wait_text("job-status=130");
 }
 
 #[test]
