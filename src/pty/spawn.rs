@@ -117,7 +117,7 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
         &cwd,
     )
     .map_err(|e| exec_error(e.to_string()))?;
-    let child = crate::sys::pty::spawn_on(&launch, pair.slave.as_fd()).map_err(|e| {
+    let child = crate::sys::pty::spawn_on(&launch, &pair).map_err(|e| {
         exec_error(match e.kind() {
             _ if crate::sys::nofile::is_exhausted(&e) => crate::sys::nofile::exhausted_message(),
             std::io::ErrorKind::NotFound => "no such program (check the command and $PATH)".into(),

@@ -8,11 +8,12 @@
 //! of every mapping a server of many panes holds (a `fork` there costs milliseconds and
 //! grows with the server, and its exec then tears the copy down again). So the child may
 //! only make system calls on what [`Launch`] prepared before it existed: no allocation, no
-//! lock, no panic; and every signal stays blocked until its handlers are gone.
+//! lock, no panic; every signal stays blocked until its handlers are gone; and it shares
+//! the server's descriptor table until it takes one of its own holding only 0, 1 and 2.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -25,10 +26,12 @@ use nix::sys::stat::Mode;
 
 use super::errno_to_io;
 
-/// Both ends of a new pseudo-terminal, sized `rows` × `cols`.
+/// Both ends of a new pseudo-terminal, sized `rows` × `cols`, and the slave's name (a
+/// child opens its own, see [`spawn_on`]).
 pub struct Pair {
     pub master: OwnedFd,
     pub slave: OwnedFd,
+    slave_name: CString,
 }
 
 pub fn open_pair(rows: u16, cols: u16) -> io::Result<Pair> {
@@ -40,7 +43,12 @@ pub fn open_pair(rows: u16, cols: u16) -> io::Result<Pair> {
     let slave = open(name.as_str(), flags, Mode::empty()).map_err(errno_to_io)?;
     let master = OwnedFd::from(master);
     super::set_winsize(master.as_fd(), rows, cols, 0, 0)?;
-    Ok(Pair { master, slave })
+    let slave_name = CString::new(name).map_err(|_| io::Error::other("a NUL in ptsname"))?;
+    Ok(Pair {
+        master,
+        slave,
+        slave_name,
+    })
 }
 
 /// Signals whose disposition a server may have changed (ignored ones are inherited
@@ -141,7 +149,7 @@ struct ChildJob {
     sh: *const libc::c_char,
     envp: Vec<*const libc::c_char>,
     cwd: *const libc::c_char,
-    slave: RawFd,
+    slave: *const libc::c_char,
     user_limit: Option<libc::rlimit>,
     /// The first descriptor number not to look at when `close_range` is missing.
     user_top: libc::c_int,
@@ -210,10 +218,11 @@ impl Child {
     }
 }
 
-/// Starts `launch` with `slave` as its stdin, stdout, stderr and controlling terminal, in
+/// Starts `launch` with the slave of `pair` as its stdin, stdout, stderr and controlling
+/// terminal, in
 /// a session of its own. The error is the one that stopped it before its program ran
 /// (`ENOENT` when no candidate exists; `EACCES` when one exists but may not be run).
-pub fn spawn_on(launch: &Launch, slave: BorrowedFd<'_>) -> io::Result<Child> {
+pub fn spawn_on(launch: &Launch, pair: &Pair) -> io::Result<Child> {
     let (soft, hard) = super::nofile::current()?;
     let user_top = super::nofile::user_soft_limit().unwrap_or(soft).min(soft);
     let pointers = |list: &[CString]| {
@@ -240,7 +249,7 @@ pub fn spawn_on(launch: &Launch, slave: BorrowedFd<'_>) -> io::Result<Child> {
         sh: launch.sh.as_ptr(),
         envp: pointers(&launch.envp),
         cwd: launch.cwd.as_ptr(),
-        slave: slave.as_raw_fd(),
+        slave: pair.slave_name.as_ptr(),
         user_limit: super::nofile::user_soft_limit().map(|user| libc::rlimit {
             rlim_cur: user,
             rlim_max: hard,
@@ -253,13 +262,15 @@ pub fn spawn_on(launch: &Launch, slave: BorrowedFd<'_>) -> io::Result<Child> {
         let _blocked = BlockedSignals::all()?;
         // SAFETY: the child runs `child_main` on a stack of its own that outlives it
         // (CLONE_VFORK: this thread sleeps until the child has exec'd or exited), reading
-        // `job`, which outlives it too; it makes only system calls (see `child_main`).
-        // SIGCHLD as the exit signal makes it a child like any other to wait for.
+        // `job`, which outlives it too; it makes only system calls (see `child_main`),
+        // and takes a descriptor table of its own before it touches one (CLONE_FILES
+        // saves copying ours). SIGCHLD as the exit signal makes it a child like any other
+        // to wait for.
         unsafe {
             libc::clone(
                 child_main,
                 stack.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
                 &job as *const ChildJob as *mut libc::c_void,
             )
         }
@@ -298,6 +309,22 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
 /// Only for `child_main`: `job` must be valid, and every signal blocked.
 unsafe fn child_setup(job: &ChildJob) -> libc::c_int {
     let last = || *libc::__errno_location();
+    // The descriptor table is still the server's (CLONE_FILES: a copy of thousands of
+    // entries for a child that keeps three, closed again at its exec, cost a server of
+    // many panes more than the rest of a start). The child's own holds only the server's
+    // 0, 1 and 2, which the terminal replaces below; nothing of ours reaches the program,
+    // nor anything whoever started the server leaked to it.
+    let unshared = libc::syscall(
+        libc::SYS_close_range,
+        3 as libc::c_uint,
+        libc::c_uint::MAX,
+        libc::CLOSE_RANGE_UNSHARE,
+    );
+    // A kernel before 5.9: a copy of the whole table, marked below.
+    let copied_all = unshared < 0;
+    if copied_all && libc::unshare(libc::CLONE_FILES) < 0 {
+        return last();
+    }
     // A handler of the server's would run on the server's memory: every caught signal
     // goes back to its default before any is let through, and so do RESET_SIGNALS. The
     // kernel's own calls, not the C library's, which hides the signals it uses itself
@@ -315,33 +342,28 @@ unsafe fn child_setup(job: &ChildJob) -> libc::c_int {
     if libc::setsid() < 0 {
         return last();
     }
+    // Opened by the leader of a session without a terminal, it becomes the session's.
+    let slave = libc::open(job.slave, libc::O_RDWR);
+    if slave < 0 {
+        return last();
+    }
     for target in 0..3 {
-        let done = if job.slave == target {
-            libc::fcntl(target, libc::F_SETFD, 0)
-        } else {
-            libc::dup2(job.slave, target)
-        };
-        if done < 0 {
+        if slave != target && libc::dup2(slave, target) < 0 {
             return last();
         }
     }
+    if slave > 2 {
+        libc::close(slave);
+    }
     // Without a controlling terminal the program would get no SIGWINCH, and its shell no
-    // job control.
+    // job control (already so from the open, unless the system's open does not make it).
     if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
         return last();
     }
-    // Ours are all CLOEXEC already; this also covers descriptors whoever started the
-    // server leaked to it (and the slave's own number).
-    let marked = libc::syscall(
-        libc::SYS_close_range,
-        3 as libc::c_uint,
-        libc::c_uint::MAX,
-        libc::CLOSE_RANGE_CLOEXEC,
-    );
-    if marked < 0 {
-        // A kernel before 5.11: every number up to the limit the user had, one by one
-        // (what we were given lies below it; ours are CLOEXEC already), not up to the
-        // raised one, which may be a billion.
+    if copied_all {
+        // Every number up to the limit the user had, one by one (what we were given
+        // lies below it; ours are CLOEXEC already), not up to the raised one, which may
+        // be a billion.
         for fd in 3..job.user_top {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
@@ -498,7 +520,7 @@ mod tests {
         let env = env.iter().map(|(k, v)| (k.into(), v.into()));
         let args = [OsStr::new("-c"), OsStr::new(script)];
         let launch = Launch::new(OsStr::new("sh"), OsStr::new(arg0), args, env, cwd).unwrap();
-        let mut child = spawn_on(&launch, pair.slave.as_fd()).unwrap();
+        let mut child = spawn_on(&launch, &pair).unwrap();
         drop(pair.slave);
         super::super::set_nonblocking(pair.master.as_fd()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -548,13 +570,26 @@ mod tests {
                       read -r pid comm state ppid pgrp sid tty tpgid rest < /proc/$$/stat; \
                       echo pid: $$; echo ids: $sid $tpgid; \
                       echo cwd: $(pwd); echo arg0: $0; echo only: $ONLY; \
-                      echo home: ${HOME-unset}; exit 3";
+                      echo home: ${HOME-unset}; \
+                      [ -e /proc/$$/fd/$LEAKED ] && echo leaked: yes || echo leaked: no; \
+                      exit 3";
+        // A descriptor without CLOEXEC, as whoever starts a server may leave it one.
+        // SAFETY: a duplicate of our stdin, closed below.
+        let leaked = unsafe { libc::fcntl(0, libc::F_DUPFD, 900) };
+        assert!(leaked >= 900);
         let (out, status) = run(
             "named",
             script,
-            &[("ONLY", "this"), ("PATH", "/usr/bin:/bin")],
+            &[
+                ("ONLY", "this"),
+                ("PATH", "/usr/bin:/bin"),
+                ("LEAKED", &leaked.to_string()),
+            ],
             Path::new("/tmp"),
         );
+        // SAFETY: the duplicate made above.
+        unsafe { libc::close(leaked) };
+        assert_eq!(field(&out, "leaked:"), "no", "{out}");
         // SAFETY: as above; the rest of the process's tests see the defaults again.
         unsafe {
             libc::signal(libc::SIGHUP, libc::SIG_DFL);
@@ -615,7 +650,7 @@ mod tests {
                 Path::new("/"),
             )
             .unwrap();
-            let mut child = spawn_on(&launch, pair.slave.as_fd())?;
+            let mut child = spawn_on(&launch, &pair)?;
             child.wait().map(|status| status.code())
         };
         let path = format!("/nonexistent:{}", dir.display());
