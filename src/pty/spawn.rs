@@ -1,7 +1,7 @@
 //! Spawn backend: a new pseudo-terminal pair, and the child started on its slave (its own
 //! session, the slave as controlling tty, default signal dispositions, stray fds closed,
 //! the user's open-file limit: `sys::pty`). The parent keeps only the CLOEXEC master and
-//! the child handle; the slave is closed before returning.
+//! the child handle; only the child opens the slave.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -125,7 +125,6 @@ pub fn spawn(spec: &SpawnSpec) -> Result<Spawned, SpawnError> {
             _ => e.to_string(),
         })
     })?;
-    drop(pair.slave);
     crate::sys::set_nonblocking(pair.master.as_fd())?;
     Ok(Spawned {
         master: pair.master,

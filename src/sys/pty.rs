@@ -20,17 +20,15 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use nix::fcntl::{open, OFlag};
+use nix::fcntl::OFlag;
 use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
-use nix::sys::stat::Mode;
 
 use super::errno_to_io;
 
-/// Both ends of a new pseudo-terminal, sized `rows` × `cols`, and the slave's name (a
-/// child opens its own, see [`spawn_on`]).
+/// A new pseudo-terminal, sized `rows` × `cols`: its master, and its slave's name (only
+/// the child [`spawn_on`] starts opens the slave).
 pub struct Pair {
     pub master: OwnedFd,
-    pub slave: OwnedFd,
     slave_name: CString,
 }
 
@@ -40,15 +38,10 @@ pub fn open_pair(rows: u16, cols: u16) -> io::Result<Pair> {
     grantpt(&master).map_err(errno_to_io)?;
     unlockpt(&master).map_err(errno_to_io)?;
     let name = ptsname_r(&master).map_err(errno_to_io)?;
-    let slave = open(name.as_str(), flags, Mode::empty()).map_err(errno_to_io)?;
     let master = OwnedFd::from(master);
     super::set_winsize(master.as_fd(), rows, cols, 0, 0)?;
     let slave_name = CString::new(name).map_err(|_| io::Error::other("a NUL in ptsname"))?;
-    Ok(Pair {
-        master,
-        slave,
-        slave_name,
-    })
+    Ok(Pair { master, slave_name })
 }
 
 /// Signals whose disposition a server may have changed (ignored ones are inherited
@@ -75,10 +68,11 @@ pub struct Launch {
     argv: Vec<CString>,
     envp: Vec<CString>,
     cwd: CString,
-    /// What runs a candidate the kernel cannot (a script without a `#!` line), as
-    /// execvp does: `/bin/sh candidate args…`.
-    sh: CString,
 }
+
+/// What runs a candidate the kernel cannot (a script without a `#!` line), as execvp
+/// does: `/bin/sh candidate args…`.
+const SH: &std::ffi::CStr = c"/bin/sh";
 
 impl Launch {
     /// `program` run as `arg0` with `args`, with exactly the environment `env`, in `cwd`.
@@ -134,7 +128,6 @@ impl Launch {
             argv,
             envp,
             cwd: c(cwd.as_os_str().as_bytes(), "the folder")?,
-            sh: CString::from(c"/bin/sh"),
         })
     }
 }
@@ -219,8 +212,7 @@ impl Child {
 }
 
 /// Starts `launch` with the slave of `pair` as its stdin, stdout, stderr and controlling
-/// terminal, in
-/// a session of its own. The error is the one that stopped it before its program ran
+/// terminal, in a session of its own. The error is the one that stopped it before its program ran
 /// (`ENOENT` when no candidate exists; `EACCES` when one exists but may not be run).
 pub fn spawn_on(launch: &Launch, pair: &Pair) -> io::Result<Child> {
     let (soft, hard) = super::nofile::current()?;
@@ -239,14 +231,14 @@ pub fn spawn_on(launch: &Launch, pair: &Pair) -> io::Result<Child> {
             .iter()
             .map(|path| {
                 let args = launch.argv.iter().skip(1).map(|a| a.as_ptr());
-                [launch.sh.as_ptr(), path.as_ptr()]
+                [SH.as_ptr(), path.as_ptr()]
                     .into_iter()
                     .chain(args)
                     .chain(std::iter::once(std::ptr::null()))
                     .collect()
             })
             .collect(),
-        sh: launch.sh.as_ptr(),
+        sh: SH.as_ptr(),
         envp: pointers(&launch.envp),
         cwd: launch.cwd.as_ptr(),
         slave: pair.slave_name.as_ptr(),
@@ -521,7 +513,6 @@ mod tests {
         let args = [OsStr::new("-c"), OsStr::new(script)];
         let launch = Launch::new(OsStr::new("sh"), OsStr::new(arg0), args, env, cwd).unwrap();
         let mut child = spawn_on(&launch, &pair).unwrap();
-        drop(pair.slave);
         super::super::set_nonblocking(pair.master.as_fd()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut out = Vec::new();
