@@ -262,7 +262,7 @@ pub fn spawn_on(launch: &Launch, pair: &Pair) -> io::Result<Child> {
             libc::clone(
                 child_main,
                 stack.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
+                libc::CLONE_VM | libc::CLONE_VFORK | shared_files() | libc::SIGCHLD,
                 &job as *const ChildJob as *mut libc::c_void,
             )
         }
@@ -278,6 +278,49 @@ pub fn spawn_on(launch: &Launch, pair: &Pair) -> io::Result<Child> {
             Err(io::Error::from_raw_os_error(errno))
         }
     }
+}
+
+/// CLONE_FILES, except under valgrind (the scripts that profile herdr run it there): it
+/// turns a clone that shares memory into a fork, and ends the whole program at one that
+/// also shares the descriptor table.
+fn shared_files() -> libc::c_int {
+    if under_valgrind() {
+        0
+    } else {
+        libc::CLONE_FILES
+    }
+}
+
+/// Whether this process runs under valgrind: its client request RUNNING_ON_VALGRIND, a
+/// sequence of instructions a CPU runs as nothing and valgrind answers.
+#[cfg(target_arch = "x86_64")]
+fn under_valgrind() -> bool {
+    const RUNNING_ON_VALGRIND: u64 = 0x1001;
+    let request: [u64; 6] = [RUNNING_ON_VALGRIND, 0, 0, 0, 0, 0];
+    let answer: u64;
+    // SAFETY: rdi rotated by 128 bits in all is as it was, and rbx exchanged with itself;
+    // under valgrind the sequence reads `request` (rax) and answers in rdx, whose value
+    // going in (0) is the answer outside it.
+    unsafe {
+        std::arch::asm!(
+            "rol rdi, 3",
+            "rol rdi, 13",
+            "rol rdi, 61",
+            "rol rdi, 51",
+            "xchg rbx, rbx",
+            inout("rdi") 0u64 => _,
+            in("rax") request.as_ptr(),
+            inout("rdx") 0u64 => answer,
+            options(nostack, readonly),
+        );
+    }
+    answer != 0
+}
+
+/// Elsewhere valgrind is not looked for (the sequence differs by architecture).
+#[cfg(not(target_arch = "x86_64"))]
+fn under_valgrind() -> bool {
+    false
 }
 
 /// The child between `clone` and exec. It shares the server's memory, so it makes only
@@ -653,6 +696,41 @@ mod tests {
         let denied = start("hello-herdr", &path).unwrap_err();
         assert_eq!(denied.raw_os_error(), Some(libc::EACCES), "{denied}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Run again by the test below inside valgrind: it must see valgrind, and start a
+    /// program there (valgrind ends the whole process at a clone it does not take).
+    const UNDER_VALGRIND: &str = "HERDR_TEST_UNDER_VALGRIND";
+
+    #[test]
+    fn a_program_starts_under_valgrind_too() {
+        if std::env::var_os(UNDER_VALGRIND).is_some() {
+            assert!(under_valgrind());
+            let (out, status) = run("sh", "echo started", &[], Path::new("/"));
+            assert!(status.success() && out.contains("started"), "{out:?}");
+            println!("spawned under valgrind");
+            return;
+        }
+        assert!(!under_valgrind());
+        if !cfg!(target_arch = "x86_64") || !Path::new("/usr/bin/valgrind").exists() {
+            return;
+        }
+        let out = std::process::Command::new("/usr/bin/valgrind")
+            .args(["--tool=none", "-q", "--trace-children=no"])
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "sys::pty::tests::a_program_starts_under_valgrind_too",
+            ])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(UNDER_VALGRIND, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && text.contains("spawned under valgrind"),
+            "{text}"
+        );
     }
 
     #[test]
