@@ -13,6 +13,17 @@ fn main() {
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
     let wanted = std::env::var("HERDR_HOT_CODE").map_or(true, |v| v != "0");
+    // Where this build puts the herdr binary (OUT_DIR is <profile dir>/build/<pkg>/out),
+    // for programs built beside the tests that run it (tests/support).
+    if let Some(dir) = std::env::var_os("OUT_DIR").and_then(|out| {
+        let out = std::path::PathBuf::from(out);
+        Some(out.ancestors().nth(3)?.to_path_buf())
+    }) {
+        println!(
+            "cargo:rustc-env=HERDR_BUILT_BIN={}",
+            dir.join("herdr").display()
+        );
+    }
     let Ok(root) = std::env::var("CARGO_MANIFEST_DIR") else {
         return;
     };

@@ -2,7 +2,7 @@
 //! it went: the emulator's cost alone, without PTYs, threads or frames. Line feeds become
 //! CR LF first, as a terminal's output processing makes them.
 //!
-//! `cargo build --release --example parse && target/release/examples/parse FILE [BYTES]`
+//! `cargo build --release --example parse && target/*/release/examples/parse FILE [BYTES]`
 //! (docs/benchmarks.md says where a FILE like the benchmark's comes from; BYTES takes
 //! only the start of it, for a run under callgrind).
 

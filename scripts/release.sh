@@ -73,7 +73,7 @@ if [ -z "$binary" ]; then
     echo "release.sh: no valgrind or tmux here: build/hot-code.ld is used as committed" >&2
   fi
   (cd "$root" && cargo build --release --locked)
-  binary="$root/target/release/herdr"
+  binary=$("$root/scripts/built-herdr")
 fi
 mkdir -p "$out"
 artifact="herdr-$full-$platform"
@@ -126,6 +126,20 @@ platforms[platform] = {
     "sha256": hashlib.sha256(stamped).hexdigest(),
     "size": len(stamped),
 }
+
+
+def loads_libraries(elf):
+    """Whether a 64-bit little-endian ELF names a program interpreter (is dynamic)."""
+    if elf[:4] != b"\x7fELF" or elf[4:6] != b"\x02\x01":
+        return True
+    at, size, count = (int.from_bytes(elf[o:o + n], "little") for o, n in ((0x20, 8), (0x36, 2), (0x38, 2)))
+    return any(int.from_bytes(elf[at + i * size:at + i * size + 4], "little") == 3 for i in range(count))
+
+
+# Linked statically (.cargo/config.toml), the Linux binary needs no C library on the
+# host: it is the musl hosts' too.
+if platform.startswith("linux-") and not loads_libraries(stamped):
+    platforms[platform + "-musl"] = dict(platforms[platform])
 lines = [
     "{",
     f'  "version": {json.dumps(full)},',

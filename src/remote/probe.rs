@@ -108,6 +108,11 @@ pub fn cannot_run_here(probe: &Probe, binary: &[u8]) -> Option<String> {
             probe.os, probe.arch
         ));
     }
+    if !loads_libraries(binary) {
+        // Linked statically (herdr on Linux with glibc, .cargo/config.toml): it needs
+        // no C library there at all.
+        return None;
+    }
     let needed = glibc_needed(binary)?;
     let (maj, min) = needed;
     match probe.libc.strip_prefix("glibc-").and_then(parse_pair) {
@@ -133,6 +138,31 @@ fn parse_pair(s: &str) -> Option<(u32, u32)> {
             .ok()
     })?;
     Some((a, b))
+}
+
+/// Whether an ELF binary names a program interpreter (the dynamic loader), which loads
+/// the C library it was linked against; one that names none is static. A binary this
+/// cannot read (not 64-bit little-endian ELF) counts as one that does.
+pub fn loads_libraries(binary: &[u8]) -> bool {
+    const PT_INTERP: u32 = 3;
+    let u16_at = |at: usize| Some(u16::from_le_bytes(binary.get(at..at + 2)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_le_bytes(binary.get(at..at + 4)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(binary.get(at..at + 8)?.try_into().ok()?));
+    let elf64_le = binary.starts_with(b"\x7fELF") && binary.get(4..6) == Some(&[2, 1]);
+    let headers = || {
+        let (at, size, count) = (
+            usize::try_from(u64_at(0x20)?).ok()?,
+            u16_at(0x36)?,
+            u16_at(0x38)?,
+        );
+        (0..usize::from(count))
+            .map(|i| u32_at(at + i * usize::from(size)))
+            .collect::<Option<Vec<u32>>>()
+    };
+    match headers().filter(|_| elf64_le) {
+        Some(types) => types.contains(&PT_INTERP),
+        None => true,
+    }
 }
 
 /// The newest glibc symbol version a dynamically linked binary asks for (`None` for a
@@ -234,9 +264,17 @@ mod tests {
         assert_eq!(glibc_needed(bin), Some((2, 34)));
         assert_eq!(glibc_needed(b"static, no versions"), None);
         let own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        if cfg!(target_env = "gnu") {
+        // herdr links glibc in (.cargo/config.toml): it needs none on the remote.
+        if cfg!(target_os = "linux") {
+            assert_eq!(loads_libraries(&own), !cfg!(target_feature = "crt-static"));
+        }
+        if cfg!(all(target_env = "gnu", not(target_feature = "crt-static"))) {
             assert!(glibc_needed(&own).is_some());
         }
+        // A dynamically linked program of the system's, and one that is not ELF.
+        let sh = std::fs::read("/bin/sh").unwrap();
+        assert!(loads_libraries(&sh) || !cfg!(target_os = "linux"));
+        assert!(loads_libraries(b"#!/bin/sh\n"));
     }
 
     #[test]
@@ -256,6 +294,18 @@ mod tests {
             .unwrap()
             .contains("musl"));
         assert_eq!(cannot_run_here(&probe(os, arch, "musl"), b"static"), None);
+        // herdr itself, linked statically: on any C library, even one that names a
+        // version in its own text.
+        if cfg!(target_feature = "crt-static") {
+            let own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+            for libc in ["musl", "glibc-2.17", "unknown"] {
+                assert_eq!(
+                    cannot_run_here(&probe(os, arch, libc), &own),
+                    None,
+                    "{libc}"
+                );
+            }
+        }
         assert!(cannot_run_here(&probe("Darwin", "arm64", "unknown"), bin)
             .unwrap()
             .contains("Darwin arm64"));

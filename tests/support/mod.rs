@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 
 /// The `herdr` binary cargo built for the tests; for a program built beside them (the
-/// corpus recorder, an example), the debug build in the target folder.
+/// corpus recorder, an example), the one of the same build (build.rs says where).
 pub const BIN: &str = match option_env!("CARGO_BIN_EXE_herdr") {
     Some(bin) => bin,
-    None => concat!(env!("CARGO_MANIFEST_DIR"), "/target/debug/herdr"),
+    None => env!("HERDR_BUILT_BIN"),
 };
 /// Deadline for any condition in a test (the CI machine is shared and noisy).
 pub const WAIT: Duration = Duration::from_secs(20);
