@@ -10,7 +10,19 @@ fn script() -> String {
     std::fs::read_to_string(path).expect("build/hot-code.ld: run scripts/hot-code")
 }
 
-/// The section names listed, line by line, in order.
+/// The C library's archive members and start-up files listed
+/// (`*libc.a:malloc.o(.text .text.*)`: its code placed a source file at a time), as
+/// `libc.a:malloc.o`, `rcrt1.o`.
+fn members(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_suffix("(.text .text.*)"))
+        .filter_map(|l| l.strip_prefix('*'))
+        .inspect(|m| assert!(m.ends_with(".o") && !m.contains(' '), "member line: {m}"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The section names listed, line by line, in order (the C library's members left out).
 fn listed(text: &str) -> Vec<Vec<String>> {
     let body = text
         .split_once(".text.herdr_hot : {")
@@ -18,7 +30,8 @@ fn listed(text: &str) -> Vec<Vec<String>> {
         .expect("a .text.herdr_hot section inserted before .text")
         .0;
     let mut lines = Vec::new();
-    for line in body.lines().filter(|l| !l.trim().is_empty()) {
+    let member = |l: &str| l.trim().ends_with("(.text .text.*)") && !l.trim().starts_with("*(");
+    for line in body.lines().filter(|l| !l.trim().is_empty() && !member(l)) {
         let inner = line
             .trim()
             .strip_prefix("*(")
@@ -102,5 +115,16 @@ fn the_list_holds_the_loops_a_server_and_a_client_keep_running() {
             text.contains(what),
             "build/hot-code.ld lists nothing of {what}: rerun scripts/hot-code"
         );
+    }
+    // Linked in (.cargo/config.toml), the C library's code a server runs is laid out with
+    // the rest: its allocator and the system calls of the server's loop.
+    if cfg!(target_feature = "crt-static") {
+        let members = members(&text);
+        for what in ["libc.a:malloc.o", "libc.a:epoll_wait.o", "libc.a:read.o"] {
+            assert!(
+                members.iter().any(|m| m == what),
+                "build/hot-code.ld places no {what}: rerun scripts/hot-code"
+            );
+        }
     }
 }
