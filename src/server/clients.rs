@@ -152,6 +152,17 @@ impl Default for Clients {
 }
 
 impl Clients {
+    /// Gives back each client's spare frame (a whole frame: 0.5 MiB at 160x50), once the
+    /// session has been quiet a while (`trim.rs`): it only spares the allocation of the
+    /// next frame, which is made from the one the client shows when next needed.
+    pub(crate) fn release_spares(&mut self) {
+        for client in self.by_id.values_mut() {
+            client.spare = None;
+            client.spare_stale = Vec::new();
+            client.spare_cols = Vec::new();
+        }
+    }
+
     /// Asks for a frame, paced: if the last ones were a while ago it is drawn at once (at
     /// the end of this loop turn), else when the bucket of `FRAME_BURST` has a token.
     pub(crate) fn request_frame(&mut self) {

@@ -528,6 +528,7 @@ impl Server {
             changed = true;
         }
         if self.life.trim.take_due(now) {
+            self.clients.release_spares();
             crate::sys::startup::trim_heaps();
         }
         if self.session.hidden_output_at.is_some_and(|d| d <= now) {
