@@ -129,17 +129,24 @@ platforms[platform] = {
 
 
 def loads_libraries(elf):
-    """Whether a 64-bit little-endian ELF names a program interpreter (is dynamic)."""
-    if elf[:4] != b"\x7fELF" or elf[4:6] != b"\x02\x01":
+    """Whether a 64-bit little-endian ELF names a program interpreter (is dynamic); one
+    that cannot be read counts as dynamic."""
+    if elf[:4] != b"\x7fELF" or elf[4:6] != b"\x02\x01" or len(elf) < 0x40:
         return True
     at, size, count = (int.from_bytes(elf[o:o + n], "little") for o, n in ((0x20, 8), (0x36, 2), (0x38, 2)))
+    if at + count * size > len(elf):
+        return True
     return any(int.from_bytes(elf[at + i * size:at + i * size + 4], "little") == 3 for i in range(count))
 
 
 # Linked statically (.cargo/config.toml), the Linux binary needs no C library on the
-# host: it is the musl hosts' too.
-if platform.startswith("linux-") and not loads_libraries(stamped):
-    platforms[platform + "-musl"] = dict(platforms[platform])
+# host: it is the musl hosts' too. (A dynamic one is not: an entry a static build of
+# this version left is dropped.)
+if platform.startswith("linux-"):
+    if loads_libraries(stamped):
+        platforms.pop(platform + "-musl", None)
+    else:
+        platforms[platform + "-musl"] = dict(platforms[platform])
 lines = [
     "{",
     f'  "version": {json.dumps(full)},',

@@ -6,6 +6,8 @@ fn main() {
     // The relocations the loader applied are never read again: their pages leave this
     // process's memory (servers and clients run for days).
     herdr::sys::startup::release_relocations();
+    // Linked statically: host and user lookups use only what is linked in.
+    herdr::sys::startup::builtin_name_services();
     // A shell asking for completions gets them and nothing else runs.
     herdr::cli::manual::complete_if_asked();
     // A server started by a client is run without the CLI parser (see the function).

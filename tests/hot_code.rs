@@ -39,7 +39,7 @@ fn listed(text: &str) -> Vec<Vec<String>> {
             .unwrap_or_else(|| panic!("not an input section line: {line}"));
         let parts: Vec<&str> = inner.split(' ').collect();
         assert!(
-            !parts.is_empty() && parts.len() % 2 == 0,
+            !parts.is_empty() && parts.len().is_multiple_of(2),
             "patterns in pairs: {line}"
         );
         let mut names = Vec::new();

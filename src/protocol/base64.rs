@@ -26,7 +26,7 @@ pub fn encode(data: &[u8]) -> String {
 /// The bytes `text` encodes; None if it is not base64 (a wrong character or length).
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     let text = text.as_bytes();
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let value = |c: u8| -> Option<u32> {

@@ -145,18 +145,19 @@ fn parse_pair(s: &str) -> Option<(u32, u32)> {
 /// cannot read (not 64-bit little-endian ELF) counts as one that does.
 pub fn loads_libraries(binary: &[u8]) -> bool {
     const PT_INTERP: u32 = 3;
-    let u16_at = |at: usize| Some(u16::from_le_bytes(binary.get(at..at + 2)?.try_into().ok()?));
-    let u32_at = |at: usize| Some(u32::from_le_bytes(binary.get(at..at + 4)?.try_into().ok()?));
-    let u64_at = |at: usize| Some(u64::from_le_bytes(binary.get(at..at + 8)?.try_into().ok()?));
+    fn bytes<const N: usize>(binary: &[u8], at: usize) -> Option<[u8; N]> {
+        binary.get(at..at.checked_add(N)?)?.try_into().ok()
+    }
     let elf64_le = binary.starts_with(b"\x7fELF") && binary.get(4..6) == Some(&[2, 1]);
     let headers = || {
-        let (at, size, count) = (
-            usize::try_from(u64_at(0x20)?).ok()?,
-            u16_at(0x36)?,
-            u16_at(0x38)?,
-        );
-        (0..usize::from(count))
-            .map(|i| u32_at(at + i * usize::from(size)))
+        let at = usize::try_from(u64::from_le_bytes(bytes(binary, 0x20)?)).ok()?;
+        let size = usize::from(u16::from_le_bytes(bytes(binary, 0x36)?));
+        let count = usize::from(u16::from_le_bytes(bytes(binary, 0x38)?));
+        (0..count)
+            .map(|i| {
+                let entry = at.checked_add(i.checked_mul(size)?)?;
+                Some(u32::from_le_bytes(bytes(binary, entry)?))
+            })
             .collect::<Option<Vec<u32>>>()
     };
     match headers().filter(|_| elf64_le) {
@@ -271,9 +272,25 @@ mod tests {
         if cfg!(all(target_env = "gnu", not(target_feature = "crt-static"))) {
             assert!(glibc_needed(&own).is_some());
         }
-        // A dynamically linked program of the system's, and one that is not ELF.
-        let sh = std::fs::read("/bin/sh").unwrap();
-        assert!(loads_libraries(&sh) || !cfg!(target_os = "linux"));
+        // Program headers of its own making: with an interpreter, without, cut short, and
+        // placed past the end of memory; and a file that is not ELF.
+        let elf = |types: &[u32], at: u64| {
+            let mut b = b"\x7fELF\x02\x01".to_vec();
+            b.resize(0x40, 0);
+            b[0x20..0x28].copy_from_slice(&at.to_le_bytes());
+            b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+            b[0x38..0x3a].copy_from_slice(&(types.len() as u16).to_le_bytes());
+            for t in types {
+                let mut header = [0u8; 56];
+                header[..4].copy_from_slice(&t.to_le_bytes());
+                b.extend_from_slice(&header);
+            }
+            b
+        };
+        assert!(loads_libraries(&elf(&[6, 3, 1], 0x40)));
+        assert!(!loads_libraries(&elf(&[6, 1, 1], 0x40)));
+        assert!(loads_libraries(&elf(&[6, 1, 1], 0x40)[..0x40 + 56]));
+        assert!(loads_libraries(&elf(&[6, 1], u64::MAX - 8)));
         assert!(loads_libraries(b"#!/bin/sh\n"));
     }
 

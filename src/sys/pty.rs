@@ -282,7 +282,8 @@ pub fn spawn_on(launch: &Launch, pair: &Pair) -> io::Result<Child> {
 
 /// CLONE_FILES, except under valgrind (the scripts that profile herdr run it there): it
 /// turns a clone that shares memory into a fork, and ends the whole program at one that
-/// also shares the descriptor table.
+/// also shares the descriptor table. (There a child that cannot exec reports nothing to
+/// the copy of memory it no longer shares: it only exits with 127.)
 fn shared_files() -> libc::c_int {
     if under_valgrind() {
         0

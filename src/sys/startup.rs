@@ -94,6 +94,39 @@ pub fn release_relocations() -> usize {
     }
 }
 
+/// Host names and users are looked up only with the sources glibc has built in (files,
+/// DNS), whatever `/etc/nsswitch.conf` lists besides, in a herdr that links glibc
+/// statically (.cargo/config.toml). glibc would load any other source (mdns, resolve,
+/// myhostname, sss, systemd) from the host's shared libraries, which a static program
+/// can only use when they are of the very glibc it was built with; elsewhere the load
+/// fails or, worse, half succeeds. Only the built-in SSH client (`--ssh builtin`), the
+/// download of an update and a user name when `$USER` is unset look names up.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+pub fn builtin_name_services() -> bool {
+    unsafe extern "C" {
+        /// glibc's override of nsswitch.conf for one database.
+        fn __nss_configure_lookup(
+            db: *const libc::c_char,
+            service_line: *const libc::c_char,
+        ) -> libc::c_int;
+    }
+    [
+        (c"hosts", c"files dns"),
+        (c"passwd", c"files"),
+        (c"group", c"files"),
+    ]
+    .iter()
+    // SAFETY: two NUL-terminated strings that outlive the call; glibc copies what it
+    // keeps. Called first thing in main, before any lookup or thread.
+    .all(|(db, line)| unsafe { __nss_configure_lookup(db.as_ptr(), line.as_ptr()) } == 0)
+}
+
+/// Linked dynamically, glibc loads its sources itself, of its own version.
+#[cfg(not(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static")))]
+pub fn builtin_name_services() -> bool {
+    true
+}
+
 /// Has the server's threads share two heaps. glibc gives threads heaps of their own (up
 /// to 8 a core) so they seldom wait for each other's allocations; a server has a thread
 /// per pane, each allocating a little when its program prints, and every such heap keeps
@@ -133,6 +166,17 @@ mod tests {
         let kept: Vec<Vec<u8>> = blocks.into_iter().step_by(2).collect();
         assert!(super::trim_heaps());
         assert!(kept.iter().all(|b| b.iter().all(|&x| x == 1)));
+    }
+
+    #[test]
+    fn names_are_still_looked_up_with_the_built_in_sources_only() {
+        assert!(super::builtin_name_services());
+        // /etc/hosts and /etc/passwd answer as before.
+        use std::net::ToSocketAddrs;
+        let local: Vec<_> = ("localhost", 22).to_socket_addrs().unwrap().collect();
+        assert!(local.iter().any(|a| a.ip().is_loopback()), "{local:?}");
+        let root = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(0)).unwrap();
+        assert_eq!(root.map(|u| u.name).as_deref(), Some("root"));
     }
 
     #[test]
