@@ -63,6 +63,32 @@ fn build_a_layout_submit_read_and_wait() {
 }
 
 #[test]
+fn a_listing_shows_what_the_pane_runs_now_after_an_exec_or_a_cd() {
+    // Listings keep each pane's command-line file open between them: what the shell
+    // becomes (`exec`, the same process) and where it goes (`cd`) must still show.
+    let env = started("listexec");
+    prompt(&env, "p1");
+    let first = |env: &support::Env| json(env.herdr(&["pane", "list", "--json"]))[0].clone();
+    let before = first(&env);
+    assert!(
+        before["command"].as_str().unwrap().contains("bash"),
+        "{before}"
+    );
+    let dir = env.dir.path().join("home/somewhere else");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    support::submit(&env, "p1", "cd ~/'somewhere else'");
+    wait_until("the listing shows the new cwd", || {
+        first(&env)["cwd"].as_str() == dir.to_str()
+    });
+    support::submit(&env, "p1", "exec sleep 1234");
+    wait_until("the listing shows what the shell became", || {
+        first(&env)["command"] == "sleep 1234"
+    });
+    assert_eq!(first(&env)["pid"], before["pid"], "the same process");
+}
+
+#[test]
 fn a_split_can_run_a_program_and_wait_returns_its_exit_status() {
     let env = started("exit");
     let pane = ok(env.herdr(&[

@@ -145,11 +145,17 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     let env = Env::new("nofile-low");
     ok(start_limited(&env, "-n"));
     let mut api = Api::connect(&env);
+    let server = env.server_pid().expect("server pid");
     let mut refused = None;
+    let mut kept_most = 0;
     'tabs: for tab in 0.. {
         if tab > 0 {
             api.call("tab.create", json!({}));
         }
+        // Listings keep files open while descriptors are plenty (a cache): they must
+        // never be what refuses a pane.
+        api.call("pane.list", json!({}));
+        kept_most = kept_most.max(kept_files(server));
         for _ in 1..PER_TAB {
             let id = api.send("pane.split", json!({"command": ["sleep", "600"]}));
             let reply = api.recv();
@@ -163,6 +169,11 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
     }
     let error = refused.expect("a refusal");
     assert_eq!(error["code"], "spawn_failed", "{error}");
+    assert!(
+        kept_most > 0,
+        "listings kept no file while descriptors were plenty"
+    );
+    assert_eq!(kept_files(server), 0, "files kept at the limit");
     let message = error["message"].as_str().unwrap_or_default();
     for what in [
         "RLIMIT_NOFILE",
@@ -239,6 +250,18 @@ fn a_server_at_its_hard_limit_names_the_limit_and_how_to_raise_it() {
 const HELLO: &[u8] = b"{\"herdr\":\"herdr\",\"protocol\":1,\"version\":\"t\",\"role\":\"api\"}\n";
 
 /// Descriptors a process has open.
+/// The command-line files (of processes in panes) `pid` holds open.
+fn kept_files(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .filter(|to| to.starts_with("/proc") && to.ends_with("cmdline"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 fn open_files(pid: i32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }

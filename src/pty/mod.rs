@@ -47,6 +47,9 @@ pub struct TerminalRuntime {
     /// The emulator sequence number of the title the session state holds (see
     /// `PtyEvent::Title`).
     pub title_seq: u64,
+    /// The command-line file of the process in front, kept open by listings to read it
+    /// again cheaply (a cache: dropped whenever descriptors run short).
+    pub foreground_file: Option<proc::CmdlineFile>,
 }
 
 impl TerminalRuntime {
@@ -105,6 +108,22 @@ impl TerminalRuntimeRegistry {
 
     pub fn ids(&self) -> Vec<TerminalId> {
         self.map.keys().copied().collect()
+    }
+
+    /// How many command-line files the runtimes keep open.
+    pub fn kept_files(&self) -> usize {
+        self.map
+            .values()
+            .filter(|rt| rt.foreground_file.is_some())
+            .count()
+    }
+
+    /// Closes every kept command-line file: descriptors are short (a new pane, a live
+    /// handoff), and a cache must never be what refuses them.
+    pub fn release_kept_files(&mut self) {
+        for rt in self.map.values_mut() {
+            rt.foreground_file = None;
+        }
     }
 
     /// Takes every runtime out (server shutdown: the caller stops them all in parallel).

@@ -19,13 +19,19 @@ pub struct Foreground {
 /// does not fill the room has it all (procfs hands a file's content out as far as asked),
 /// so one read usually does, without a second one to see the end.
 fn read_proc(path: &str, room: usize) -> Option<Vec<u8>> {
-    use std::io::Read;
+    let file = std::fs::File::open(path).ok()?;
+    read_whole(&file, room)
+}
+
+/// [`read_proc`] of a file already open, from its start (so an open file can be read
+/// again and again).
+fn read_whole(file: &std::fs::File, room: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
     thread_local! {
         /// The room read into, kept (a listing of every pane reads thousands of files;
         /// zeroing fresh room for each cost more than the reads).
         static ROOM: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let mut file = std::fs::File::open(path).ok()?;
     ROOM.with_borrow_mut(|buf| {
         if buf.len() < room {
             buf.resize(room, 0);
@@ -35,7 +41,7 @@ fn read_proc(path: &str, room: usize) -> Option<Vec<u8>> {
             if len == buf.len() {
                 buf.resize(2 * len, 0);
             }
-            match file.read(&mut buf[len..]) {
+            match file.read_at(&mut buf[len..], len as u64) {
                 Ok(0) => break,
                 Ok(n) if len + n < buf.len() => {
                     len += n;
@@ -96,54 +102,132 @@ pub fn describe(pid: i32) -> Foreground {
     }
 }
 
-/// [`describe`] for many processes, on up to 4 threads when there are hundreds: the
-/// reads are system calls into /proc (its lookups and the other process's memory for the
-/// command line), ~15 µs a process, so a listing of 1,000 panes on one thread holds the
-/// server for 15 ms.
-pub fn describe_all(pids: &[i32]) -> Vec<Foreground> {
+/// A process's command-line file, held open to be read again: a read through it skips
+/// the lookup of the process and its file in /proc, which took half the time of a listing
+/// of 1,000 panes. The open file belongs to the process, not to its number: it gives what
+/// the process runs now (an `exec` shows at once), and nothing once the process is gone,
+/// never the line of another that got the same number.
+pub struct CmdlineFile {
+    pid: i32,
+    file: std::fs::File,
+}
+
+impl CmdlineFile {
+    fn open(pid: i32) -> Option<CmdlineFile> {
+        let file = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
+        Some(CmdlineFile { pid, file })
+    }
+
+    /// The command line; `None` when nothing could be read (the process is gone, or a
+    /// zombie, or cleared its line).
+    fn read(&self) -> Option<Vec<String>> {
+        read_whole(&self.file, 4096)
+            .filter(|raw| !raw.is_empty())
+            .map(|raw| split_cmdline(&raw))
+    }
+}
+
+/// One process for [`describe_all`]: its number, the command-line file kept from the
+/// last time it was described (if any), and whether to keep one for the next time.
+pub struct Probe {
+    pub pid: i32,
+    pub kept: Option<CmdlineFile>,
+    pub keep: bool,
+    /// What was found (filled in by [`describe_all`]).
+    pub found: Option<Foreground>,
+}
+
+impl Probe {
+    pub fn new(pid: i32, kept: Option<CmdlineFile>, keep: bool) -> Probe {
+        Probe {
+            pid,
+            kept,
+            keep,
+            found: None,
+        }
+    }
+
+    /// [`describe`], through the kept file when it is this process's; `kept` is left with
+    /// the file to keep (none unless `keep`).
+    fn describe(&mut self) {
+        let pid = self.pid;
+        let kept = self.kept.take().filter(|k| k.pid == pid);
+        let argv = match kept.as_ref().and_then(CmdlineFile::read) {
+            Some(argv) => {
+                self.kept = kept.filter(|_| self.keep);
+                argv
+            }
+            // Not kept, gone, or another process with the number now: opened afresh.
+            None if self.keep => {
+                self.kept = CmdlineFile::open(pid);
+                self.kept
+                    .as_ref()
+                    .and_then(CmdlineFile::read)
+                    .unwrap_or_default()
+            }
+            None => cmdline(pid).unwrap_or_default(),
+        };
+        self.found = Some(Foreground {
+            pid,
+            argv,
+            cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+        });
+    }
+}
+
+/// [`Probe::describe`] for many processes, on up to 4 threads when there are hundreds:
+/// the reads are system calls into /proc (its lookups and the other process's memory for
+/// the command line), 4-8 µs a process, so a listing of 1,000 panes on one thread would
+/// hold the server for several milliseconds.
+pub fn describe_all(probes: &mut [Probe]) {
     const PER_THREAD: usize = 128;
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(4)
-        .min(pids.len().div_ceil(PER_THREAD))
+        .min(probes.len().div_ceil(PER_THREAD))
         .max(1);
     if threads == 1 {
-        return pids.iter().map(|&pid| describe(pid)).collect();
+        probes.iter_mut().for_each(Probe::describe);
+        return;
     }
-    let chunk = pids.len().div_ceil(threads);
+    let chunk = probes.len().div_ceil(threads);
+    // The parts whose thread could not be started, read here afterwards.
+    let mut left = Vec::new();
     std::thread::scope(|scope| {
-        let mut parts = pids.chunks(chunk);
-        let own = parts.next().unwrap_or_default();
-        let helpers: Vec<_> = parts
-            .map(|part| {
-                std::thread::Builder::new()
-                    .name("herdr-proc".into())
-                    .stack_size(64 << 10)
-                    .spawn_scoped(scope, move || {
-                        part.iter().map(|&pid| describe(pid)).collect::<Vec<_>>()
-                    })
-            })
-            .collect();
-        let mut all: Vec<Foreground> = own.iter().map(|&pid| describe(pid)).collect();
-        for (helper, part) in helpers.into_iter().zip(pids.chunks(chunk).skip(1)) {
-            // A thread that could not be started or failed: its part is read here.
-            match helper.ok().map(|h| h.join()) {
-                Some(Ok(done)) => all.extend(done),
-                _ => all.extend(part.iter().map(|&pid| describe(pid))),
+        let mut parts = probes.chunks_mut(chunk).enumerate();
+        let own = parts.next().map(|(_, p)| p).unwrap_or_default();
+        for (k, part) in parts {
+            let spawned = std::thread::Builder::new()
+                .name("herdr-proc".into())
+                .stack_size(64 << 10)
+                .spawn_scoped(scope, move || part.iter_mut().for_each(Probe::describe));
+            if let Err(e) = spawned {
+                crate::log::warn!("proc", "cannot start a thread to read /proc: {e}");
+                left.push(k);
             }
         }
-        all
-    })
+        own.iter_mut().for_each(Probe::describe);
+    });
+    for k in left {
+        probes
+            .chunks_mut(chunk)
+            .nth(k)
+            .into_iter()
+            .flatten()
+            .for_each(Probe::describe);
+    }
 }
 
 pub fn cmdline(pid: i32) -> Option<Vec<String>> {
-    let raw = read_proc(&format!("/proc/{pid}/cmdline"), 4096)?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect(),
-    )
+    read_proc(&format!("/proc/{pid}/cmdline"), 4096).map(|raw| split_cmdline(&raw))
+}
+
+/// A command-line file's content: its arguments, each ended by a NUL.
+fn split_cmdline(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
 }
 
 /// One process as its stat file shows it, for telling work from waiting
@@ -214,15 +298,19 @@ pub fn sessions(leaders: &std::collections::BTreeSet<i32>) -> Vec<ProcStat> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_command_line_is_read_again_once_the_process_runs_another_program() {
-        use std::io::Write;
-        // A shell that waits for a line, then becomes `sleep` (the same process).
-        let mut child = std::process::Command::new("sh")
+    /// A shell that waits for a line, then becomes `sleep 30` (the same process).
+    fn shell_then_sleep() -> std::process::Child {
+        std::process::Command::new("sh")
             .args(["-c", "read line; exec sleep 30"])
             .stdin(std::process::Stdio::piped())
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_command_line_is_read_again_once_the_process_runs_another_program() {
+        use std::io::Write;
+        let mut child = shell_then_sleep();
         let pid = child.id() as i32;
         // (Until the arguments are in place: the child may still be in its `exec`.)
         let read_until = |done: &dyn Fn(&[String]) -> bool| {
@@ -242,6 +330,79 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(after, ["sleep", "30"]);
+    }
+
+    #[test]
+    fn a_kept_command_line_file_follows_its_process_and_only_it() {
+        use super::{describe_all, Probe};
+        use std::io::Write;
+        let mut child = shell_then_sleep();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let wait_for = |want: &[&str]| {
+            while super::cmdline(pid).unwrap_or_default() != want
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        };
+        wait_for(&["sh", "-c", "read line; exec sleep 30"]);
+        // The first look opens the file and keeps it.
+        let mut probes = vec![Probe::new(pid, None, true)];
+        describe_all(&mut probes);
+        let kept = probes[0].kept.take().expect("a file kept");
+        assert_eq!(probes[0].found.as_ref().unwrap().argv[0], "sh");
+        // The same process runs another program: the kept file shows it at once.
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        wait_for(&["sleep", "30"]);
+        assert_eq!(kept.read().unwrap(), ["sleep", "30"]);
+        // A file kept for another process is not read for this one: ours (the test's
+        // own) is opened instead, and kept.
+        let me = std::process::id() as i32;
+        let mut probes = vec![Probe::new(me, Some(kept), true)];
+        describe_all(&mut probes);
+        let ours = probes[0].found.take().unwrap();
+        assert_eq!(ours.argv, super::cmdline(me).unwrap());
+        assert_eq!(ours.cwd, std::env::current_dir().ok());
+        assert_eq!(probes[0].kept.as_ref().map(|k| k.pid), Some(me));
+        // Once the process is gone its file reads nothing: never another's line.
+        let mut probes = vec![Probe::new(pid, probes.pop().unwrap().kept, true)];
+        describe_all(&mut probes);
+        let kept = probes[0].kept.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(kept.read(), None);
+        let mut probes = vec![Probe::new(pid, Some(kept), true)];
+        describe_all(&mut probes);
+        assert_eq!(probes[0].found.as_ref().unwrap().argv, Vec::<String>::new());
+        assert!(probes[0].kept.is_none());
+    }
+
+    #[test]
+    fn many_processes_are_described_on_threads_each_into_its_own_probe() {
+        // Hundreds (more than one thread's share), this test's process and its parent in
+        // turn; files kept only where asked.
+        let me = std::process::id() as i32;
+        let parent = std::os::unix::process::parent_id() as i32;
+        let pids: Vec<i32> = (0..700)
+            .map(|i| if i % 3 == 0 { parent } else { me })
+            .collect();
+        let mut probes: Vec<_> = pids
+            .iter()
+            .enumerate()
+            .map(|(i, &pid)| super::Probe::new(pid, None, i % 2 == 0))
+            .collect();
+        super::describe_all(&mut probes);
+        let argv = |pid| super::cmdline(pid).unwrap();
+        for (i, probe) in probes.iter().enumerate() {
+            let found = probe.found.as_ref().expect("every probe described");
+            assert_eq!(found.pid, pids[i]);
+            assert_eq!(found.argv, argv(pids[i]), "probe {i}");
+            assert_eq!(
+                probe.kept.as_ref().map(|k| k.pid),
+                (i % 2 == 0).then_some(pids[i])
+            );
+        }
     }
 
     #[test]

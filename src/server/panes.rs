@@ -110,6 +110,13 @@ impl Session {
             rows,
             cols,
         };
+        // Listings keep files open only while descriptors are plenty; a new pane is never
+        // refused for them.
+        if self.runtimes.kept_files() > 0
+            && !crate::sys::nofile::has_room(crate::sys::nofile::PANE_START)
+        {
+            self.runtimes.release_kept_files();
+        }
         let spawned = spawn(&spec)?;
         let pid = u32::try_from(spawned.child.pid()).ok();
         let mut emu = Emulator::new(rows, cols, self.config.scrollback_lines);
@@ -149,6 +156,7 @@ impl Session {
             size: (rows, cols),
             resized_at: None,
             title_seq: 0,
+            foreground_file: None,
         };
         Ok((term, rt))
     }

@@ -116,6 +116,13 @@ pub fn ensure_room(needed: u64) -> io::Result<()> {
     }
 }
 
+/// Whether `needed` more descriptors surely fit, [`RESERVED`] still free after them: the
+/// quick look of [`ensure_room`] (the table's size, no count), for what only a cache
+/// would use.
+pub fn has_room(needed: u64) -> bool {
+    current().is_ok_and(|(soft, _)| table_size().is_some_and(|t| fits(soft, t, needed)))
+}
+
 /// Whether `needed` more descriptors fit under the soft limit `soft` with `open` open and
 /// [`RESERVED`] still free after them.
 fn fits(soft: u64, open: u64, needed: u64) -> bool {

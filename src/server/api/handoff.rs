@@ -70,6 +70,9 @@ impl Server {
         req: crate::server::handoff::export::Request,
     ) -> ApiResult {
         use crate::server::handoff::export::{Handoff, Parts};
+        // (Files kept open to read command lines are only a cache: the handoff's
+        // descriptors come first.)
+        self.session.runtimes.release_kept_files();
         let parts = Parts {
             session: &self.session,
             clients: &mut self.clients,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::{now, ApiError, ApiResult};
-use crate::model::ids::PaneId;
+use crate::model::ids::{PaneId, TerminalId};
 use crate::model::layout::{Side, SplitDir};
 use crate::model::state::PanePos;
 use crate::protocol::api::{
@@ -13,6 +13,7 @@ use crate::protocol::api::{
     SplitDirection, TabCreate, TabList, TabRename, TabTarget, WorkspaceCreate, WorkspaceRename,
     WorkspaceTarget,
 };
+use crate::pty::proc::{Foreground, Probe};
 use crate::render::view;
 use crate::server::Server;
 
@@ -236,12 +237,7 @@ impl Server {
 
     /// One pane at `pos` (found by the caller: a listing walks the layout once rather
     /// than looking each pane up in it), with its foreground process as the caller read it.
-    fn pane_row(
-        &self,
-        pos: PanePos,
-        pane: PaneId,
-        fg: Option<crate::pty::proc::Foreground>,
-    ) -> Option<PaneRow<'_>> {
+    fn pane_row(&self, pos: PanePos, pane: PaneId, fg: Option<Foreground>) -> Option<PaneRow<'_>> {
         let ps = self.session.state.panes.get(&pane)?;
         let ws = &self.session.state.workspaces[pos.workspace];
         let tab = &ws.tabs[pos.tab];
@@ -290,8 +286,6 @@ impl Server {
             None => None,
             Some(w) => Some(self.target_workspace(Some(w))?),
         };
-        // Written straight to JSON text, row by row (a list of 1,000 panes built as
-        // values first spent most of its time making, writing and freeing them).
         let listed: Vec<(PanePos, PaneId)> = self
             .session
             .state
@@ -301,22 +295,41 @@ impl Server {
                 tab_filter.is_none_or(|t| t == pos) && ws_filter.is_none_or(|w| w == pos.workspace)
             })
             .collect();
-        // Each listed pane's foreground process, read for all at once (in parallel).
-        let fg_pids: Vec<Option<i32>> = listed
-            .iter()
-            .map(|(_, pane)| {
-                let p = self.session.state.panes.get(pane)?;
-                foreground.get(&p.terminal).copied().flatten()
-            })
-            .collect();
-        let pids: Vec<i32> = fg_pids.iter().flatten().copied().collect();
-        let mut described = crate::pty::proc::describe_all(&pids).into_iter();
+        // Each listed pane's foreground process, read for all at once (in parallel),
+        // through the command-line files kept from the last listing while descriptors are
+        // plenty.
+        let keep = crate::sys::nofile::has_room(2 * listed.len() as u64);
+        let mut probes: Vec<Probe> = Vec::with_capacity(listed.len());
+        // (Which row and terminal each probe is for.)
+        let mut at: Vec<(usize, TerminalId)> = Vec::with_capacity(listed.len());
+        for (i, (_, pane)) in listed.iter().enumerate() {
+            let Some(p) = self.session.state.panes.get(pane) else {
+                continue;
+            };
+            let Some(pid) = foreground.get(&p.terminal).copied().flatten() else {
+                continue;
+            };
+            let kept = self
+                .session
+                .runtimes
+                .get_mut(p.terminal)
+                .and_then(|rt| rt.foreground_file.take());
+            probes.push(Probe::new(pid, kept, keep));
+            at.push((i, p.terminal));
+        }
+        crate::pty::proc::describe_all(&mut probes);
+        let mut fgs: Vec<Option<Foreground>> = vec![None; listed.len()];
+        for ((i, tid), probe) in at.into_iter().zip(probes) {
+            if let Some(rt) = self.session.runtimes.get_mut(tid) {
+                rt.foreground_file = probe.kept;
+            }
+            fgs[i] = probe.found;
+        }
         // Written straight to JSON text, row by row (a list of 1,000 panes built as
         // values first spent most of its time making, writing and freeing them).
         let mut out = Vec::with_capacity(64 + 512 * listed.len());
         out.push(b'[');
-        for ((pos, pane), fg_pid) in listed.into_iter().zip(fg_pids) {
-            let fg = fg_pid.and_then(|_| described.next());
+        for ((pos, pane), fg) in listed.into_iter().zip(fgs) {
             let Some(row) = self.pane_row(pos, pane, fg) else {
                 continue;
             };
