@@ -19,15 +19,15 @@ use support::corpus::{self, Scenario};
 /// figures docs/agents.md reports, rounded down. Nearly all misses are in the first
 /// second after the truth changed: the sample that holds an agent's last frame (its
 /// truth is already waiting; nothing in the samples tells a last frame from any other),
-/// the one after it where the CPU did not drop with the output, and the first one or two
-/// of a shell command.
+/// the one after it where the CPU did not drop with the output and the last frame was no
+/// final screen, and the first one or two of a shell command.
 const MIN_ACCURACY: &[(&str, f64)] = &[
     ("claude", 0.97),
-    ("codex", 0.94),
+    ("codex", 0.96),
     ("terminal", 0.949),
-    ("set 1", 0.95),
-    ("set 2", 0.95),
-    ("all", 0.95),
+    ("set 1", 0.96),
+    ("set 2", 0.958),
+    ("all", 0.961),
 ];
 /// The share it must get right from a second after each change of the truth on. Lower
 /// than the 99.6 % of the rules that waited for a second sample of output: a key's

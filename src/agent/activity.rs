@@ -155,6 +155,9 @@ const WORKING_CPU_PERCENT: u64 = 25;
 /// `OUTPUT_HOLD_MS` for more (a spinner skipping a frame while its agent waits for a
 /// slow answer uses little CPU before and after).
 const REST_CPU_PERCENT: u64 = 15;
+/// The samples before a final screen that must each have drawn, less than half of it
+/// (the frames of an animation: `final_screen`).
+const STEADY_SAMPLES: usize = 2;
 /// Milliseconds of CPU in one clock tick (`CLK_TCK` is 100 on Linux).
 const TICK_MS: u64 = 10;
 
@@ -244,11 +247,12 @@ fn cpu_percent(s: &Sample) -> u64 {
 
 /// Whether the newest sample says the work is over: nothing was drawn or typed in it, and
 /// either the CPU dropped with the output, from `WORKING_CPU_PERCENT` in the sample
-/// before to under `REST_CPU_PERCENT`, or all there was before it was the answer to a key
-/// (a redraw: Esc took a prompt away). Otherwise a sample without output may be an
+/// before to under `REST_CPU_PERCENT`; or nothing in the session ran at all (not one
+/// tick) right after a `final_screen`; or all there was before it was the answer to a
+/// key (a redraw: Esc took a prompt away). Otherwise a sample without output may be an
 /// animation skipping a frame, and `OUTPUT_HOLD_MS` decides.
 fn stopped(window: &[Sample]) -> bool {
-    let [.., before, newest] = window else {
+    let [earlier @ .., before, newest] = window else {
         return false;
     };
     if newest.out > 0 || newest.typed > 0 {
@@ -256,7 +260,21 @@ fn stopped(window: &[Sample]) -> bool {
     }
     let dropped =
         cpu_percent(before) >= WORKING_CPU_PERCENT && cpu_percent(newest) < REST_CPU_PERCENT;
-    dropped || answer_to_key(&window[..window.len() - 1])
+    let at_rest = newest.cpu == 0 && final_screen(earlier, before);
+    dropped || at_rest || answer_to_key(&window[..window.len() - 1])
+}
+
+/// Whether `last` looks like a program's last screen of a piece of work: it drew in each
+/// of the `STEADY_SAMPLES` before it, as an animation does (one that draws less often
+/// than a sample skips some), and `last` drew at least twice what each of them did: more
+/// than another frame (Codex puts its answer into its history as its working line goes).
+/// Its work may have run outside the pane's session (Codex's runs in its shared server),
+/// so no drop of the CPU tells the end there.
+fn final_screen(earlier: &[Sample], last: &Sample) -> bool {
+    earlier.len() >= STEADY_SAMPLES
+        && earlier[earlier.len() - STEADY_SAMPLES..]
+            .iter()
+            .all(|s| s.out > 0 && 2 * s.out <= last.out)
 }
 
 /// Whether the output of `window[i]` is the program's own: not the echo of input given

@@ -134,6 +134,45 @@ fn output_and_cpu_that_stop_together_end_the_work_at_once() {
 }
 
 #[test]
+fn a_final_screen_after_steady_frames_then_nothing_running_ends_the_work_at_once() {
+    // Codex: its frames drawn with no CPU in the pane's session (the work runs in its
+    // shared server), the answer put into its history as its working line goes, then
+    // nothing at all.
+    let mut c = Classifier::default();
+    let v = run(
+        &mut c,
+        &[out(120), out(130), out(120), out(2400), QUIET, QUIET],
+    );
+    assert_eq!(
+        v,
+        [
+            WAITING,
+            Verdict::Working,
+            Verdict::Working,
+            Verdict::Working,
+            WAITING,
+            WAITING
+        ]
+    );
+    // Anything still running in the session, or a last frame no bigger than an
+    // animation's (a spinner skipping a frame), or frames that were not steady: the
+    // half second decides, as before.
+    let ticking = Sample { cpu: 1, ..QUIET };
+    for samples in [
+        [out(120), out(130), out(120), out(2400), ticking],
+        [out(120), out(130), out(120), out(200), QUIET],
+        [out(120), QUIET, out(120), out(2400), QUIET],
+    ] {
+        let mut c = Classifier::default();
+        assert_eq!(
+            run(&mut c, &samples).last(),
+            Some(&Verdict::Working),
+            "{samples:?}"
+        );
+    }
+}
+
+#[test]
 fn one_redraw_is_not_work() {
     let mut c = Classifier::default();
     let v = run(&mut c, &[out(4000), QUIET, QUIET, QUIET, QUIET, out(10)]);
