@@ -47,9 +47,9 @@ pub struct TerminalRuntime {
     /// The emulator sequence number of the title the session state holds (see
     /// `PtyEvent::Title`).
     pub title_seq: u64,
-    /// The command-line file of the process in front, kept open by listings to read it
-    /// again cheaply (a cache: dropped whenever descriptors run short).
-    pub foreground_file: Option<proc::CmdlineFile>,
+    /// What listings keep of the process in front, to describe it again cheaply (its
+    /// command-line file held open: a cache, dropped whenever descriptors run short).
+    pub foreground_file: Option<proc::Kept>,
 }
 
 impl TerminalRuntime {

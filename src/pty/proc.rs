@@ -102,20 +102,37 @@ pub fn describe(pid: i32) -> Foreground {
     }
 }
 
-/// A process's command-line file, held open to be read again: a read through it skips
-/// the lookup of the process and its file in /proc, which took half the time of a listing
-/// of 1,000 panes. The open file belongs to the process, not to its number: it gives what
-/// the process runs now (an `exec` shows at once), and nothing once the process is gone,
-/// never the line of another that got the same number.
-pub struct CmdlineFile {
+/// What a listing keeps of a pane's foreground process, to describe it again cheaply:
+///
+/// - its command-line file, held open: a read through it skips the lookup of the
+///   process and of its file in /proc (half a listing's time at 1,000 panes). The open
+///   file belongs to the process, not to its number: it gives what the process runs now
+///   (an `exec` shows at once), and nothing once the process is gone, never the line of
+///   another that got the number;
+/// - its CPU clock, and what was found with the CPU time the process had used then. A
+///   process that has not run since cannot have changed its command line or its working
+///   directory (only its own `exec`, `chdir` and writes to its memory do, and a debugger
+///   writing into it), so while its CPU time stands still, what was found stands: a shell
+///   waiting at its prompt costs a listing one read of a clock. The time is read before
+///   the files, so whatever the process does after it is seen the next time.
+pub struct Kept {
     pid: i32,
     file: std::fs::File,
+    clock: Option<nix::time::ClockId>,
+    /// The CPU time read before the last description, and that description.
+    seen: Option<(nix::sys::time::TimeSpec, Foreground)>,
 }
 
-impl CmdlineFile {
-    fn open(pid: i32) -> Option<CmdlineFile> {
+impl Kept {
+    fn open(pid: i32) -> Option<Kept> {
         let file = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
-        Some(CmdlineFile { pid, file })
+        let clock = nix::time::ClockId::pid_cpu_clock_id(nix::unistd::Pid::from_raw(pid)).ok();
+        Some(Kept {
+            pid,
+            file,
+            clock,
+            seen: None,
+        })
     }
 
     /// The command line; `None` when nothing could be read (the process is gone, or a
@@ -125,20 +142,25 @@ impl CmdlineFile {
             .filter(|raw| !raw.is_empty())
             .map(|raw| split_cmdline(&raw))
     }
+
+    /// The CPU time the process has used, all its threads (`None`: it is gone).
+    fn cpu_time(&self) -> Option<nix::sys::time::TimeSpec> {
+        nix::time::clock_gettime(self.clock?).ok()
+    }
 }
 
-/// One process for [`describe_all`]: its number, the command-line file kept from the
-/// last time it was described (if any), and whether to keep one for the next time.
+/// One process for [`describe_all`]: its number, what was kept of it from the last time
+/// it was described (if anything), and whether to keep it for the next time.
 pub struct Probe {
     pub pid: i32,
-    pub kept: Option<CmdlineFile>,
+    pub kept: Option<Kept>,
     pub keep: bool,
     /// What was found (filled in by [`describe_all`]).
     pub found: Option<Foreground>,
 }
 
 impl Probe {
-    pub fn new(pid: i32, kept: Option<CmdlineFile>, keep: bool) -> Probe {
+    pub fn new(pid: i32, kept: Option<Kept>, keep: bool) -> Probe {
         Probe {
             pid,
             kept,
@@ -147,31 +169,46 @@ impl Probe {
         }
     }
 
-    /// [`describe`], through the kept file when it is this process's; `kept` is left with
-    /// the file to keep (none unless `keep`).
+    /// [`describe`], through what was kept when it is this process's (see [`Kept`]);
+    /// `kept` is left with what to keep (nothing unless `keep`).
     fn describe(&mut self) {
         let pid = self.pid;
-        let kept = self.kept.take().filter(|k| k.pid == pid);
-        let argv = match kept.as_ref().and_then(CmdlineFile::read) {
-            Some(argv) => {
-                self.kept = kept.filter(|_| self.keep);
-                argv
-            }
-            // Not kept, gone, or another process with the number now: opened afresh.
-            None if self.keep => {
-                self.kept = CmdlineFile::open(pid);
-                self.kept
-                    .as_ref()
-                    .and_then(CmdlineFile::read)
-                    .unwrap_or_default()
-            }
-            None => cmdline(pid).unwrap_or_default(),
-        };
-        self.found = Some(Foreground {
-            pid,
-            argv,
-            cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+        let mut kept = self.kept.take().filter(|k| k.pid == pid);
+        let fresh = kept.is_none() && self.keep;
+        if fresh {
+            kept = Kept::open(pid);
+        }
+        let mut ran = kept.as_ref().and_then(Kept::cpu_time);
+        let unchanged = kept.as_ref().and_then(|k| match (&k.seen, ran) {
+            (Some((then, found)), Some(now)) if *then == now => Some(found.clone()),
+            _ => None,
         });
+        let found = match unchanged {
+            Some(found) => found,
+            None => {
+                let mut argv = kept.as_ref().and_then(Kept::read);
+                if argv.is_none() && self.keep && !fresh {
+                    // Gone, or another process with the number now: opened afresh.
+                    kept = Kept::open(pid);
+                    ran = kept.as_ref().and_then(Kept::cpu_time);
+                    argv = kept.as_ref().and_then(Kept::read);
+                } else if argv.is_none() && !self.keep {
+                    kept = None;
+                    argv = cmdline(pid);
+                }
+                let found = Foreground {
+                    pid,
+                    argv: argv.unwrap_or_default(),
+                    cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+                };
+                if let Some(k) = kept.as_mut() {
+                    k.seen = ran.map(|t| (t, found.clone()));
+                }
+                found
+            }
+        };
+        self.kept = kept.filter(|_| self.keep);
+        self.found = Some(found);
     }
 }
 
@@ -376,6 +413,60 @@ mod tests {
         describe_all(&mut probes);
         assert_eq!(probes[0].found.as_ref().unwrap().argv, Vec::<String>::new());
         assert!(probes[0].kept.is_none());
+    }
+
+    #[test]
+    fn what_was_found_stands_while_the_process_has_not_run_and_not_once_it_ran() {
+        use super::{describe_all, Probe};
+        use std::io::Write;
+        use std::time::{Duration, Instant};
+        // A shell that runs only when it is given a line.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while read line; do :; done"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let describe = |kept| {
+            let mut probes = vec![Probe::new(pid, kept, true)];
+            describe_all(&mut probes);
+            let probe = probes.pop().unwrap();
+            (probe.found.unwrap(), probe.kept.unwrap())
+        };
+        // Until it waits for its line: its CPU time standing still.
+        let (_, kept) = describe(None);
+        let mut last = kept.cpu_time();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = kept.cpu_time();
+            if now == last && super::cmdline(pid).is_some_and(|a| a[0] == "sh") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the shell never settled");
+            last = now;
+        }
+        let (found, mut kept) = describe(Some(kept));
+        assert_eq!(found.argv[0], "sh");
+        // What was found is marked: a description that is the kept one shows the mark.
+        kept.seen.as_mut().unwrap().1.argv = vec!["marked".into()];
+        let (found, kept) = describe(Some(kept));
+        assert_eq!(
+            found.argv,
+            ["marked"],
+            "described again while it had not run"
+        );
+        // It runs: described afresh.
+        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let before = kept.seen.as_ref().unwrap().0;
+        while kept.cpu_time() == Some(before) {
+            assert!(Instant::now() < deadline, "the shell never ran");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (found, _) = describe(Some(kept));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(found.argv[0], "sh", "described afresh once it ran");
     }
 
     #[test]
