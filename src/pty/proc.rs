@@ -98,8 +98,13 @@ pub fn describe(pid: i32) -> Foreground {
     Foreground {
         pid,
         argv: cmdline(pid).unwrap_or_default(),
-        cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+        cwd: cwd(pid),
     }
+}
+
+/// A process's working directory.
+fn cwd(pid: i32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
 /// What a listing keeps of a pane's foreground process, to describe it again cheaply:
@@ -147,6 +152,25 @@ impl Kept {
     fn cpu_time(&self) -> Option<nix::sys::time::TimeSpec> {
         nix::time::clock_gettime(self.clock?).ok()
     }
+
+    /// [`describe`] through this: what was found the last time while the process has
+    /// not run since, else read again (the time first). `None` when its command line
+    /// reads nothing (the process is gone, a zombie, or cleared its line).
+    fn describe(&mut self) -> Option<Foreground> {
+        let ran = self.cpu_time();
+        if let (Some((then, found)), Some(now)) = (&self.seen, ran) {
+            if *then == now {
+                return Some(found.clone());
+            }
+        }
+        let found = Foreground {
+            pid: self.pid,
+            argv: self.read()?,
+            cwd: cwd(self.pid),
+        };
+        self.seen = ran.map(|t| (t, found.clone()));
+        Some(found)
+    }
 }
 
 /// One process for [`describe_all`]: its number, what was kept of it from the last time
@@ -174,48 +198,21 @@ impl Probe {
     fn describe(&mut self) {
         let pid = self.pid;
         let mut kept = self.kept.take().filter(|k| k.pid == pid);
-        let fresh = kept.is_none() && self.keep;
-        if fresh {
+        let mut found = kept.as_mut().and_then(Kept::describe);
+        if found.is_none() && self.keep {
+            // Not kept yet, gone, or another process with the number now: opened afresh.
             kept = Kept::open(pid);
+            found = kept.as_mut().and_then(Kept::describe);
         }
-        let mut ran = kept.as_ref().and_then(Kept::cpu_time);
-        let unchanged = kept.as_ref().and_then(|k| match (&k.seen, ran) {
-            (Some((then, found)), Some(now)) if *then == now => Some(found.clone()),
-            _ => None,
-        });
-        let found = match unchanged {
-            Some(found) => found,
-            None => {
-                let mut argv = kept.as_ref().and_then(Kept::read);
-                if argv.is_none() && self.keep && !fresh {
-                    // Gone, or another process with the number now: opened afresh.
-                    kept = Kept::open(pid);
-                    ran = kept.as_ref().and_then(Kept::cpu_time);
-                    argv = kept.as_ref().and_then(Kept::read);
-                } else if argv.is_none() && !self.keep {
-                    kept = None;
-                    argv = cmdline(pid);
-                }
-                let found = Foreground {
-                    pid,
-                    argv: argv.unwrap_or_default(),
-                    cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
-                };
-                if let Some(k) = kept.as_mut() {
-                    k.seen = ran.map(|t| (t, found.clone()));
-                }
-                found
-            }
-        };
-        self.kept = kept.filter(|_| self.keep);
-        self.found = Some(found);
+        self.kept = kept.filter(|_| self.keep && found.is_some());
+        self.found = Some(found.unwrap_or_else(|| describe(pid)));
     }
 }
 
 /// [`Probe::describe`] for many processes, on up to 4 threads when there are hundreds:
-/// the reads are system calls into /proc (its lookups and the other process's memory for
-/// the command line), 4-8 µs a process, so a listing of 1,000 panes on one thread would
-/// hold the server for several milliseconds.
+/// a process read afresh costs system calls into /proc (its lookups and the other
+/// process's memory for the command line), 4-8 µs, so a listing of 1,000 panes that all
+/// ran would hold the server for several milliseconds on one thread.
 pub fn describe_all(probes: &mut [Probe]) {
     const PER_THREAD: usize = 128;
     let threads = std::thread::available_parallelism()
