@@ -431,13 +431,19 @@ mod tests {
             let probe = probes.pop().unwrap();
             (probe.found.unwrap(), probe.kept.unwrap())
         };
+        // (Once its arguments are in place: a process in its `exec` reads none.)
+        let started = || super::cmdline(pid).unwrap_or_default().first() == Some(&"sh".into());
+        while !started() {
+            assert!(Instant::now() < deadline, "the shell never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         // Until it waits for its line: its CPU time standing still.
         let (_, kept) = describe(None);
         let mut last = kept.cpu_time();
         loop {
             std::thread::sleep(Duration::from_millis(50));
             let now = kept.cpu_time();
-            if now == last && super::cmdline(pid).is_some_and(|a| a[0] == "sh") {
+            if now == last {
                 break;
             }
             assert!(Instant::now() < deadline, "the shell never settled");
