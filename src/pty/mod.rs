@@ -49,7 +49,7 @@ pub struct TerminalRuntime {
     pub title_seq: u64,
     /// What listings keep of the process in front, to describe it again cheaply (its
     /// command-line file held open: a cache, dropped whenever descriptors run short).
-    pub foreground_file: Option<proc::Kept>,
+    pub foreground_kept: Option<proc::Kept>,
 }
 
 impl TerminalRuntime {
@@ -114,7 +114,7 @@ impl TerminalRuntimeRegistry {
     pub fn kept_files(&self) -> usize {
         self.map
             .values()
-            .filter(|rt| rt.foreground_file.is_some())
+            .filter(|rt| rt.foreground_kept.is_some())
             .count()
     }
 
@@ -122,7 +122,7 @@ impl TerminalRuntimeRegistry {
     /// handoff), and a cache must never be what refuses them.
     pub fn release_kept_files(&mut self) {
         for rt in self.map.values_mut() {
-            rt.foreground_file = None;
+            rt.foreground_kept = None;
         }
     }
 

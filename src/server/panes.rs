@@ -156,7 +156,7 @@ impl Session {
             size: (rows, cols),
             resized_at: None,
             title_seq: 0,
-            foreground_file: None,
+            foreground_kept: None,
         };
         Ok((term, rt))
     }

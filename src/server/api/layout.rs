@@ -296,8 +296,8 @@ impl Server {
             })
             .collect();
         // Each listed pane's foreground process, read for all at once (in parallel),
-        // through the command-line files kept from the last listing while descriptors are
-        // plenty.
+        // through what the last listing kept of it (`pty::proc::Kept`) while descriptors
+        // are plenty.
         let keep = crate::sys::nofile::has_room(2 * listed.len() as u64);
         let mut probes: Vec<Probe> = Vec::with_capacity(listed.len());
         // (Which row and terminal each probe is for.)
@@ -313,7 +313,7 @@ impl Server {
                 .session
                 .runtimes
                 .get_mut(p.terminal)
-                .and_then(|rt| rt.foreground_file.take());
+                .and_then(|rt| rt.foreground_kept.take());
             probes.push(Probe::new(pid, kept, keep));
             at.push((i, p.terminal));
         }
@@ -321,7 +321,7 @@ impl Server {
         let mut fgs: Vec<Option<Foreground>> = vec![None; listed.len()];
         for ((i, tid), probe) in at.into_iter().zip(probes) {
             if let Some(rt) = self.session.runtimes.get_mut(tid) {
-                rt.foreground_file = probe.kept;
+                rt.foreground_kept = probe.kept;
             }
             fgs[i] = probe.found;
         }

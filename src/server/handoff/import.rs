@@ -326,7 +326,7 @@ fn import_terminal(
         size: (image.rows, image.cols),
         resized_at: None,
         title_seq: 0,
-        foreground_file: None,
+        foreground_kept: None,
     };
     Ok((term, rt))
 }
