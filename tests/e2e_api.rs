@@ -74,10 +74,11 @@ fn a_listing_shows_what_the_pane_runs_now_after_an_exec_or_a_cd() {
         before["command"].as_str().unwrap().contains("bash"),
         "{before}"
     );
-    let dir = env.dir.path().join("home/somewhere else");
+    // (Quotes in the name: the JSON escapes them, and the people's listing reads them back.)
+    let dir = env.dir.path().join("home/somewhere \"else\"");
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    support::submit(&env, "p1", "cd ~/'somewhere else'");
+    support::submit(&env, "p1", "cd ~/'somewhere \"else\"'");
     wait_until("the listing shows the new cwd", || {
         first(&env)["cwd"].as_str() == dir.to_str()
     });
@@ -86,6 +87,16 @@ fn a_listing_shows_what_the_pane_runs_now_after_an_exec_or_a_cd() {
         first(&env)["command"] == "sleep 1234"
     });
     assert_eq!(first(&env)["pid"], before["pid"], "the same process");
+    // For people: a line a pane, the focused one starred, `pane get` the same line.
+    let listed = ok(env.herdr(&["pane", "list"]));
+    let size = |k: &str| first(&env)[k].as_u64().unwrap();
+    let (rows, cols) = (size("rows"), size("cols"));
+    let line = format!(
+        "*p1   w1 t1 {cols:>3}x{rows:<3} sleep 1234           {}",
+        dir.display()
+    );
+    assert_eq!(listed, line);
+    assert_eq!(ok(env.herdr(&["pane", "get", "--pane", "p1"])), line);
 }
 
 #[test]
