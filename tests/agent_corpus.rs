@@ -15,7 +15,8 @@ use herdr::agent::activity::{Classifier, Verdict};
 use support::corpus::{self, Scenario};
 
 /// The share of samples the classifier must get right, per agent, per set of recordings
-/// (`-1`, `-2`: the second taken under CPU load) and over all of them: the measured
+/// (`-1`, `-2`: the second taken under CPU load; `-3`: recorded after the rules were set,
+/// held out from their making) and over all of them: the measured
 /// figures docs/agents.md reports, rounded down. Nearly all misses are in the first
 /// second after the truth changed: the sample that holds an agent's last frame (its
 /// truth is already waiting; nothing in the samples tells a last frame from any other),
@@ -23,11 +24,12 @@ use support::corpus::{self, Scenario};
 /// final screen, and the first one or two of a shell command.
 const MIN_ACCURACY: &[(&str, f64)] = &[
     ("claude", 0.97),
-    ("codex", 0.96),
-    ("terminal", 0.949),
+    ("codex", 0.957),
+    ("terminal", 0.951),
     ("set 1", 0.96),
     ("set 2", 0.958),
-    ("all", 0.961),
+    ("set 3", 0.959),
+    ("all", 0.96),
 ];
 /// The share it must get right from a second after each change of the truth on. Lower
 /// than the 99.6 % of the rules that waited for a second sample of output: a key's
