@@ -67,8 +67,10 @@ fn pane_rows(s: &vt100::Screen) -> Vec<String> {
         .collect()
 }
 
-/// What the client showed after each frame it was sent (herdr brackets every frame in
-/// a synchronized update of the client's own terminal): the pane's rows each time.
+/// What the client showed after each frame it was sent (herdr brackets every frame of
+/// more than one stretch of a row in a synchronized update of the client's own
+/// terminal; one stretch is sent as it is, and shows with the next): the pane's rows
+/// each time.
 fn every_frame(raw: &[u8]) -> Vec<Vec<String>> {
     const END: &[u8] = b"\x1b[?2026l";
     let mut p = vt100::Parser::new(

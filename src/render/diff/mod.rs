@@ -230,6 +230,7 @@ fn encode_with(
         pen: Pen::DEFAULT,
         cursor,
         width: next.size().0,
+        moves: 0,
     };
     let blank;
     let shown = match prev {
@@ -241,6 +242,18 @@ fn encode_with(
     };
     enc.draw(shown, next, changed);
     enc.set_pen(Pen::DEFAULT);
+    if let Some(prev) = prev.filter(|_| erase.is_none()) {
+        if in_place(prev, next, &enc) {
+            let mut out = enc.out;
+            if let Some((x, y)) = next
+                .shown_cursor()
+                .filter(|&(x, y)| enc.cursor != Cursor::At(x, y))
+            {
+                let _ = write!(out, "\x1b[{};{}H", u32::from(y) + 1, u32::from(x) + 1);
+            }
+            return out;
+        }
+    }
 
     let mut out = Vec::with_capacity(enc.out.len() + 64);
     out.extend_from_slice(SYNC_BEGIN);
@@ -287,6 +300,27 @@ fn encode_with(
     }
     out.extend_from_slice(SYNC_END);
     out
+}
+
+/// Whether what `enc` drew over `prev` shows `next` as it is, without synchronized output
+/// or the cursor hidden around it: the same modes, and a visible cursor that only moves
+/// (then no more than the move is sent) or stays where the drawing leaves it, all of it
+/// printed from the cursor on (a keystroke's echo as the program printed it: the
+/// character, not 29 bytes around it); or a hidden cursor and one stretch of a row.
+/// Nothing on screen can then tear, or show the cursor where it does not belong.
+fn in_place(prev: &Frame, next: &Frame, enc: &Encoder) -> bool {
+    if prev.application_cursor != next.application_cursor
+        || prev.application_keypad != next.application_keypad
+    {
+        return false;
+    }
+    match (prev.shown_cursor(), next.shown_cursor()) {
+        (Some(_), Some((x, y))) => {
+            enc.out.is_empty() || (enc.moves == 0 && enc.cursor == Cursor::At(x, y))
+        }
+        (None, None) => enc.moves <= 1,
+        _ => false,
+    }
 }
 
 /// Where the terminal's cursor is, as far as the bytes emitted so far tell.
@@ -342,6 +376,8 @@ struct Encoder<'a> {
     pen: Pen<'a>,
     cursor: Cursor,
     width: u16,
+    /// Cursor movements emitted (each starts a stretch printed elsewhere).
+    moves: u16,
 }
 
 impl<'a> Encoder<'a> {
@@ -493,6 +529,9 @@ impl<'a> Encoder<'a> {
             gap.iter()
                 .for_each(|g| out.extend_from_slice(g.symbol.as_bytes()));
         } else {
+            if !matches!(mv, Move::Cuf(0)) {
+                self.moves = self.moves.saturating_add(1);
+            }
             let _ = match mv {
                 Move::Cup => write!(out, "\x1b[{};{}H", u32::from(y) + 1, u32::from(x) + 1),
                 Move::Cuf(0) => Ok(()),

@@ -161,19 +161,55 @@ fn identical_frames_encode_nothing() {
 fn small_changes_cost_few_bytes() {
     let a = text(80, 24, None, &["the quick brown fox", "jumps over"]);
     let b = text(80, 24, None, &["the quick brown fox", "Jumps over"]);
-    assert_eq!(encode_diff(&a, &b), b"\x1b[?2026h\x1b[2;1HJ\x1b[?2026l");
+    // One stretch of a row under a hidden cursor: nothing to tear, so no sync around it.
+    assert_eq!(encode_diff(&a, &b), b"\x1b[2;1HJ");
     // Reprinting the unchanged "w" is shorter than moving over it.
     let c = text(80, 24, None, &["the quick brOwN fox", "Jumps over"]);
-    assert_eq!(encode_diff(&b, &c), b"\x1b[?2026h\x1b[1;13HOwN\x1b[?2026l");
-    // Typing at the prompt: the glyph lands at the cursor, which then is where it belongs.
+    assert_eq!(encode_diff(&b, &c), b"\x1b[1;13HOwN");
+    // Two stretches: in one synchronized update.
+    let c2 = text(80, 24, None, &["the quick brOwN fox", "Jumps over!"]);
+    let mut c3 = c2.clone();
+    c3.buffer[(0, 0)].set_symbol("T");
+    assert_eq!(encode_diff(&c2, &c3), b"\x1b[1;1HT");
+    let c4 = text(80, 24, None, &["The quick brOwN fox", "Jumps overs"]);
+    assert_eq!(
+        encode_diff(&c3, &c4),
+        b"\x1b[2;11Hs",
+        "the first row is the same"
+    );
+    let c5 = text(80, 24, None, &["The quick brOwN fox.", "Jumps overs."]);
+    assert_eq!(
+        encode_diff(&c4, &c5),
+        b"\x1b[?2026h\x1b[1;20H.\x1b[2;12H.\x1b[?2026l"
+    );
+    // Typing at the prompt: the glyph lands at the cursor, which then is where it belongs:
+    // sent as the program sent it.
     let d = text(80, 24, Some((3, 0)), &["$ l"]);
     let e = text(80, 24, Some((4, 0)), &["$ ls"]);
-    let typed = encode_diff(&d, &e);
-    assert_eq!(typed, b"\x1b[?2026h\x1b[?25ls\x1b[?25h\x1b[?2026l");
-    // A pure cursor move needs no hiding.
+    assert_eq!(encode_diff(&d, &e), b"s");
+    // A pure cursor move: the move alone.
     let f = text(80, 24, Some((0, 2)), &["$ ls"]);
-    assert_eq!(encode_diff(&e, &f), b"\x1b[?2026h\x1b[3;1H\x1b[?2026l");
-    replay(&[a, b, c, d, e, f]);
+    assert_eq!(encode_diff(&e, &f), b"\x1b[3;1H");
+    // Drawn away from a visible cursor: hidden meanwhile, in one synchronized update.
+    let g = text(80, 24, Some((0, 2)), &["$ ls", "", "", "status"]);
+    assert_eq!(
+        encode_diff(&f, &g),
+        b"\x1b[?2026h\x1b[?25l\r\nstatus\x1b[3;1H\x1b[?25h\x1b[?2026l"
+    );
+    // Typed with a colour, and a mode change: the pen is reset after; a mode in sync.
+    let mut h = g.clone();
+    h.buffer.set_string(0, 2, "x", Style::new().fg(Color::Red));
+    h.cursor = Some((1, 2));
+    assert_eq!(encode_diff(&g, &h), b"\x1b[31mx\x1b[0m");
+    let mut i = h.clone();
+    i.application_cursor = true;
+    i.buffer.set_string(1, 2, "y", Style::default());
+    i.cursor = Some((2, 2));
+    assert_eq!(
+        encode_diff(&h, &i),
+        b"\x1b[?2026h\x1b[?25l\x1b[?1hy\x1b[?25h\x1b[?2026l"
+    );
+    replay(&[a, b, c, c2, c3, c4, c5, d, e, f, g, h, i]);
 }
 
 #[test]
@@ -325,7 +361,7 @@ fn strikethrough_underline_styles_and_colours_overline_and_links_are_sent() {
     next.buffer[(1, 0)].set_symbol("I");
     assert_eq!(
         encode_diff(&frames[3], &next),
-        b"\x1b[?2026h\x1b[1;2H\x1b]8;id=1;http://e.com/x\x1b\\I\x1b]8;;\x1b\\\x1b[?2026l"
+        b"\x1b[1;2H\x1b]8;id=1;http://e.com/x\x1b\\I\x1b]8;;\x1b\\"
     );
     // The same text linked elsewhere is a change; the same link is none.
     let mut moved = frames[3].clone();
