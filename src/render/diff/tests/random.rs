@@ -93,6 +93,107 @@ impl Lcg {
         }
         g
     }
+
+    /// Types one to three glyphs at the cursor, as a program echoing keys does, and puts
+    /// the cursor after them; or only moves the cursor, or hides it.
+    fn type_at_cursor(&mut self, f: &Frame) -> Frame {
+        let ((w, h), mut g) = (f.size(), f.clone());
+        let Some((mut x, y)) = f.cursor.filter(|_| self.below(8) > 0) else {
+            g.cursor = Some((self.below(w), self.below(h)));
+            return g;
+        };
+        if self.below(10) == 0 {
+            g.cursor = None;
+            return g;
+        }
+        for _ in 0..=self.below(3) {
+            let symbol = ["k", "é", "漢", "🙂", " ", "e\u{301}"][usize::from(self.below(6))];
+            let width = if symbol == "漢" || symbol == "🙂" {
+                2
+            } else {
+                1
+            };
+            if x + width >= w {
+                break;
+            }
+            let style = if self.below(3) == 0 {
+                Style::new().fg(self.color()).add_modifier(Modifier::BOLD)
+            } else {
+                Style::default()
+            };
+            g.buffer.set_string(x, y, symbol, style);
+            let i = usize::from(y) * usize::from(w) + usize::from(x);
+            g.extras[i] = if self.below(4) == 0 {
+                self.extra()
+            } else {
+                Extra::PLAIN
+            };
+            x += width;
+        }
+        g.cursor = Some((x, y));
+        g
+    }
+}
+
+/// Typing at a visible cursor, mixed with every other change: the echoes sent as they
+/// are (no synchronized update around them) still leave each screen exactly the frame,
+/// and the frames after them are right.
+#[test]
+fn typing_at_the_cursor_sent_as_it_is_chains_with_every_other_change() {
+    let mut rng = Lcg(0x7e57);
+    let mut bare = 0;
+    for _ in 0..400 {
+        let (w, h) = (4 + rng.below(20), 1 + rng.below(5));
+        let mut first = Frame::new(w, h);
+        first.cursor = Some((0, rng.below(h)));
+        let mut frames = vec![first];
+        for _ in 0..8 {
+            let last = frames.last().expect("a frame");
+            let next = if rng.below(4) == 0 {
+                rng.mutate(last)
+            } else {
+                rng.type_at_cursor(last)
+            };
+            frames.push(next);
+        }
+        for pair in frames.windows(2) {
+            let bytes = encode_diff(&pair[0], &pair[1]);
+            if bytes.is_empty() || bytes.starts_with(SYNC_BEGIN) {
+                continue;
+            }
+            bare += 1;
+            // Nothing sent as it is makes the cursor jump about: at a visible cursor it
+            // prints from where the cursor is or only moves it; under a hidden one it moves
+            // once, to the one stretch it prints.
+            let moves = cursor_moves(&bytes);
+            let lone_move = moves == 1 && bytes.starts_with(b"\x1b[") && bytes.ends_with(b"H");
+            match (pair[0].cursor, pair[1].cursor) {
+                (Some(_), Some(_)) => assert!(moves == 0 || lone_move, "{bytes:?}"),
+                (None, None) => assert!(moves <= 1, "{bytes:?}"),
+                _ => panic!("the cursor shown or hidden outside a synchronized update: {bytes:?}"),
+            }
+        }
+        replay(&frames);
+    }
+    assert!(
+        bare > 500,
+        "only {bare} frames went without a synchronized update"
+    );
+}
+
+/// The cursor movements in `bytes`: CUP, CUF and CR LF.
+fn cursor_moves(bytes: &[u8]) -> usize {
+    let mut moves = bytes.windows(2).filter(|w| w == b"\r\n").count();
+    let mut from = 0;
+    while let Some(at) = bytes[from..].windows(2).position(|w| w == b"\x1b[") {
+        let params = from + at + 2;
+        let Some(end) = (params..bytes.len()).find(|&k| (0x40..=0x7e).contains(&bytes[k])) else {
+            break;
+        };
+        moves += usize::from(matches!(bytes[end], b'H' | b'C'));
+        from = end + 1;
+    }
+    moves
 }
 
 #[test]
