@@ -476,7 +476,40 @@ fn a_link_that_goes_silent_is_noticed_by_the_client_itself() {
     });
     t.send(b"\x03");
     t.line("echo back-$((6*7))");
-    t.wait_text("back-42");
+    // (Should the keys not arrive, what both ends logged says where they stopped.)
+    let logs = [
+        sshd.dir
+            .path()
+            .join("rstate/herdr/sessions")
+            .join(&env.session)
+            .join("server.log"),
+        env.dir
+            .path()
+            .join(format!("run/herdr/ssh-{}.log", env.session)),
+    ];
+    let deadline = std::time::Instant::now() + support::WAIT;
+    while !t.contents().contains("back-42") {
+        if std::time::Instant::now() > deadline {
+            let tail = |p: &std::path::Path| {
+                let text = std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+                let lines: Vec<&str> = text.lines().collect();
+                lines[lines.len().saturating_sub(40)..].join("\n")
+            };
+            panic!(
+                "the keys typed after the link came back never arrived; screen:\n{}\n{}:\n{}\n{}:\n{}",
+                t.contents(),
+                logs[0].display(),
+                tail(&logs[0]),
+                logs[1].display(),
+                tail(&logs[1])
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        logs.iter().all(|l| l.exists()),
+        "the logs shown on a failure: {logs:?}"
+    );
     // The link that came back is a connection of its own (the shared one had frozen).
     // Frozen again, and this time the user gives up while it is silent: ctrl-c ends the
     // client at once, with the command to come back.
