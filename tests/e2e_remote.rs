@@ -487,25 +487,20 @@ fn a_link_that_goes_silent_is_noticed_by_the_client_itself() {
             .path()
             .join(format!("run/herdr/ssh-{}.log", env.session)),
     ];
-    let deadline = std::time::Instant::now() + support::WAIT;
-    while !t.contents().contains("back-42") {
-        if std::time::Instant::now() > deadline {
-            let tail = |p: &std::path::Path| {
-                let text = std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
-                let lines: Vec<&str> = text.lines().collect();
-                lines[lines.len().saturating_sub(40)..].join("\n")
-            };
-            panic!(
-                "the keys typed after the link came back never arrived; screen:\n{}\n{}:\n{}\n{}:\n{}",
-                t.contents(),
-                logs[0].display(),
-                tail(&logs[0]),
-                logs[1].display(),
-                tail(&logs[1])
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let tail = |p: &std::path::Path| {
+        let text = std::fs::read_to_string(p).unwrap_or_else(|e| format!("({e})"));
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "\n{}:\n{}",
+            p.display(),
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        )
+    };
+    t.wait_or_tell(
+        "the keys typed after the link came back (\"back-42\" on screen)",
+        |t| t.contents().contains("back-42"),
+        || logs.iter().map(|l| tail(l)).collect(),
+    );
     assert!(
         logs.iter().all(|l| l.exists()),
         "the logs shown on a failure: {logs:?}"

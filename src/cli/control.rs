@@ -8,8 +8,6 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 
-use serde::Deserialize;
-
 use serde_json::Value;
 
 use crate::client::api::{self, ApiClient};
@@ -62,13 +60,23 @@ pub(super) fn call(
         return call_coded(session, request, json_out, human, |_| 0);
     }
     // As the server wrote it, laid out (not made into values and written again).
+    call_raw(session, request, |raw| Ok(super::pretty::pretty(raw)))
+}
+
+/// Sends one request and prints what `show` makes of the result's JSON text as the
+/// server wrote it.
+fn call_raw(
+    session: &SessionName,
+    request: Request,
+    show: fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<i32> {
     let mut api = match connect(session)? {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
     match api.request_raw(&request) {
         Ok(raw) => {
-            print_out(&super::pretty::pretty(&raw))?;
+            print_out(&show(&raw)?)?;
             Ok(0)
         }
         Err(e) => answer_error(e),
@@ -278,8 +286,8 @@ fn abs(dir: Option<String>) -> Option<String> {
         .or(Some(dir))
 }
 
-/// What a pane's line shows of it, read off `pane.get`/`pane.list`'s JSON without making
-/// values of the rest (a listing of 1,000 panes spent more time building and freeing
+/// What a pane's line shows of it, read off `pane.get`/`pane.list`'s JSON text without
+/// making values of the rest (a listing of 1,000 panes spent more time building and freeing
 /// them than the server took to answer).
 #[derive(serde::Deserialize)]
 struct PaneLine<'a> {
@@ -316,25 +324,15 @@ impl std::fmt::Display for PaneLine<'_> {
     }
 }
 
-fn pane_row(p: &Value) -> String {
-    PaneLine::deserialize(p).map_or_else(
-        |e| format!("(a pane the server described oddly: {e})"),
-        |l| l.to_string(),
-    )
+/// `herdr pane get` for people: its line.
+fn pane_line(raw: &str) -> anyhow::Result<String> {
+    let line: PaneLine = serde_json::from_str(raw).map_err(unreadable)?;
+    Ok(line.to_string())
 }
 
-/// `herdr pane list` for people: a line a pane, read straight off the server's text.
-fn pane_lines(session: &SessionName, request: Request) -> anyhow::Result<i32> {
-    let mut api = match connect(session)? {
-        Ok(a) => a,
-        Err(code) => return Ok(code),
-    };
-    let raw = match api.request_raw(&request) {
-        Ok(raw) => raw,
-        Err(e) => return answer_error(e),
-    };
-    let lines: Vec<PaneLine> = serde_json::from_str(&raw)
-        .map_err(|e| anyhow::anyhow!("the server's pane list is not what this herdr reads: {e}"))?;
+/// `herdr pane list` for people: a line a pane.
+fn pane_lines(raw: &str) -> anyhow::Result<String> {
+    let lines: Vec<PaneLine> = serde_json::from_str(raw).map_err(unreadable)?;
     let mut text = String::with_capacity(64 * lines.len());
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {
@@ -342,8 +340,11 @@ fn pane_lines(session: &SessionName, request: Request) -> anyhow::Result<i32> {
         }
         write!(text, "{line}")?;
     }
-    print_out(&text)?;
-    Ok(0)
+    Ok(text)
+}
+
+fn unreadable(e: serde_json::Error) -> anyhow::Error {
+    anyhow::anyhow!("the server described a pane in a way this herdr does not read: {e}")
 }
 
 pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
@@ -358,15 +359,17 @@ pub fn pane(session: &SessionName, cmd: PaneCommand) -> anyhow::Result<i32> {
                 tab: opt_id(tab)?,
             });
             if !out.json {
-                return pane_lines(session, request);
+                return call_raw(session, request, pane_lines);
             }
             (request, true, nothing)
         }
-        PaneCommand::Get { target: t, out } => (
-            Request::PaneGet(req::PaneTarget { pane: target(&t)? }),
-            out.json,
-            pane_row,
-        ),
+        PaneCommand::Get { target: t, out } => {
+            let request = Request::PaneGet(req::PaneTarget { pane: target(&t)? });
+            if !out.json {
+                return call_raw(session, request, pane_line);
+            }
+            (request, true, nothing)
+        }
         PaneCommand::Split {
             target: t,
             direction,

@@ -467,6 +467,16 @@ impl Term {
 
     /// Waits until `cond` holds for the screen, or panics with the screen after `WAIT`.
     pub fn wait(&self, what: &str, cond: impl Fn(&Term) -> bool) {
+        self.wait_or_tell(what, cond, String::new);
+    }
+
+    /// [`Term::wait`], panicking with what `tell` says as well (logs, say).
+    pub fn wait_or_tell(
+        &self,
+        what: &str,
+        cond: impl Fn(&Term) -> bool,
+        tell: impl Fn() -> String,
+    ) {
         let deadline = Instant::now() + WAIT;
         while Instant::now() < deadline {
             if cond(self) {
@@ -474,7 +484,11 @@ impl Term {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("timed out waiting for {what}; screen:\n{}", self.contents());
+        panic!(
+            "timed out waiting for {what}; screen:\n{}{}",
+            self.contents(),
+            tell()
+        );
     }
 
     pub fn wait_text(&self, text: &str) {

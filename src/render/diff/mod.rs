@@ -242,23 +242,18 @@ fn encode_with(
     };
     enc.draw(shown, next, changed);
     enc.set_pen(Pen::DEFAULT);
-    if let Some(prev) = prev.filter(|_| erase.is_none()) {
-        if in_place(prev, next, &enc) {
-            let mut out = enc.out;
-            if let Some((x, y)) = next
-                .shown_cursor()
-                .filter(|&(x, y)| enc.cursor != Cursor::At(x, y))
-            {
-                let _ = write!(out, "\x1b[{};{}H", u32::from(y) + 1, u32::from(x) + 1);
-            }
-            return out;
-        }
-    }
-
+    // (Unknown modes are set whatever they were.)
+    let known = prev.filter(|_| erase.is_none());
+    // What cannot tear goes as it is; the rest in one synchronized update.
+    let bare = known.is_some_and(|p| in_place(p, next, &enc));
     let mut out = Vec::with_capacity(enc.out.len() + 64);
-    out.extend_from_slice(SYNC_BEGIN);
+    if !bare {
+        out.extend_from_slice(SYNC_BEGIN);
+    }
+    let start = out.len();
     // Hide while drawing, or the cursor visibly jumps around on terminals without sync updates.
-    let hid = prev.is_none() || erase.is_some() || (!enc.out.is_empty() && was_shown.is_some());
+    let hid = !bare
+        && (prev.is_none() || erase.is_some() || (!enc.out.is_empty() && was_shown.is_some()));
     if hid {
         out.extend_from_slice(HIDE_CURSOR);
     }
@@ -273,8 +268,6 @@ fn encode_with(
     {
         let _ = write!(out, "\x1b[{}H\x1b[0m\x1b[2K", y + 1);
     }
-    // (Unknown modes are set whatever they were.)
-    let known = prev.filter(|_| erase.is_none());
     let (cursor_keys, keypad) = (next.application_cursor, next.application_keypad);
     if known.map(|p| p.application_cursor) != Some(cursor_keys) {
         out.extend_from_slice(APPLICATION_CURSOR[usize::from(cursor_keys)]);
@@ -295,10 +288,12 @@ fn encode_with(
         None if was_shown.is_some() && !hid => out.extend_from_slice(HIDE_CURSOR),
         None => {}
     }
-    if out.len() == SYNC_BEGIN.len() {
+    if out.len() == start {
         return Vec::new(); // only invisible differences, e.g. in continuation cells
     }
-    out.extend_from_slice(SYNC_END);
+    if !bare {
+        out.extend_from_slice(SYNC_END);
+    }
     out
 }
 
